@@ -1,0 +1,109 @@
+"""doit actions: the side-effect edge of the graph.
+
+Module-level functions with plain-data arguments, so they work under every
+multiprocessing start method. Each writes its outputs atomically and returns
+the values doit stores for the next run's up-to-date check.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from doit.exceptions import TaskFailed
+
+from .checker import make_state
+from .depfile import parse_depfile
+from .hashing import text_digest
+from .stamp import remove_stamp, write_stamp
+from .units import CompileUnit
+
+
+def argv_digest(argv: tuple[str, ...]) -> str:
+    return text_digest(*argv)
+
+
+def run_compile(unit: CompileUnit, compiler_id: str, context: str | None):
+    """Compile one unit into a temp file, then move it onto its output.
+
+    Returns the values recorded for the next up-to-date check: argv, compiler
+    and context digests, the state of every header the compiler read, and the
+    state of the output. On failure returns TaskFailed with the command and the
+    compiler's message; other outputs are untouched.
+    """
+    sub = Path(unit.sub_rel)
+    remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
+    out = Path(unit.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = _temp(out, ".tmp")
+    tmp_dep = _temp(out, ".d.tmp")
+    out_arg = os.path.relpath(out, sub)
+    argv = list(unit.argv)
+    o = len(argv) - 1 - argv[::-1].index("-o")
+    argv[o + 1] = os.path.relpath(tmp_out, sub)
+    argv[o:o] = ["-MMD", "-MF", os.path.relpath(tmp_dep, sub), "-MT", out_arg,
+                 f"-ffile-prefix-map={os.path.abspath(sub)}=."]
+    start_ns = time.time_ns()
+    try:
+        try:
+            proc = subprocess.run(argv, cwd=sub, capture_output=True, text=True, errors="replace",
+                                  timeout=unit.timeout)
+        except subprocess.TimeoutExpired:
+            return TaskFailed(_failure(unit, f"compiler timed out after {unit.timeout:g} s "
+                                             "(raise PYPTO_COMPILER_TIMEOUT)"))
+        except OSError as exc:
+            return TaskFailed(_failure(unit, f"cannot run the compiler: {exc}"))
+        if proc.returncode != 0:
+            return TaskFailed(_failure(unit, (proc.stderr or proc.stdout).strip()
+                                       or f"exit status {proc.returncode}"))
+        headers = _headers(tmp_dep, sub, unit.source)
+        os.replace(tmp_out, out)
+    finally:
+        for leftover in (tmp_out, tmp_dep):
+            leftover.unlink(missing_ok=True)
+    return {
+        "argv": argv_digest(unit.argv),
+        "compiler": compiler_id,
+        "context": context,
+        "headers": {h: make_state(h, changed_since_ns=start_ns) for h in headers if os.path.exists(h)},
+        "output": make_state(unit.output),
+    }
+
+
+def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
+    """Write the sub-build's binary_context.json once all its binaries are built.
+
+    With an unknown identity no stamp is written (and a stale one is removed).
+    """
+    if stamp is None:
+        remove_stamp(Path(stamp_path))
+        return {"stamp": None, "why": why_unknown}
+    write_stamp(Path(stamp_path), stamp)
+    return {"stamp": stamp}
+
+
+def _headers(depfile: Path, sub: Path, source: str) -> list[str]:
+    """Headers named by the depfile, as paths relative to the build root."""
+    try:
+        text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return []
+    found = []
+    for dep in parse_depfile(text):
+        path = dep if os.path.isabs(dep) else os.path.normpath(os.path.join(sub, dep))
+        if path != source and path not in found:
+            found.append(Path(path).as_posix())
+    return found
+
+
+def _temp(target: Path, suffix: str) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _failure(unit: CompileUnit, message: str) -> str:
+    cmd = " ".join(unit.argv)
+    return f"{unit.task}: compiling {unit.source} failed\n  command (in {unit.sub_rel}): {cmd}\n{message}"

@@ -1,0 +1,90 @@
+"""Library API: `build()` and its result."""
+from __future__ import annotations
+
+import io
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from .errors import BuildError, PyptoBuildError
+from .reporter import BuildReporter
+
+_one_run = threading.Lock()   # doit keeps globals and we chdir: one run per process at a time
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What happened to one task: status is ran, up-to-date, failed or skipped."""
+
+    task: str
+    status: str
+    reason: str = ""
+    seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    work_dir: Path
+    platform: str
+    units: tuple[UnitResult, ...]
+    returncode: int
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def names(self, status: str, prefix: str = "") -> list[str]:
+        """Task names with `status`, optionally only those starting with `prefix`."""
+        return sorted(u.task for u in self.units if u.status == status and u.task.startswith(prefix))
+
+    @property
+    def compiled(self) -> list[str]:
+        """Compile and orchestration tasks that ran."""
+        return [n for n in self.names("ran") if n.startswith(("compile:", "orch:"))]
+
+    @property
+    def failures(self) -> list[UnitResult]:
+        return [u for u in self.units if u.status == "failed"]
+
+
+def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bool = False,
+          keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
+          check: bool = True) -> BuildResult:
+    """Build a PyPTO build directory incrementally.
+
+    Returns what ran, what was up to date and why. With `check` (default) a
+    failed unit raises `BuildError` naming the unit, the command and the
+    compiler's message; bad input raises a `PyptoBuildError` subclass.
+    `progress` is a stream for one line per unit run and a summary (None: silent).
+    """
+    from .engine import BuildDirLoader, BuildDirMain, load_graph
+
+    root = Path(work_dir).resolve()
+    graph = load_graph(root, platform)
+    quiet = progress is None
+    reporter = BuildReporter(progress or io.StringIO(), quiet=quiet)
+    loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet)
+    argv = ["build", "-n", str(max(1, jobs)) if jobs > 1 else "0"]
+    if recompile:
+        argv.append("--recompile")
+    if keep_going:
+        argv.append("--continue")
+    argv += list(tasks or [])
+    with _one_run:
+        rc = BuildDirMain(loader).run(argv)
+    units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
+                  for name, o in sorted(reporter.outcomes.items()))
+    result = BuildResult(root, graph.platform.name, units, rc, tuple(graph.unknown_identities()))
+    if rc == 3:
+        raise PyptoBuildError(f"{root}: doit could not run the graph: {'; '.join(reporter.errors) or 'see stderr'}")
+    if check and result.failures:
+        first = result.failures[0]
+        raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.message}",
+                         [f for f in result.failures], result)
+    if check and rc != 0:
+        raise BuildError(f"{root}: build did not complete (doit exit status {rc}): "
+                         f"{'; '.join(reporter.errors)}", [], result)
+    return result

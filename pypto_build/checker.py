@@ -1,0 +1,85 @@
+"""The doit file checker: content (xxh3) decides, stat only short-circuits.
+
+State saved per file: ``[mtime_ns, size, ino, ctime_ns, digest, trusted]``.
+
+* Same stat tuple and ``trusted``: unchanged, no read.
+* Different size: changed, no read.
+* Otherwise the digest decides (so `touch`, `cp -r` and checkouts rebuild nothing).
+
+``trusted`` is False when the file was younger than `RACY_NS` when its state was
+recorded: a same-size rewrite within the filesystem's timestamp granularity
+could keep the stat tuple, so such a state is always re-hashed until a later
+run records it as old enough (the racy-git / ccache guard).
+
+The class name is stored by doit per task; keep it stable.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from doit.dependency import CHECKERS, FileChangedChecker
+
+from .hashing import file_digest
+
+RACY_NS = 2_000_000_000
+
+State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
+
+
+def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns: int | None = None) -> State:
+    """Record the state of `path` now.
+
+    With `changed_since_ns`, a file modified at or after that time (while a
+    compiler was reading it) gets no digest: it must be rebuilt next time.
+    """
+    if st is None:
+        st = os.stat(path)
+    digest: str | None = file_digest(path, st)
+    if changed_since_ns is not None and st.st_mtime_ns >= changed_since_ns:
+        digest = None
+    trusted = time.time_ns() - st.st_mtime_ns > RACY_NS
+    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, digest, trusted]
+
+
+def same_stat(st: os.stat_result, state: State) -> bool:
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == tuple(state[:4])
+
+
+def is_modified(path: str, st: os.stat_result, state: State | None) -> bool:
+    """True when the file's content differs from the recorded state."""
+    if not state or len(state) != 6:
+        return True
+    if st.st_size != state[1]:
+        return True
+    if state[4] is None:
+        return True
+    if state[5] and same_stat(st, state):
+        return False
+    return file_digest(path, st) != state[4]
+
+
+def refreshed(path: str, st: os.stat_result, state: State) -> State | None:
+    """A newer state for an unchanged file whose stat moved, else None."""
+    if state[5] and same_stat(st, state):
+        return None
+    new = make_state(path, st)
+    return None if new == state else new
+
+
+class XXHChecker(FileChangedChecker):
+    """Content checker plugged into doit (`check_file_uptodate`)."""
+
+    CheckerError = OSError
+
+    def check_modified(self, file_path, file_stat, state):
+        return is_modified(file_path, file_stat, state)
+
+    def get_state(self, dep, current_state):
+        st = os.stat(dep)
+        if current_state and len(current_state) == 6 and not is_modified(dep, st, current_state):
+            return refreshed(dep, st, current_state)
+        return make_state(dep, st)
+
+
+CHECKERS.setdefault("xxh", XXHChecker)

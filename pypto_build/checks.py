@@ -1,0 +1,102 @@
+"""`uptodate` objects: what doit's file_dep does not cover, with reasons.
+
+doit tracks neither command lines, nor identities, nor the headers a compiler
+read, nor whether a target was modified; `UnitCheck` does. Each returns
+True/False (never None: doit would ignore it, which fails open) and keeps the
+reason, which its repr shows in `doit info` and our explain output.
+"""
+from __future__ import annotations
+
+import os
+
+from .checker import is_modified, refreshed
+from .stamp import stamp_matches
+
+
+class UnitCheck:
+    """Up to date iff argv, compiler, context, headers and output all match the last build."""
+
+    def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str):
+        self.expect = {"argv": argv, "compiler": compiler, "context": context}
+        self.why_unknown = why_unknown
+        self.output = output
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        self.reason = self._stale_reason(values or {})
+        return not self.reason
+
+    def _stale_reason(self, values: dict) -> str:
+        if "argv" not in values:
+            return "never built"
+        if values["argv"] != self.expect["argv"]:
+            return "command line changed"
+        if values.get("compiler") != self.expect["compiler"]:
+            return "compiler changed"
+        if self.expect["context"] is None:
+            return self.why_unknown or "identity unknown"
+        if values.get("context") != self.expect["context"]:
+            return "runtime/PTO-ISA identity changed"
+        for header, state in (values.get("headers") or {}).items():
+            try:
+                st = os.stat(header)
+            except OSError:
+                return f"header {header} removed"
+            if is_modified(header, st, state):
+                return f"header {header} changed"
+        try:
+            st = os.stat(self.output)
+        except OSError:
+            return f"output {self.output} missing"
+        if is_modified(self.output, st, values.get("output")):
+            return f"output {self.output} modified since it was built"
+        return ""
+
+    def refresh(self, values: dict) -> dict | None:
+        """Values with re-stat'ed states for unchanged files whose stat moved (after a touch)."""
+        changed = False
+        headers = dict(values.get("headers") or {})
+        for path, state in headers.items():
+            new = _refresh(path, state)
+            if new is not None:
+                headers[path], changed = new, True
+        out = _refresh(self.output, values.get("output"))
+        if not changed and out is None:
+            return None
+        return {**values, "headers": headers, "output": out or values.get("output")}
+
+    def __repr__(self) -> str:
+        return self.reason or "unit inputs unchanged"
+
+
+class StampCheck:
+    """The stamp is current iff the identity is known and the file holds exactly it."""
+
+    def __init__(self, path: str, stamp: dict | None, why_unknown: str | None):
+        self.path, self.stamp, self.why_unknown = path, stamp, why_unknown
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        if self.stamp is None:
+            self.reason = f"no stamp: {self.why_unknown}"
+        elif not stamp_matches(self.path, self.stamp):
+            self.reason = f"{self.path} missing or outdated"
+        else:
+            self.reason = ""
+        return not self.reason
+
+    def refresh(self, values: dict) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return self.reason or "stamp current"
+
+
+def _refresh(path: str, state) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not state or is_modified(path, st, state):
+        return None
+    return refreshed(path, st, state)

@@ -1,0 +1,103 @@
+"""`pypto-build` command line. Bad input: one line, exit 2; failed units: exit 1."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import BuildError, PyptoBuildError
+
+EPILOG = """examples:
+  pypto-build build build_output/_jit_add_20260101_120000
+  pypto-build build -j 2 DIR                 # two compiles at a time
+  pypto-build build --recompile DIR          # rebuild every binary once
+  pypto-build doit list --all --status DIR   # doit's own commands on DIR's graph
+  pypto-build doit info DIR compile:aiv/k0   # why is this unit stale?
+  doit build                                 # the same, as a doit command, inside DIR
+
+Staleness is decided by content (xxhash), not mtimes. State lives in DIR/.pypto_build/.
+Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
+PYPTO_COMPILER_TIMEOUT (seconds, default 900)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pypto-build", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="Incremental, content-hashed builds of PyPTO build_output/<jit_dir>/ directories.")
+    p.add_argument("--version", action="version", version=f"pypto_build {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = p.add_subparsers(dest="verb", metavar="VERB")
+
+    b = sub.add_parser("build", help="compile every kernel and orchestration whose inputs changed",
+                       description="Compile every kernel and orchestration of DIR (all sub-builds) whose "
+                                   "inputs changed, then write cache/binary_context.json per sub-build.")
+    b.add_argument("dir", type=Path, metavar="DIR", help="build_output/<jit_dir>/ directory")
+    b.add_argument("tasks", nargs="*", metavar="TASK", help="only these tasks (e.g. compile:aiv/k0); default all")
+    b.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once (default 1)")
+    b.add_argument("--platform", default=None,
+                   help="target platform: host (default, or $PYPTO_BUILD_PLATFORM), a2a3sim, a5sim, a2a3, a5")
+    b.add_argument("--recompile", action="store_true",
+                   help="mark every compile target out of date (never deletes sources; edits are "
+                        "picked up without it)")
+    b.add_argument("-k", "--keep-going", action="store_true", help="go on building other units after a failure")
+    b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    d = sub.add_parser("doit", help="run a doit command (list, info, forget, clean, ...) on DIR's graph",
+                       description="Run one of doit's commands on the task graph of DIR, e.g. "
+                                   "`pypto-build doit list --all --status DIR`, "
+                                   "`pypto-build doit info DIR compile:aiv/k0`, "
+                                   "`pypto-build doit forget DIR compile:aiv/k0`.")
+    d.add_argument("command", help="doit command: list, info, forget, clean, ignore, reset-dep, run, help")
+    d.add_argument("args", nargs=argparse.REMAINDER, help="DIR, then the command's own options and tasks")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.verb == "build":
+            return _build(args)
+        return _doit(args)
+    except BuildError as exc:
+        if args.debug:
+            raise
+        if args.verb != "build" or getattr(args, "quiet", False):
+            print(f"pypto-build: {exc}", file=sys.stderr)
+        return 1
+    except (PyptoBuildError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"pypto-build: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
+        return 130
+
+
+def _build(args) -> int:
+    from .api import build
+    result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
+                   keep_going=args.keep_going, tasks=args.tasks,
+                   progress=None if args.quiet else sys.stdout, check=False)
+    if result.failures:
+        return 1
+    return 0 if result.ok else 1
+
+
+def _doit(args) -> int:
+    from .engine import BuildDirLoader, BuildDirMain
+    if not args.args:
+        print("pypto-build: error: doit needs a build directory: pypto-build doit <command> DIR [...]",
+              file=sys.stderr)
+        return 2
+    directory, rest = Path(args.args[0]), args.args[1:]
+    if not directory.is_dir():
+        raise PyptoBuildError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
+    return BuildDirMain(BuildDirLoader(directory)).run([args.command, *rest])

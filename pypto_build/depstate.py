@@ -1,0 +1,78 @@
+"""doit's dependency manager with the three fixes content builds need.
+
+1. Input states are snapshotted when a task is checked and those are saved
+   after it succeeds (doit saves them after the action: pydoit/doit#119).
+2. An up-to-date task whose files were only touched gets its states refreshed,
+   so the next no-op does not hash them again.
+3. The reason a task must run is kept per task (`reasons`), for reports.
+"""
+from __future__ import annotations
+
+import os
+
+from doit.dependency import Dependency, get_md5
+
+from .checker import is_modified, make_state, refreshed
+
+
+class ContentDependency(Dependency):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._snapshots: dict[str, dict[str, list]] = {}
+        self.reasons: dict[str, str] = {}
+
+    def get_status(self, task, tasks_dict, get_log=False):
+        result = super().get_status(task, tasks_dict, get_log=get_log)
+        snapshot = {}
+        for dep in task.file_dep:
+            saved = self._get(task.name, dep)
+            try:
+                st = os.stat(dep)
+            except OSError:
+                continue
+            if saved and not is_modified(dep, st, saved):
+                snapshot[dep] = refreshed(dep, st, saved) or saved
+            else:
+                snapshot[dep] = make_state(dep, st)
+        self._snapshots[task.name] = snapshot
+        if result.status == "up-to-date":
+            self._refresh(task, snapshot)
+        else:
+            self.reasons[task.name] = self._reason(task, result)
+        return result
+
+    def _refresh(self, task, snapshot: dict) -> None:
+        for dep, state in snapshot.items():
+            if state != self._get(task.name, dep):
+                self._set(task.name, dep, state)
+        values = self.get_values(task.name)
+        for utd, _args, _kwargs in task.uptodate:
+            refresh = getattr(utd, "refresh", None)
+            new = refresh(values) if refresh else None
+            if new is not None:
+                values = new
+                self._set(task.name, "_values_:", new)
+
+    @staticmethod
+    def _reason(task, result) -> str:
+        for utd, _args, _kwargs in task.uptodate:
+            reason = getattr(utd, "reason", "")
+            if reason:
+                return reason
+        if task.dep_changed:
+            return "changed: " + ", ".join(task.dep_changed)
+        return "forced" if result.status == "run" else result.status
+
+    def save_success(self, task, result_hash=None):
+        snapshot = self._snapshots.pop(task.name, {})
+        self._set(task.name, "_values_:", task.values)
+        if result_hash is not None:
+            self._set(task.name, "result:", result_hash)
+        elif task.result:
+            self._set(task.name, "result:", task.result if isinstance(task.result, dict) else get_md5(task.result))
+        self._set(task.name, "checker:", self.checker.__class__.__name__)
+        for dep in task.file_dep:
+            state = snapshot.get(dep) or self.checker.get_state(dep, self._get(task.name, dep))
+            if state is not None:
+                self._set(task.name, dep, state)
+        self._set(task.name, "deps:", tuple(task.file_dep))

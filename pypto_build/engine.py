@@ -1,0 +1,193 @@
+"""doit glue: the build-directory task loader and the doit commands.
+
+* `BuildDirLoader` turns a build directory into doit tasks (no dodo.py).
+* `Build` is the `doit build` plugin command (entry point `doit.COMMAND`).
+* `BuildDirMain` runs any doit command (`list`, `info`, `forget`, `clean`, ...)
+  on a build directory's graph: `pypto-build doit <cmd> DIR`.
+
+Every command runs with the build root as working directory (state keys are
+relative paths, so copies of a directory keep their state), under the
+directory lock, with the content dependency manager and the xxhash checker.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+from doit.cmd_base import TaskLoader2
+from doit.cmd_clean import Clean
+from doit.cmd_forget import Forget
+from doit.cmd_help import Help
+from doit.cmd_ignore import Ignore
+from doit.cmd_info import Info
+from doit.cmd_list import List
+from doit.cmd_resetdep import ResetDep
+from doit.cmd_run import Run
+from doit.dependency import SqliteDB
+from doit.doit_cmd import DoitMain
+from doit.exceptions import InvalidCommand
+from doit.loader import generate_tasks
+
+from .checker import XXHChecker
+from .depstate import ContentDependency
+from .errors import PyptoBuildError
+from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
+from .layout import STATE_DIR, load_layout
+from .lock import dir_lock, sigterm_as_interrupt
+from .reporter import BuildReporter
+from .toolchain import load_platform
+
+STATE_DB = "state.sqlite3"
+DEFAULT_PLATFORM = "host"
+
+opt_platform = {"section": "pypto_build", "name": "platform", "long": "platform", "type": str,
+                "default": "", "help": "target platform (default: $PYPTO_BUILD_PLATFORM or host)"}
+opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
+                 "default": "", "help": "build directory (default: the current directory)"}
+opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompile", "type": bool,
+                 "default": False, "help": "mark every compile target out of date (sources are never deleted)"}
+
+
+def default_platform() -> str:
+    return os.environ.get("PYPTO_BUILD_PLATFORM") or DEFAULT_PLATFORM
+
+
+def load_graph(root: Path, platform: str | None = None) -> Graph:
+    """Read a build directory and plan its graph (no doit, nothing executed)."""
+    layout = load_layout(root)
+    return build_graph(layout, load_platform(platform or default_platform()))
+
+
+class BuildDirLoader(TaskLoader2):
+    """Loads the task graph of one build directory."""
+
+    cmd_options = (opt_build_dir, opt_platform)
+
+    def __init__(self, root: Path | None = None, *, graph: Graph | None = None,
+                 reporter: object = None, quiet: bool = False):
+        super().__init__()
+        self.root = Path(root).resolve() if root else None
+        self.graph = graph
+        self.reporter = reporter
+        self.quiet = quiet
+        self.platform: str | None = graph.platform.name if graph else None
+
+    def setup(self, opt_values):
+        if self.root is None:
+            self.root = Path(opt_values.get("build_dir") or os.getcwd()).resolve()
+        if self.platform is None:
+            self.platform = opt_values.get("platform") or None
+
+    @property
+    def dep_file(self) -> Path:
+        return self.root / STATE_DIR / STATE_DB
+
+    def load_doit_config(self):
+        return {"check_file_uptodate": XXHChecker, "backend": "sqlite3", "dep_file": str(self.dep_file),
+                "default_tasks": list(DEFAULT_TASKS), "reporter": self.reporter or BuildReporter}
+
+    def load_tasks(self, cmd, pos_args):
+        if self.graph is None:
+            try:
+                self.graph = load_graph(self.root, self.platform)
+            except PyptoBuildError as exc:
+                raise InvalidCommand(str(exc)) from None
+        if not self.quiet:
+            for why in self.graph.unknown_identities():
+                print(f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
+                      "binary_context.json is written", file=sys.stderr)
+        tasks = []
+        for base, dicts in task_dicts(self.graph).items():
+            tasks.extend(generate_tasks(base, (d for d in dicts), f"{base} units of {self.root.name}"))
+        return tasks
+
+
+class BuildDirCommand:
+    """Mixin for doit commands: build root as cwd, directory lock, content state."""
+
+    def execute(self, params, args):
+        if not isinstance(self.loader, BuildDirLoader):
+            self.loader = BuildDirLoader()
+        self.loader.setup(params)
+        root = self.loader.root
+        state = root / STATE_DIR
+        with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
+            self.dep_manager = ContentDependency(SqliteDB, str(self.loader.dep_file), checker_cls=XXHChecker)
+            return super().execute(params, args)
+
+
+class Build(BuildDirCommand, Run):
+    """`doit build`: build every unit of the build directory in the cwd (or --dir)."""
+
+    name = "build"
+    doc_purpose = "build a PyPTO build directory incrementally (pypto_build)"
+    doc_usage = "[TASK ...]"
+    doc_description = ("Compiles every kernel and orchestration whose inputs changed (by content), "
+                       "then writes cache/binary_context.json per sub-build.")
+    cmd_options = Run.cmd_options + (opt_recompile,)
+
+    def __init__(self, task_loader=None, **kwargs):
+        if not isinstance(task_loader, BuildDirLoader):
+            task_loader = BuildDirLoader()
+        super().__init__(task_loader=task_loader, **kwargs)
+
+    def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",
+                 num_process=0, par_type="process", single=False, auto_delayed_regex=False,
+                 force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False):
+        if recompile:
+            for name in self.loader.graph.compile_tasks:
+                self.dep_manager.remove(name)
+        return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
+                                reporter=reporter, num_process=num_process, par_type=par_type,
+                                single=single, auto_delayed_regex=auto_delayed_regex,
+                                force_verbosity=force_verbosity, failure_verbosity=failure_verbosity,
+                                pdb=pdb)
+
+
+class BuildDirRun(BuildDirCommand, Run):
+    name = "run"
+
+
+class BuildDirList(BuildDirCommand, List):
+    name = "list"
+
+
+class BuildDirInfo(BuildDirCommand, Info):
+    name = "info"
+
+
+class BuildDirForget(BuildDirCommand, Forget):
+    name = "forget"
+
+
+class BuildDirClean(BuildDirCommand, Clean):
+    name = "clean"
+
+
+class BuildDirIgnore(BuildDirCommand, Ignore):
+    name = "ignore"
+
+
+class BuildDirResetDep(BuildDirCommand, ResetDep):
+    name = "reset-dep"
+
+
+class BuildDirMain(DoitMain):
+    """doit's own commands on a build directory's graph (no dodo.py, no config files)."""
+
+    BIN_NAME = "pypto-build doit"
+    DOIT_CMDS = (Help, BuildDirRun, BuildDirList, BuildDirInfo, BuildDirClean, BuildDirForget,
+                 BuildDirIgnore, BuildDirResetDep, Build)
+
+    def __init__(self, loader: BuildDirLoader):
+        super().__init__(loader, config_filenames=())
+
+    def get_cmds(self):
+        # Only our commands: a plugin elsewhere must not replace them.
+        from doit.plugin import PluginDict
+        cmds = PluginDict()
+        for cls in self.DOIT_CMDS:
+            cmds[cls.get_name()] = cls
+        return cmds

@@ -1,0 +1,39 @@
+"""Exception types: one line for the user, a traceback only with --debug."""
+from __future__ import annotations
+
+
+class PyptoBuildError(Exception):
+    """A problem with the user's input or environment.
+
+    The message is one line that names the file, what is wrong and how to fix
+    it; the CLI prints it without a traceback.
+    """
+
+
+class LayoutError(PyptoBuildError):
+    """The build directory is not a kind we can read, or a path escapes it."""
+
+
+class ManifestError(PyptoBuildError, ValueError):
+    """`kernel_config.py` cannot be read without executing it."""
+
+
+class MetaError(PyptoBuildError, ValueError):
+    """A metadata sidecar (`compiled_meta.json`, `distributed_meta.json`) is invalid."""
+
+
+class ToolchainError(PyptoBuildError):
+    """A compiler or platform tool is missing or unusable."""
+
+
+class BuildError(PyptoBuildError):
+    """One or more units failed to build.
+
+    `failures` holds one `UnitFailure` per failing unit (unit, command, compiler
+    message); `result` is the partial `BuildResult` when available.
+    """
+
+    def __init__(self, message: str, failures: list | None = None, result: object = None):
+        super().__init__(message)
+        self.failures = failures or []
+        self.result = result

@@ -1,0 +1,151 @@
+"""What kind of build directory this is, and which sub-builds it holds.
+
+Reads only file names and `kernel_config.py` (by AST, never executed). The
+kind follows PyPTO's marker rules (reference §8.1, §10.3): `kernel_config.py`
+at the root means single-chip (L2); otherwise `orchestration/host_orch.py`
+means distributed (L3); a root with neither but `next_levels/*/kernel_config.py`
+is a multi-orchestration parent. Every path a build would read or write is
+confined to the build directory (symlinks resolved), except external kernels.
+"""
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import LayoutError
+from .manifest import KernelConfig, KernelSpec, read_kernel_config
+
+KERNEL_CONFIG = "kernel_config.py"
+COMPILED_META = "compiled_meta.json"
+DISTRIBUTED_META = "distributed_meta.json"
+HOST_ORCH = "orchestration/host_orch.py"
+MARKERS = (COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG, HOST_ORCH)
+STATE_DIR = ".pypto_build"
+
+
+class BuildKind(enum.Enum):
+    L2 = "single-chip (L2)"
+    L3 = "distributed (L3)"
+    MULTI_ORCH = "multi-orchestration parent"
+
+
+@dataclass(frozen=True)
+class SubBuild:
+    """One directory with its own kernel_config.py (the root of an L2 build,
+    or `next_levels/<name>/`, named after its orchestration function)."""
+
+    name: str          # "." for the root, else the next_levels entry name
+    rel: str           # posix path relative to the build root ("." or "next_levels/<name>")
+    path: Path         # absolute
+    config: KernelConfig
+
+    def label(self, unit: str) -> str:
+        """Task-name label of a unit inside this sub-build."""
+        return unit if self.name == "." else f"{self.name}/{unit}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+    kind: BuildKind
+    markers: tuple[str, ...]
+    sub_builds: tuple[SubBuild, ...]
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+
+def present_markers(root: Path) -> tuple[str, ...]:
+    return tuple(m for m in MARKERS if (root / m).is_file())
+
+
+def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
+    """The build kind of `root` from its four marker files."""
+    root = Path(root)
+    if not root.is_dir():
+        raise LayoutError(f"{root}: not a directory; pass a build_output/<jit_dir>/ directory")
+    markers = present_markers(root)
+    l2 = {KERNEL_CONFIG, COMPILED_META} & set(markers)
+    l3 = {DISTRIBUTED_META, HOST_ORCH} & set(markers)
+    if l2 and l3:
+        raise LayoutError(
+            f"{root}: ambiguous build directory: single-chip markers ({', '.join(sorted(l2))}) beside "
+            f"distributed markers ({', '.join(sorted(l3))}); remove the stale ones or recompile via ir.compile()")
+    if KERNEL_CONFIG in markers:
+        return BuildKind.L2, markers
+    if HOST_ORCH in markers:
+        return BuildKind.L3, markers
+    if l2 or l3:
+        missing = KERNEL_CONFIG if l2 else HOST_ORCH
+        raise LayoutError(f"{root}: has {', '.join(sorted(l2 or l3))} but no {missing}; "
+                          "the build directory is incomplete — recompile via ir.compile()")
+    if _next_level_names(root):
+        return BuildKind.MULTI_ORCH, markers
+    raise LayoutError(f"{root}: not a build_output directory (missing kernel_config.py and "
+                      "orchestration/host_orch.py, and no next_levels/*/kernel_config.py)")
+
+
+def load_layout(root: Path) -> Layout:
+    """Classify `root` and read every sub-build's kernel_config.py."""
+    root = Path(os.path.abspath(root))
+    kind, markers = classify(root)
+    if kind is BuildKind.L2:
+        names = ["."]
+    else:
+        names = _next_level_names(root)
+        if not names:
+            raise LayoutError(f"{root}: distributed build without any next_levels/<name>/kernel_config.py; "
+                              "recompile via ir.compile()")
+    subs = []
+    for name in names:
+        rel = "." if name == "." else f"next_levels/{name}"
+        path = root if name == "." else root / "next_levels" / name
+        confine(root, path, f"sub-build {rel}")
+        subs.append(SubBuild(name, rel, path, read_kernel_config(path / KERNEL_CONFIG)))
+    return Layout(root, kind, markers, tuple(subs))
+
+
+def _next_level_names(root: Path) -> list[str]:
+    base = root / "next_levels"
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / KERNEL_CONFIG).is_file())
+
+
+def confine(root: Path, path: Path, what: str) -> Path:
+    """`path` with symlinks resolved; LayoutError when it leaves `root`."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root + os.sep):
+        raise LayoutError(f"{path}: {what} resolves outside the build directory {root} (to {real}); "
+                          "build directories must be self-contained — mark external kernels with "
+                          "\"external\": True in kernel_config.py")
+    return Path(real)
+
+
+def kernel_source(sub: SubBuild, kernel: KernelSpec, root: Path) -> Path:
+    """Absolute path of a kernel's source, confined unless the kernel is external."""
+    path = resolve_in(sub, kernel.source, kernel.rooted)
+    if kernel.external:
+        return path
+    confine(root, path, f"kernel {kernel.name or kernel.func_id} source (kernel_config.py line {kernel.line})")
+    return path
+
+
+def include_dirs(sub: SubBuild, kernel: KernelSpec, root: Path) -> list[Path]:
+    """The kernel's extra include dirs, confined unless the kernel is external."""
+    dirs = [resolve_in(sub, d, True) for d in kernel.extra_include_dirs]
+    if not kernel.external:
+        for d in dirs:
+            confine(root, d, f"include dir of kernel {kernel.name or kernel.func_id} "
+                             f"(kernel_config.py line {kernel.line})")
+    return dirs
+
+
+def resolve_in(sub: SubBuild, source: str, rooted: bool) -> Path:
+    """A path from kernel_config.py made absolute against its sub-build."""
+    p = Path(source)
+    return p if p.is_absolute() and not rooted else sub.path / p

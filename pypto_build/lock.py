@@ -1,0 +1,51 @@
+"""One run per build directory at a time: an flock on `.pypto_build/lock`.
+
+The lock file is never deleted (waiters would lock different inodes); the
+kernel releases the lock when the holder exits, even after kill -9, so a
+crashed run never blocks the next one.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def dir_lock(state_dir: Path, *, quiet: bool = False) -> Iterator[None]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not quiet:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+                print(f"pypto-build: waiting for another run on {state_dir.parent} (pid {holder})",
+                      file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt so doit saves the work already finished."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:          # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

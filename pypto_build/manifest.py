@@ -1,0 +1,472 @@
+"""Read a PyPTO `kernel_config.py` without executing it.
+
+The file is parsed with `ast`; only literals, `_ROOT_DIR`-style path
+expressions and `_D.IN/_D.OUT/_D.INOUT` are evaluated.  Every problem with the
+input is reported as exactly one `ManifestError` whose message is one line:
+`<path>:<line>: <what is wrong>; expected <what was expected>. <how to fix>`.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pypto_build.errors import ManifestError
+
+__all__ = [
+    "KernelSpec",
+    "OrchestrationSpec",
+    "KernelConfig",
+    "read_kernel_config",
+    "parse_kernel_config",
+    "DEFAULT_RUNTIME",
+]
+
+DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
+FIX = "Fix the entry by hand or recompile via ir.compile() to regenerate kernel_config.py"
+_TOP_NAMES = ("KERNELS", "ORCHESTRATION", "RUNTIME_CONFIG")
+_DIRECTIONS = ("IN", "OUT", "INOUT")
+_DIR_EXPECTED = "_D.IN, _D.OUT or _D.INOUT"
+_PATH_EXPECTED = 'a string literal or str(_ROOT_DIR / "dir" / "file")'
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One `KERNELS` entry."""
+
+    func_id: int
+    name: str | None
+    source: str
+    rooted: bool
+    core_type: str
+    signature: tuple[str, ...]
+    external: bool
+    extra_include_dirs: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class OrchestrationSpec:
+    """The `ORCHESTRATION` dict."""
+
+    source: str
+    rooted: bool
+    function_name: str
+    signature: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """A parsed `kernel_config.py`."""
+
+    path: Path
+    kernels: tuple[KernelSpec, ...]
+    orchestration: OrchestrationSpec
+    runtime_config: dict = field(default_factory=dict, hash=False)
+
+    @property
+    def runtime_name(self) -> str:
+        """The runtime ABI name (`RUNTIME_CONFIG["runtime"]` or the default)."""
+        return self.runtime_config.get("runtime", DEFAULT_RUNTIME)
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _msg(path: Path, line: int | None, what: str, expected: str, fix: str = FIX) -> ManifestError:
+    """Build the one-line `<path>:<line>: <what>; expected <expected>. <fix>` error."""
+    where = str(path).replace("\n", " ").replace("\r", " ")
+    return ManifestError(f"{where}:{line or 1}: {_one_line(what, 300)}; expected {_one_line(expected, 200)}. {fix}")
+
+
+def _short(value: Any) -> str:
+    try:
+        return _one_line(repr(value), 60)
+    except Exception:  # pragma: no cover - repr of a literal cannot really fail
+        return "<value>"
+
+
+class _Parser:
+    """Evaluate the three manifest assignments of one parsed module."""
+
+    def __init__(self, text: str, path: Path) -> None:
+        self.text = text
+        self.file = path
+        self.root_names: set[str] = set()
+        self.dir_names: set[str] = {"_D", "ArgDirection"}
+
+    # -- errors -----------------------------------------------------------
+    def error(self, line: int | None, what: str, expected: str, fix: str = FIX) -> ManifestError:
+        return _msg(self.file, line, what, expected, fix)
+
+    def unsupported(self, node: ast.AST, where: str, expected: str) -> ManifestError:
+        kinds = {
+            ast.Call: "function call", ast.Name: "name", ast.JoinedStr: "f-string",
+            ast.ListComp: "comprehension", ast.SetComp: "comprehension", ast.DictComp: "comprehension",
+            ast.GeneratorExp: "comprehension", ast.Lambda: "lambda", ast.BinOp: "operator expression",
+            ast.Attribute: "attribute access", ast.Subscript: "subscript", ast.Starred: "unpacking",
+        }
+        kind = kinds.get(type(node), type(node).__name__.lower())
+        snippet = ""
+        try:
+            seg = ast.get_source_segment(self.text, node)
+            if seg:
+                snippet = f" `{_one_line(seg, 60)}`"
+        except Exception:  # pragma: no cover - positions are always consistent
+            pass
+        return self.error(getattr(node, "lineno", 1), f"unsupported expression ({kind}){snippet} in {where}", expected)
+
+    # -- module level -----------------------------------------------------
+    def run(self, tree: ast.Module) -> KernelConfig:
+        defs: dict[str, tuple[ast.stmt, ast.AST, frozenset[str], frozenset[str]]] = {}
+        for stmt in tree.body:
+            target, value = self._simple_assign(stmt)
+            if target is not None:
+                if target in _TOP_NAMES:
+                    if target in defs:
+                        first = defs[target][0].lineno
+                        raise self.error(stmt.lineno, f"{target} is assigned a second time (first at line {first})",
+                                         f"exactly one assignment to {target}")
+                    if value is None:
+                        raise self.error(stmt.lineno, f"{target} is declared without a value",
+                                         f"{target} = <literal>")
+                    # names visible when the assignment would run
+                    defs[target] = (stmt, value, frozenset(self.root_names), frozenset(self.dir_names))
+                else:
+                    if self._is_root_base(value):
+                        self.root_names.add(target)
+                    else:
+                        self.root_names.discard(target)
+                    self._check_other_statement(stmt)
+                continue
+            self._check_other_statement(stmt)
+        for name in ("KERNELS", "ORCHESTRATION"):
+            if name not in defs:
+                raise self.error(1, f"{name} is not defined", f"a top-level assignment `{name} = ...`")
+        handlers = {"RUNTIME_CONFIG": self._runtime_config, "ORCHESTRATION": self._orchestration,
+                    "KERNELS": self._kernels}
+        results: dict[str, Any] = {"RUNTIME_CONFIG": {}}
+        for name in sorted(defs, key=lambda n: defs[n][0].lineno):  # report the first error in file order
+            results[name] = handlers[name](self._enter(defs[name]))
+        return KernelConfig(self.file, results["KERNELS"], results["ORCHESTRATION"], results["RUNTIME_CONFIG"])
+
+    def _enter(self, definition: tuple[ast.stmt, ast.AST, frozenset[str], frozenset[str]]) -> ast.AST:
+        """Restore the names bound at the definition's position; return its value."""
+        _stmt, value, roots, dirs = definition
+        self.root_names, self.dir_names = set(roots), set(dirs)
+        return value
+
+    def _simple_assign(self, stmt: ast.stmt) -> tuple[str | None, ast.AST | None]:
+        """`NAME = value` / `NAME: ann = value` -> (NAME, value); else (None, None)."""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            return stmt.targets[0].id, stmt.value
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            return stmt.target.id, stmt.value
+        return None, None
+
+    def _check_other_statement(self, stmt: ast.stmt) -> None:
+        """Reject statements that could rebind or mutate the manifest names."""
+        if isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                bound = alias.asname or alias.name
+                if alias.name == "ArgDirection":
+                    self.dir_names.add(bound)
+                if bound in _TOP_NAMES:
+                    raise self.error(stmt.lineno, f"{bound} is imported from another module",
+                                     f"a literal `{bound} = ...` in this file")
+            return
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Import)):
+            return
+        stack: list[ast.AST] = [stmt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Name) and node.id in _TOP_NAMES:
+                raise self.error(getattr(node, "lineno", stmt.lineno),
+                                 f"{node.id} is used or modified outside its assignment",
+                                 f"a single plain top-level `{node.id} = <literal>`")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not stmt:
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+
+    # -- value evaluators -------------------------------------------------
+    def literal(self, node: ast.AST, where: str) -> Any:
+        """A plain literal: str/int/float/bool/None, lists, tuples, dicts of those."""
+        if isinstance(node, ast.Constant):
+            if node.value is None or type(node.value) in (str, int, float, bool):
+                return node.value
+            raise self.unsupported(node, where, "a str, int, float, bool or None literal")
+        if (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd))
+                and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)):
+            return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [self.literal(elt, where) for elt in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        if isinstance(node, ast.Dict):
+            out = {}
+            for key, value in zip(node.keys, node.values):
+                if key is None:
+                    raise self.unsupported(value, where, "a dict literal without ** unpacking")
+                k = self.literal(key, where)
+                try:
+                    hash(k)
+                except TypeError:
+                    raise self.error(key.lineno, f"unhashable dict key {_short(k)} in {where}", "a str key") from None
+                out[k] = self.literal(value, where)
+            return out
+        raise self.unsupported(node, where, "a literal (str, number, bool, None, list or dict)")
+
+    def _is_path_call(self, node: ast.AST) -> bool:
+        func = getattr(node, "func", None)
+        return isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1 and (
+            (isinstance(func, ast.Name) and func.id == "Path")
+            or (isinstance(func, ast.Attribute) and func.attr == "Path"
+                and isinstance(func.value, ast.Name) and func.value.id == "pathlib"))
+
+    def _is_root_base(self, node: ast.AST | None) -> bool:
+        """`_ROOT_DIR` or `Path(__file__)[.resolve()|.absolute()].parent`."""
+        if isinstance(node, ast.Name):
+            return node.id in self.root_names
+        if not (isinstance(node, ast.Attribute) and node.attr == "parent"):
+            return False
+        inner = node.value
+        if (isinstance(inner, ast.Call) and not inner.args and not inner.keywords
+                and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("resolve", "absolute")):
+            inner = inner.func.value
+        return (self._is_path_call(inner) and isinstance(inner.args[0], ast.Name)
+                and inner.args[0].id == "__file__")
+
+    def path(self, node: ast.AST, where: str, *, allow_root: bool = False) -> tuple[str, bool]:
+        """Evaluate a path expression -> (posix path, rooted)."""
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str"
+                and len(node.args) == 1 and not node.keywords):
+            node = node.args[0]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text, rooted = node.value, False
+        else:
+            parts: list[str] = []
+            cur = node
+            while isinstance(cur, ast.BinOp) and isinstance(cur.op, ast.Div):
+                if not (isinstance(cur.right, ast.Constant) and isinstance(cur.right.value, str)):
+                    raise self.unsupported(cur.right, where, "a string literal path component")
+                parts.append(cur.right.value)
+                cur = cur.left
+            parts.reverse()
+            if self._is_root_base(cur):
+                base, rooted = ".", True
+            elif self._is_path_call(cur) and isinstance(cur.args[0], ast.Constant) and isinstance(cur.args[0].value, str):
+                base, rooted = cur.args[0].value, False
+            elif isinstance(cur, ast.Name) and cur.id in ("_ROOT_DIR", "ROOT_DIR"):
+                raise self.error(cur.lineno, f"{cur.id} is used in {where} but not defined as Path(__file__).parent",
+                                 "`_ROOT_DIR = Path(__file__).parent` at the top of the file")
+            else:
+                raise self.unsupported(cur if parts else node, where, _PATH_EXPECTED)
+            if "\x00" in base or any("\x00" in p for p in parts):
+                raise self.error(node.lineno, f"path in {where} contains a NUL character", _PATH_EXPECTED)
+            pure = PurePosixPath(base, *parts)
+            rooted = rooted and not pure.is_absolute()
+            text = pure.as_posix()
+        if "\x00" in text:
+            raise self.error(node.lineno, f"path in {where} contains a NUL character", _PATH_EXPECTED)
+        if not text or (text == "." and not allow_root):
+            raise self.error(node.lineno, f"{where} is an empty path", "a path naming a file")
+        return text, rooted
+
+    def direction(self, node: ast.AST, where: str) -> str:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.dir_names:
+            if node.attr in _DIRECTIONS:
+                return node.attr
+            raise self.error(node.lineno, f"unknown direction {node.value.id}.{node.attr} in {where}", _DIR_EXPECTED)
+        raise self.unsupported(node, where, _DIR_EXPECTED)
+
+    def signature(self, node: ast.AST, where: str) -> tuple[str, ...]:
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node.lineno, f"{where} is not a list", f"a list of {_DIR_EXPECTED}")
+        return tuple(self.direction(elt, f"{where}[{i}]") for i, elt in enumerate(node.elts))
+
+    def any_value(self, node: ast.AST, where: str) -> None:
+        """Check an ignored (unknown-key) value is still a supported expression."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            for i, elt in enumerate(node.elts):
+                self.any_value(elt, f"{where}[{i}]")
+            return
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if key is None:
+                    raise self.unsupported(value, where, "a dict literal without ** unpacking")
+                self.literal(key, where)
+                self.any_value(value, where)
+            return
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.dir_names:
+            self.direction(node, where)
+            return
+        try:
+            self.literal(node, where)
+        except ManifestError:
+            self.path(node, where, allow_root=True)
+
+    # -- sections ---------------------------------------------------------
+    def _dict(self, node: ast.AST, where: str) -> dict[str, ast.AST]:
+        if not isinstance(node, ast.Dict):
+            raise self.error(node.lineno, f"{where} is not a dict literal", "a dict literal {...}")
+        out: dict[str, ast.AST] = {}
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                raise self.unsupported(value, where, "a dict literal without ** unpacking")
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                raise self.error(key.lineno, f"non-string key in {where}", 'string keys such as "source"')
+            if key.value in out:
+                raise self.error(key.lineno, f'duplicate key "{key.value}" in {where}', "each key once")
+            out[key.value] = value
+        return out
+
+    def _require(self, keys: dict[str, ast.AST], key: str, where: str, line: int) -> ast.AST:
+        if key not in keys:
+            raise self.error(line, f'{where} has no "{key}" key', f'a "{key}" entry')
+        return keys[key]
+
+    def _str(self, node: ast.AST, where: str, *, allow_none: bool = False) -> str | None:
+        value = self.literal(node, where)
+        if value is None and allow_none:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self.error(node.lineno, f"{where} is {_short(value)}", "a non-empty string")
+        return value
+
+    def _runtime_config(self, node: ast.AST) -> dict:
+        if not isinstance(node, ast.Dict):
+            raise self.error(node.lineno, "RUNTIME_CONFIG is not a dict literal", "a dict of literals")
+        value = self.literal(node, "RUNTIME_CONFIG")
+        for key in value:
+            if not isinstance(key, str):
+                raise self.error(node.lineno, f"RUNTIME_CONFIG key {_short(key)} is not a string", "string keys")
+        checks = {
+            "runtime": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+            "aicpu_thread_num": (lambda v: type(v) is int and v >= 0, "an int >= 0"),
+            "enable_sdma": (lambda v: type(v) is bool, "True or False"),
+        }
+        for key, (ok, expected) in checks.items():
+            if key in value and not ok(value[key]):
+                line = next((k.lineno for k in node.keys if isinstance(k, ast.Constant) and k.value == key), node.lineno)
+                raise self.error(line, f'RUNTIME_CONFIG["{key}"] is {_short(value[key])}', expected)
+        return value
+
+    def _orchestration(self, node: ast.AST) -> OrchestrationSpec:
+        where = "ORCHESTRATION"
+        keys = self._dict(node, where)
+        source, rooted = self.path(self._require(keys, "source", where, node.lineno), f'{where}["source"]')
+        fn = self._str(self._require(keys, "function_name", where, node.lineno), f'{where}["function_name"]')
+        sig = self.signature(keys["signature"], f'{where}["signature"]') if "signature" in keys else ()
+        for key, value in keys.items():
+            if key not in ("source", "function_name", "signature"):
+                self.any_value(value, f'{where}["{key}"]')
+        return OrchestrationSpec(source, rooted, fn or "", sig, node.lineno)
+
+    def _kernels(self, node: ast.AST) -> tuple[KernelSpec, ...]:
+        if not isinstance(node, ast.List):
+            raise self.error(node.lineno, "KERNELS is not a list literal", "a list of kernel dicts [{...}, ...]")
+        specs: list[KernelSpec] = []
+        seen: dict[int, int] = {}
+        for i, entry in enumerate(node.elts):
+            spec = self._kernel(entry, f"KERNELS[{i}]")
+            if spec.func_id in seen:
+                raise self.error(spec.line, f"duplicate func_id {spec.func_id} (also used by the kernel at line "
+                                 f"{seen[spec.func_id]})", "a unique func_id per kernel")
+            seen[spec.func_id] = spec.line
+            specs.append(spec)
+        return tuple(sorted(specs, key=lambda s: s.func_id))
+
+    def _kernel(self, node: ast.AST, where: str) -> KernelSpec:
+        if not isinstance(node, ast.Dict):
+            raise self.error(node.lineno, f"{where} is not a dict literal", 'a dict {"func_id": ..., "source": ..., ...}')
+        keys = self._dict(node, where)
+        fid_node = self._require(keys, "func_id", where, node.lineno)
+        func_id = self.literal(fid_node, f'{where}["func_id"]')
+        if type(func_id) is not int or func_id < 0:
+            raise self.error(fid_node.lineno, f'{where}["func_id"] is {_short(func_id)}', "an int >= 0")
+        source, rooted = self.path(self._require(keys, "source", where, node.lineno), f'{where}["source"]')
+        ct_node = self._require(keys, "core_type", where, node.lineno)
+        core_type = self.literal(ct_node, f'{where}["core_type"]')
+        if core_type not in ("aic", "aiv") or not isinstance(core_type, str):
+            raise self.error(ct_node.lineno, f'{where}["core_type"] is {_short(core_type)}', '"aic" or "aiv"')
+        name = self._str(keys["name"], f'{where}["name"]', allow_none=True) if "name" in keys else None
+        external = False
+        if "external" in keys:
+            external = self.literal(keys["external"], f'{where}["external"]')
+            if type(external) is not bool:
+                raise self.error(keys["external"].lineno, f'{where}["external"] is {_short(external)}', "True or False")
+        includes: tuple[str, ...] = ()
+        if "extra_include_dirs" in keys:
+            inc = keys["extra_include_dirs"]
+            if not isinstance(inc, (ast.List, ast.Tuple)):
+                raise self.error(inc.lineno, f'{where}["extra_include_dirs"] is not a list', f"a list of paths ({_PATH_EXPECTED})")
+            includes = tuple(self._include_dir(elt, f'{where}["extra_include_dirs"][{j}]') for j, elt in enumerate(inc.elts))
+        sig = self.signature(keys["signature"], f'{where}["signature"]') if "signature" in keys else ()
+        known = ("func_id", "name", "source", "core_type", "external", "extra_include_dirs", "signature")
+        for key, value in keys.items():
+            if key not in known:
+                self.any_value(value, f'{where}["{key}"]')
+        return KernelSpec(func_id, name, source, rooted, core_type, sig, external, includes, node.lineno)
+
+    def _include_dir(self, node: ast.AST, where: str) -> str:
+        text, rooted = self.path(node, where, allow_root=True)
+        if rooted:  # resolve against the directory holding kernel_config.py
+            return (self.path_dir / text).as_posix() if text != "." else self.path_dir.as_posix()
+        return text
+
+    @property
+    def path_dir(self) -> Path:
+        return Path(self.file).parent
+
+
+def parse_kernel_config(text: str, path: Path) -> KernelConfig:
+    """Parse `kernel_config.py` source text; raises only `ManifestError`."""
+    path = Path(path)
+    try:
+        return _parse(text, path)
+    except ManifestError:
+        raise
+    except (RecursionError, MemoryError) as exc:
+        raise _msg(path, 1, f"kernel_config.py is nested too deeply to analyse ({type(exc).__name__})",
+                   "the flat structure PyPTO generates") from None
+    except Exception as exc:  # last-resort guard: the contract is ManifestError only
+        raise _msg(path, 1, f"kernel_config.py could not be analysed ({type(exc).__name__}: {_one_line(exc, 200)})",
+                   "the structure PyPTO generates") from None
+
+
+def _parse(text: str, path: Path) -> KernelConfig:
+    if not isinstance(text, str):
+        raise _msg(path, 1, "kernel_config.py text is not a str", "decoded UTF-8 text")
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise _msg(path, line, "file contains a NUL byte", "Python source text")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        detail = _one_line(exc.msg or "invalid syntax", 200)
+        raise _msg(path, exc.lineno, f"Python syntax error ({detail})", "valid Python source") from None
+    return _Parser(text, path).run(tree)
+
+
+def read_kernel_config(path: Path) -> KernelConfig:
+    """Read and parse `kernel_config.py` at `path`; raises only `ManifestError`."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = _one_line(exc.strerror or exc, 200)
+        raise _msg(path, 1, f"kernel_config.py cannot be read ({reason})", "a readable file",
+                   "Check the path and permissions, or recompile via ir.compile() to regenerate "
+                   "kernel_config.py") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise _msg(path, line, f"file is not valid UTF-8 (byte {exc.start})", "UTF-8 Python source") from None
+    return parse_kernel_config(text, path)

@@ -1,0 +1,110 @@
+"""A doit reporter that records each unit's outcome and prints short lines.
+
+Lives in the main process (doit forwards worker calls), so outcomes and
+timings are complete with `-n N`. Group tasks (no actions) are not reported.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+from doit.exceptions import UnmetDependency
+from doit.globals import Globals
+
+
+@dataclass
+class Outcome:
+    status: str          # "ran" | "up-to-date" | "failed" | "skipped"
+    reason: str = ""
+    seconds: float = 0.0
+    message: str = ""
+
+
+class BuildReporter:
+    """Collects `outcomes`; prints one line per unit run and a summary."""
+
+    desc = "pypto_build: one line per unit run, then a summary"
+
+    def __init__(self, outstream=None, options=None, *, quiet: bool = False):
+        self.out = outstream or sys.stdout
+        self.quiet = quiet
+        self.outcomes: dict[str, Outcome] = {}
+        self._start: dict[str, float] = {}
+        self.errors: list[str] = []
+
+    # doit reporter interface ---------------------------------------------
+    def initialize(self, tasks, selected_tasks):
+        pass
+
+    def get_status(self, task):
+        pass
+
+    def execute_task(self, task):
+        if not task.actions:
+            return
+        self._start[task.name] = time.monotonic()
+        reason = getattr(Globals.dep_manager, "reasons", {}).get(task.name, "")
+        self.outcomes[task.name] = Outcome("running", reason)
+        self._line(f"{task.name}" + (f"  ({reason})" if reason else ""))
+
+    def add_success(self, task):
+        if task.actions:
+            self._finish(task.name, "ran")
+
+    def add_failure(self, task, exception):
+        if not task.actions and not isinstance(exception, UnmetDependency):
+            return
+        message = exception.get_msg() if hasattr(exception, "get_msg") else str(exception)
+        if isinstance(exception, UnmetDependency):
+            if not task.actions:
+                return
+            self._finish(task.name, "skipped", "a unit it depends on failed")
+            return
+        out = self._finish(task.name, "failed", message=message.strip())
+        self._line(f"FAILED {task.name}\n{out.message}", err=True)
+
+    def skip_uptodate(self, task):
+        if task.actions:
+            self.outcomes[task.name] = Outcome("up-to-date")
+
+    def skip_ignore(self, task):
+        if task.actions:
+            self.outcomes[task.name] = Outcome("skipped", "ignored (doit ignore)")
+
+    def cleanup_error(self, exception):
+        self.errors.append(exception.get_msg())
+
+    def runtime_error(self, msg):
+        self.errors.append(msg)
+        self._line(f"ERROR: {msg}", err=True)
+
+    def teardown_task(self, task):
+        pass
+
+    def complete_run(self):
+        if not self.quiet:
+            print(self.summary(), file=self.out, flush=True)
+
+    # ---------------------------------------------------------------------
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes.values() if o.status == status)
+
+    def summary(self) -> str:
+        parts = [f"{self.count('ran')} ran", f"{self.count('up-to-date')} up to date"]
+        for status in ("failed", "skipped"):
+            if self.count(status):
+                parts.append(f"{self.count(status)} {status}")
+        return "pypto-build: " + ", ".join(parts)
+
+    def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:
+        started = self._start.pop(name, None)
+        prev = self.outcomes.get(name)
+        out = Outcome(status, reason or (prev.reason if prev else ""),
+                      time.monotonic() - started if started else 0.0, message)
+        self.outcomes[name] = out
+        return out
+
+    def _line(self, text: str, err: bool = False) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr if err else self.out, flush=True)

@@ -1,0 +1,69 @@
+"""Shared fixtures: generated build directories, built once and copied per test."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pypto_build import synth
+from pypto_build.api import build
+
+
+def copy_dir(src: Path, dst: Path) -> Path:
+    """`cp -a`: keeps mtimes and the state folder, new inodes (like a CI cache restore)."""
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
+    return dst
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for var in ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PYPTO_BUILD_PLATFORM", "PYPTO_COMPILER_TIMEOUT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="session")
+def built_l2(tmp_path_factory) -> Path:
+    """An L2 dir with 3 kernels (aic+aiv, two include ../common.h) and an orchestration, built once."""
+    root = synth.write_l2(tmp_path_factory.mktemp("pristine") / "l2", kernels=3)
+    build(root)
+    return root
+
+
+@pytest.fixture
+def l2(built_l2, tmp_path) -> Path:
+    """A private, already built copy of the L2 fixture."""
+    return copy_dir(built_l2, tmp_path / "l2")
+
+
+@pytest.fixture(scope="session")
+def built_l3(tmp_path_factory) -> Path:
+    root = synth.write_l3(tmp_path_factory.mktemp("pristine3") / "l3")
+    build(root, jobs=2)
+    return root
+
+
+@pytest.fixture
+def l3(built_l3, tmp_path) -> Path:
+    return copy_dir(built_l3, tmp_path / "l3")
+
+
+def age_tree(root: Path, seconds: float = 3600) -> None:
+    """Set every file's mtime into the past (so recorded states are past the racy window)."""
+    when = os.stat(root).st_mtime - seconds
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(dirpath, name), (when, when))
+
+
+def edit(path: Path, text: str = "\n// edited\n") -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def which(name: str) -> str:
+    found = shutil.which(name)
+    assert found, name
+    return found

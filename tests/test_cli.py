@@ -1,0 +1,87 @@
+"""The command line, `python -m`, the `doit build` plugin and doit's own commands on a graph."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import edit
+from pypto_build import synth
+
+
+def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def test_help_is_useful():
+    out = run("pypto-build", "--help")
+    assert out.returncode == 0
+    for word in ("build", "doit", "CXXFLAGS", "--recompile"):
+        assert word in out.stdout or word in run("pypto-build", "build", "--help").stdout
+
+
+def test_python_m_build_then_noop(l2):
+    edit(synth.kernel_path(l2, 0))
+    out = run(sys.executable, "-m", "pypto_build", "build", str(l2))
+    assert out.returncode == 0, out.stderr
+    assert "compile:aic/main_incore_0_aic" in out.stdout
+    assert out.stdout.strip().endswith("2 ran, 3 up to date")
+    again = run("pypto-build", "build", str(l2))
+    assert again.stdout.strip() == "pypto-build: 0 ran, 5 up to date"
+
+
+def test_bad_directory_is_one_line_exit_2(tmp_path):
+    (tmp_path / "empty").mkdir()
+    out = run("pypto-build", "build", str(tmp_path / "empty"))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert "not a build_output directory" in out.stderr and str(tmp_path / "empty") in out.stderr
+    assert list((tmp_path / "empty").iterdir()) == [], "nothing written into a non-build directory"
+
+
+def test_compile_failure_exit_1_with_compiler_message(l2):
+    edit(synth.kernel_path(l2, 1), "\nsyntax error here\n")
+    out = run("pypto-build", "build", str(l2))
+    assert out.returncode == 1
+    assert "FAILED compile:aiv/main_incore_1_aiv" in out.stderr and "error:" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_doit_build_plugin_runs_inside_a_build_dir_without_dodo(l2):
+    assert not (l2 / "dodo.py").exists()
+    edit(synth.kernel_path(l2, 2))
+    out = run("doit", "build", cwd=l2)
+    assert out.returncode == 0, out.stderr
+    assert "compile:aic/main_incore_2_aic" in out.stdout
+    assert "0 ran, 5 up to date" in run("doit", "build", cwd=l2).stdout
+
+
+def test_doit_list_info_forget_clean_on_the_graph(l2):
+    out = run("pypto-build", "doit", "list", str(l2), "--all", "--status")
+    assert out.returncode == 0, out.stderr
+    assert "U compile:aic/main_incore_0_aic" in out.stdout
+    edit(l2 / "kernels" / "common.h")
+    info = run("pypto-build", "doit", "info", str(l2), "compile:aic/main_incore_0_aic")
+    assert info.returncode == 1                                   # doit: not up to date
+    assert "header kernels/common.h changed" in info.stdout
+    forget = run("pypto-build", "doit", "forget", str(l2), "compile:aiv/main_incore_1_aiv")
+    assert forget.returncode == 0, forget.stderr
+    out = run("pypto-build", "build", str(l2))
+    assert "compile:aiv/main_incore_1_aiv  (never built)" in out.stdout
+    clean = run("pypto-build", "doit", "clean", str(l2), "compile:aiv/main_incore_1_aiv")
+    assert clean.returncode == 0, clean.stderr
+    assert not (l2 / "kernels/aiv/main_incore_1_aiv.so").exists()
+    assert (l2 / "kernels/aiv/main_incore_1_aiv.cpp").exists()
+
+
+def test_concurrent_runs_serialise_and_compile_each_unit_once(tmp_path):
+    root = synth.write_l2(tmp_path / "d", kernels=3)
+    procs = [subprocess.Popen(["pypto-build", "build", str(root)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    ran = sum(o.count("(never built)") for o, _ in outs)
+    assert ran == 4, outs                                        # 3 kernels + 1 orchestration, once each
+    assert any("waiting for another run" in e for _, e in outs)
