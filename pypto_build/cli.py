@@ -9,6 +9,7 @@ from . import __version__
 from .errors import BuildError, PyptoBuildError
 
 EPILOG = """examples:
+  pypto-build example                        # copy the shipped example to ./pypto_build_example, build it
   pypto-build build build_output/_jit_add_20260101_120000
   pypto-build build -j 2 DIR                 # two compiles at a time
   pypto-build build --recompile DIR          # rebuild every binary once
@@ -44,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
+    e = sub.add_parser("example", help="copy the embedded example build directory and build it",
+                       description="Copy the example build directory shipped with the package to DEST "
+                                   "(once; an existing copy is kept with your edits) and build it.")
+    e.add_argument("dest", type=Path, nargs="?", default=Path("pypto_build_example"), metavar="DEST",
+                   help="where the copy lives (default ./pypto_build_example)")
+    e.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
+
     d = sub.add_parser("doit", help="run a doit command (list, info, forget, clean, ...) on DIR's graph",
                        description="Run one of doit's commands on the task graph of DIR, e.g. "
                                    "`pypto-build doit list --all --status DIR`, "
@@ -64,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb == "build":
             return _build(args)
+        if args.verb == "example":
+            return _example(args)
         return _doit(args)
     except BuildError as exc:
         if args.debug:
@@ -88,6 +98,18 @@ def _build(args) -> int:
                    progress=None if args.quiet else sys.stdout, check=False)
     if result.failures:
         return 1
+    return 0 if result.ok else 1
+
+
+def _example(args) -> int:
+    import shutil
+    from .api import build
+    source = Path(__file__).resolve().parent / "examples" / "vector_add"
+    if not args.dest.exists():
+        shutil.copytree(source, args.dest)
+        print(f"pypto-build: copied the example to {args.dest}")
+    result = build(args.dest, jobs=args.jobs, progress=sys.stdout, check=False)
+    print(f"pypto-build: edit {args.dest}/kernels/aiv/*.cpp and run `pypto-build build {args.dest}` again")
     return 0 if result.ok else 1
 
 

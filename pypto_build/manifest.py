@@ -14,20 +14,20 @@ from typing import Any
 
 from pypto_build.errors import ManifestError
 
-__all__ = [
-    "KernelSpec",
-    "OrchestrationSpec",
-    "KernelConfig",
-    "read_kernel_config",
-    "parse_kernel_config",
-    "DEFAULT_RUNTIME",
-]
+__all__ = ["KernelSpec", "OrchestrationSpec", "KernelConfig", "read_kernel_config", "parse_kernel_config",
+           "DEFAULT_RUNTIME"]
 
 DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
 FIX = "Fix the entry by hand or recompile via ir.compile() to regenerate kernel_config.py"
 _TOP_NAMES = ("KERNELS", "ORCHESTRATION", "RUNTIME_CONFIG")
 _DIRECTIONS = ("IN", "OUT", "INOUT")
 _DIR_EXPECTED = "_D.IN, _D.OUT or _D.INOUT"
+_KINDS = {
+    ast.Call: "function call", ast.Name: "name", ast.JoinedStr: "f-string", ast.ListComp: "comprehension",
+    ast.SetComp: "comprehension", ast.DictComp: "comprehension", ast.GeneratorExp: "comprehension",
+    ast.Lambda: "lambda", ast.BinOp: "operator expression", ast.Attribute: "attribute access",
+    ast.Subscript: "subscript", ast.Starred: "unpacking",
+}
 _PATH_EXPECTED = 'a string literal or str(_ROOT_DIR / "dir" / "file")'
 
 
@@ -42,7 +42,7 @@ class KernelSpec:
     core_type: str
     signature: tuple[str, ...]
     external: bool
-    extra_include_dirs: tuple[str, ...]
+    extra_include_dirs: tuple[str, ...]  # literals as written; _ROOT_DIR ones relative to the file's dir
     line: int
 
 
@@ -104,20 +104,9 @@ class _Parser:
         return _msg(self.file, line, what, expected, fix)
 
     def unsupported(self, node: ast.AST, where: str, expected: str) -> ManifestError:
-        kinds = {
-            ast.Call: "function call", ast.Name: "name", ast.JoinedStr: "f-string",
-            ast.ListComp: "comprehension", ast.SetComp: "comprehension", ast.DictComp: "comprehension",
-            ast.GeneratorExp: "comprehension", ast.Lambda: "lambda", ast.BinOp: "operator expression",
-            ast.Attribute: "attribute access", ast.Subscript: "subscript", ast.Starred: "unpacking",
-        }
-        kind = kinds.get(type(node), type(node).__name__.lower())
-        snippet = ""
-        try:
-            seg = ast.get_source_segment(self.text, node)
-            if seg:
-                snippet = f" `{_one_line(seg, 60)}`"
-        except Exception:  # pragma: no cover - positions are always consistent
-            pass
+        kind = _KINDS.get(type(node), type(node).__name__.lower())
+        seg = ast.get_source_segment(self.text, node) or ""
+        snippet = f" `{_one_line(seg, 60)}`" if seg else ""
         return self.error(getattr(node, "lineno", 1), f"unsupported expression ({kind}){snippet} in {where}", expected)
 
     # -- module level -----------------------------------------------------
@@ -170,16 +159,17 @@ class _Parser:
 
     def _check_other_statement(self, stmt: ast.stmt) -> None:
         """Reject statements that could rebind or mutate the manifest names."""
-        if isinstance(stmt, ast.ImportFrom):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
-                bound = alias.asname or alias.name
-                if alias.name == "ArgDirection":
+                bound = (alias.asname or alias.name).split(".")[0]
+                if isinstance(stmt, ast.ImportFrom) and alias.name == "ArgDirection":
                     self.dir_names.add(bound)
                 if bound in _TOP_NAMES:
-                    raise self.error(stmt.lineno, f"{bound} is imported from another module",
-                                     f"a literal `{bound} = ...` in this file")
+                    raise self.error(stmt.lineno, f"{bound} is bound by an import", f"a literal `{bound} = ...`")
             return
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Import)):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name in _TOP_NAMES:
+            raise self.error(stmt.lineno, f"{stmt.name} is redefined by a def/class", f"a literal `{stmt.name} = ...`")
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return
         stack: list[ast.AST] = [stmt]
         while stack:
@@ -257,15 +247,14 @@ class _Parser:
             parts.reverse()
             if self._is_root_base(cur):
                 base, rooted = ".", True
-            elif self._is_path_call(cur) and isinstance(cur.args[0], ast.Constant) and isinstance(cur.args[0].value, str):
+            elif (self._is_path_call(cur) and isinstance(cur.args[0], ast.Constant)
+                  and isinstance(cur.args[0].value, str)):
                 base, rooted = cur.args[0].value, False
             elif isinstance(cur, ast.Name) and cur.id in ("_ROOT_DIR", "ROOT_DIR"):
                 raise self.error(cur.lineno, f"{cur.id} is used in {where} but not defined as Path(__file__).parent",
                                  "`_ROOT_DIR = Path(__file__).parent` at the top of the file")
             else:
                 raise self.unsupported(cur if parts else node, where, _PATH_EXPECTED)
-            if "\x00" in base or any("\x00" in p for p in parts):
-                raise self.error(node.lineno, f"path in {where} contains a NUL character", _PATH_EXPECTED)
             pure = PurePosixPath(base, *parts)
             rooted = rooted and not pure.is_absolute()
             text = pure.as_posix()
@@ -350,7 +339,8 @@ class _Parser:
         }
         for key, (ok, expected) in checks.items():
             if key in value and not ok(value[key]):
-                line = next((k.lineno for k in node.keys if isinstance(k, ast.Constant) and k.value == key), node.lineno)
+                line = next((k.lineno for k in node.keys if isinstance(k, ast.Constant) and k.value == key),
+                            node.lineno)
                 raise self.error(line, f'RUNTIME_CONFIG["{key}"] is {_short(value[key])}', expected)
         return value
 
@@ -363,7 +353,7 @@ class _Parser:
         for key, value in keys.items():
             if key not in ("source", "function_name", "signature"):
                 self.any_value(value, f'{where}["{key}"]')
-        return OrchestrationSpec(source, rooted, fn or "", sig, node.lineno)
+        return OrchestrationSpec(source, rooted, str(fn), sig, node.lineno)
 
     def _kernels(self, node: ast.AST) -> tuple[KernelSpec, ...]:
         if not isinstance(node, ast.List):
@@ -381,7 +371,8 @@ class _Parser:
 
     def _kernel(self, node: ast.AST, where: str) -> KernelSpec:
         if not isinstance(node, ast.Dict):
-            raise self.error(node.lineno, f"{where} is not a dict literal", 'a dict {"func_id": ..., "source": ..., ...}')
+            raise self.error(node.lineno, f"{where} is not a dict literal",
+                             'a dict {"func_id": ..., "source": ..., ...}')
         keys = self._dict(node, where)
         fid_node = self._require(keys, "func_id", where, node.lineno)
         func_id = self.literal(fid_node, f'{where}["func_id"]')
@@ -402,24 +393,17 @@ class _Parser:
         if "extra_include_dirs" in keys:
             inc = keys["extra_include_dirs"]
             if not isinstance(inc, (ast.List, ast.Tuple)):
-                raise self.error(inc.lineno, f'{where}["extra_include_dirs"] is not a list', f"a list of paths ({_PATH_EXPECTED})")
-            includes = tuple(self._include_dir(elt, f'{where}["extra_include_dirs"][{j}]') for j, elt in enumerate(inc.elts))
+                raise self.error(inc.lineno, f'{where}["extra_include_dirs"] is not a list',
+                                 f"a list of paths ({_PATH_EXPECTED})")
+            # a _ROOT_DIR include dir stays relative to the file's directory, like `source`
+            includes = tuple(self.path(elt, f'{where}["extra_include_dirs"][{j}]', allow_root=True)[0]
+                             for j, elt in enumerate(inc.elts))
         sig = self.signature(keys["signature"], f'{where}["signature"]') if "signature" in keys else ()
         known = ("func_id", "name", "source", "core_type", "external", "extra_include_dirs", "signature")
         for key, value in keys.items():
             if key not in known:
                 self.any_value(value, f'{where}["{key}"]')
         return KernelSpec(func_id, name, source, rooted, core_type, sig, external, includes, node.lineno)
-
-    def _include_dir(self, node: ast.AST, where: str) -> str:
-        text, rooted = self.path(node, where, allow_root=True)
-        if rooted:  # resolve against the directory holding kernel_config.py
-            return (self.path_dir / text).as_posix() if text != "." else self.path_dir.as_posix()
-        return text
-
-    @property
-    def path_dir(self) -> Path:
-        return Path(self.file).parent
 
 
 def parse_kernel_config(text: str, path: Path) -> KernelConfig:

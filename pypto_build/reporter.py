@@ -87,14 +87,19 @@ class BuildReporter:
             print(self.summary(), file=self.out, flush=True)
 
     # ---------------------------------------------------------------------
-    def count(self, status: str) -> int:
-        return sum(1 for o in self.outcomes.values() if o.status == status)
+    def count(self, status: str, kind: str = "") -> int:
+        return sum(1 for n, o in self.outcomes.items() if o.status == status and n.startswith(kind))
 
     def summary(self) -> str:
-        parts = [f"{self.count('ran')} ran", f"{self.count('up-to-date')} up to date"]
+        units = ("compile:", "orch:")
+        compiled = sum(self.count("ran", k) for k in units)
+        current = sum(self.count("up-to-date", k) for k in units)
+        parts = [f"{compiled} compiled", f"{current} up to date"]
         for status in ("failed", "skipped"):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")
+        if self.count("ran", "stamp:"):
+            parts.append(f"{self.count('ran', 'stamp:')} stamp(s) written")
         return "pypto-build: " + ", ".join(parts)
 
     def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:

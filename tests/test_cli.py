@@ -27,9 +27,9 @@ def test_python_m_build_then_noop(l2):
     out = run(sys.executable, "-m", "pypto_build", "build", str(l2))
     assert out.returncode == 0, out.stderr
     assert "compile:aic/main_incore_0_aic" in out.stdout
-    assert out.stdout.strip().endswith("2 ran, 3 up to date")
+    assert out.stdout.strip().endswith("1 compiled, 3 up to date, 1 stamp(s) written")
     again = run("pypto-build", "build", str(l2))
-    assert again.stdout.strip() == "pypto-build: 0 ran, 5 up to date"
+    assert again.stdout.strip() == "pypto-build: 0 compiled, 4 up to date"
 
 
 def test_bad_directory_is_one_line_exit_2(tmp_path):
@@ -55,7 +55,7 @@ def test_doit_build_plugin_runs_inside_a_build_dir_without_dodo(l2):
     out = run("doit", "build", cwd=l2)
     assert out.returncode == 0, out.stderr
     assert "compile:aic/main_incore_2_aic" in out.stdout
-    assert "0 ran, 5 up to date" in run("doit", "build", cwd=l2).stdout
+    assert "0 compiled, 4 up to date" in run("doit", "build", cwd=l2).stdout
 
 
 def test_doit_list_info_forget_clean_on_the_graph(l2):

@@ -72,7 +72,8 @@ KERNELS = [
 ]
 """
 
-HEAD = "from pathlib import Path\nfrom simpler.task_interface import ArgDirection as _D\n_ROOT_DIR = Path(__file__).parent\n"
+HEAD = ("from pathlib import Path\nfrom simpler.task_interface import ArgDirection as _D\n"
+        "_ROOT_DIR = Path(__file__).parent\n")
 ORCH = 'ORCHESTRATION = {"source": str(_ROOT_DIR / "orchestration" / "o.cpp"), "function_name": "f"}\n'
 K_OK = '{"func_id": 0, "source": str(_ROOT_DIR / "k.cpp"), "core_type": "aiv"}'
 MSG_RE = re.compile(r"^(?P<path>.+):(?P<line>\d+): (?P<what>.+); expected (?P<exp>.+)\. (?P<fix>.+)$")
@@ -136,8 +137,9 @@ def test_external_kernel_and_sorting() -> None:
     cfg = parse_kernel_config(text, P)
     assert [k.func_id for k in cfg.kernels] == [0, 2]  # sorted by func_id
     ext = cfg.kernels[1]
-    assert (ext.source, ext.rooted, ext.external, ext.signature) == ("/abs/path/my_gemm.cpp", False, True, ("IN", "OUT"))
-    assert ext.extra_include_dirs == ("/abs/inc", "/build/sub/inc")  # rooted include dirs resolve next to the file
+    assert (ext.source, ext.rooted, ext.external, ext.signature) == (
+        "/abs/path/my_gemm.cpp", False, True, ("IN", "OUT"))
+    assert ext.extra_include_dirs == ("/abs/inc", "inc")  # rooted include dirs: relative to the file's dir
     assert cfg.kernels[0].external is False and cfg.kernels[0].name is None
 
 
@@ -155,7 +157,8 @@ def test_hand_edit_forms() -> None:
     )
     cfg = parse_kernel_config(text, P)
     assert cfg.runtime_config == {} and cfg.runtime_name == "tensormap_and_ringbuffer"
-    assert (cfg.orchestration.source, cfg.orchestration.rooted, cfg.orchestration.signature) == ("/abs/orch.cpp", False, ())
+    o = cfg.orchestration
+    assert (o.source, o.rooted, o.signature) == ("/abs/orch.cpp", False, ())
     assert [(k.source, k.rooted) for k in cfg.kernels] == [
         ("kernels/aiv/a.cpp", True), ("kernels/aic/b.cpp", True), ("c.cpp", True)]
     assert cfg.kernels[1].signature == ("IN", "INOUT")
@@ -217,6 +220,8 @@ ERRORS = [
     ("augassign", kernels(K_OK) + "KERNELS += []\n", 8, "outside its assignment"),
     ("reassigned", kernels(K_OK) + "KERNELS = []\n", 8, "second time"),
     ("no_value", HEAD + ORCH + "KERNELS: list\n", 5, "without a value"),
+    ("def_rebind", kernels(K_OK) + "def KERNELS():\n    pass\n", 8, "def/class"),
+    ("import_rebind", kernels(K_OK) + "from elsewhere import KERNELS\n", 8, "import"),
     ("bytes", kernels('{"func_id": 0, "source": b"/a.cpp", "core_type": "aic"}'), 6, "source"),
 ]
 
