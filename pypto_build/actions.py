@@ -16,13 +16,8 @@ from doit.exceptions import TaskFailed
 
 from .checker import make_state
 from .depfile import parse_depfile
-from .hashing import text_digest
 from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
-
-
-def argv_digest(argv: tuple[str, ...]) -> str:
-    return text_digest(*argv)
 
 
 def run_compile(unit: CompileUnit, compiler_id: str, context: str | None):
@@ -58,13 +53,13 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None):
         if proc.returncode != 0:
             return TaskFailed(_failure(unit, (proc.stderr or proc.stdout).strip()
                                        or f"exit status {proc.returncode}"))
-        headers = _headers(tmp_dep, sub, unit.source)
+        headers = _headers(tmp_dep, sub, unit.source, unit.covered)
         os.replace(tmp_out, out)
     finally:
         for leftover in (tmp_out, tmp_dep):
             leftover.unlink(missing_ok=True)
     return {
-        "argv": argv_digest(unit.argv),
+        "argv": unit.argv_key,
         "compiler": compiler_id,
         "context": context,
         "headers": {h: make_state(h, changed_since_ns=start_ns) for h in headers if os.path.exists(h)},
@@ -84,8 +79,11 @@ def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
     return {"stamp": stamp}
 
 
-def _headers(depfile: Path, sub: Path, source: str) -> list[str]:
-    """Headers named by the depfile, as paths relative to the build root."""
+def _headers(depfile: Path, sub: Path, source: str, covered: tuple[str, ...]) -> list[str]:
+    """Headers named by the depfile, as paths relative to the build root.
+
+    Headers under `covered` roots are left out: an identity covers them.
+    """
     try:
         text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
@@ -93,6 +91,8 @@ def _headers(depfile: Path, sub: Path, source: str) -> list[str]:
     found = []
     for dep in parse_depfile(text):
         path = dep if os.path.isabs(dep) else os.path.normpath(os.path.join(sub, dep))
+        if any(path.startswith(root + os.sep) for root in covered):
+            continue
         if path != source and path not in found:
             found.append(Path(path).as_posix())
     return found

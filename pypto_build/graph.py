@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .actions import argv_digest, run_compile, run_stamp
+from .actions import run_compile, run_stamp
 from .checks import StampCheck, UnitCheck
 from .layout import Layout
 from .toolchain import Platform
@@ -55,7 +55,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
                 "actions": [(run_compile, [unit, compiler_id, ctx])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
-                "uptodate": [UnitCheck(argv_digest(unit.argv), compiler_id, ctx, why, unit.output)],
+                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output)],
                 "clean": True,
                 "meta": {"unit": unit},
             })

@@ -92,6 +92,27 @@ class Platform:
     def binary_suffix(self) -> str:
         return ".so"
 
+    def covered_roots(self) -> dict[str, str]:
+        """Directories whose content an identity already covers, by placeholder.
+
+        Their location is left out of argv digests and their headers out of the
+        per-unit header lists, so moving the package or the PTO-ISA checkout
+        does not by itself make binaries stale.
+        """
+        roots = {"<pypto_build-host-runtime>": str(HOST_INCLUDE.parent)}
+        if self.pto_isa_root:
+            roots["<PTO_ISA_ROOT>"] = str(self.pto_isa_root)
+        return roots
+
+
+def argv_key(argv: tuple[str, ...], covered: dict[str, str]) -> str:
+    """Digest of a command line with covered roots replaced by placeholders."""
+    def norm(arg: str) -> str:
+        for placeholder, root in covered.items():
+            arg = arg.replace(root, placeholder)
+        return arg
+    return text_digest(*(norm(a) for a in argv))
+
 
 def host_platform(env: dict | None = None) -> Platform:
     env = os.environ if env is None else env

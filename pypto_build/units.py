@@ -15,7 +15,7 @@ from .errors import LayoutError
 from .identity import BinaryContext, binary_context
 from .layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in, confine
 from .stamp import STAMP
-from .toolchain import Platform, kernel_argv, orchestration_argv
+from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class CompileUnit:
     output: str            # relative to the build root
     argv: tuple[str, ...]  # canonical command (cwd = sub-build); its digest is an input
     stamp: str             # the sub-build's binary_context.json, relative to the build root
+    argv_key: str          # digest of argv without the locations of identity-covered roots
+    covered: tuple[str, ...]  # dirs whose headers an identity covers (not tracked per unit)
     timeout: float = 900.0
 
 
@@ -67,8 +69,7 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
     argv = kernel_argv(platform, k.core_type, src_arg, out_rel, incs)
     source = str(src) if k.external else _join(sub.rel, _rel_to(sub.path, src))
     unit_name = f"{k.core_type}/{src.stem}"
-    return CompileUnit(f"compile:{sub.label(unit_name)}", "kernel", sub.rel, source,
-                       _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP), timeout)
+    return _unit(f"compile:{sub.label(unit_name)}", "kernel", sub, source, out_rel, argv, platform, timeout)
 
 
 def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float) -> CompileUnit:
@@ -78,8 +79,15 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     src_rel = _rel_to(sub.path, src)
     out_rel = _rel_to(sub.path, src.with_suffix(".so"))
     argv = orchestration_argv(platform, src_rel, out_rel)
-    return CompileUnit(f"orch:{sub.label(src.stem)}", "orchestration", sub.rel, _join(sub.rel, src_rel),
-                       _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP), timeout)
+    return _unit(f"orch:{sub.label(src.stem)}", "orchestration", sub, _join(sub.rel, src_rel), out_rel, argv,
+                 platform, timeout)
+
+
+def _unit(task: str, kind: str, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
+          platform: Platform, timeout: float) -> CompileUnit:
+    covered = platform.covered_roots()
+    return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP),
+                       argv_key(argv, covered), tuple(covered.values()), timeout)
 
 
 def _check_unique(sub: SubBuild, units: list[CompileUnit]) -> None:

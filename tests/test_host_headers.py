@@ -204,7 +204,7 @@ int main() {
         DataType::INT8, DataType::UINT8, DataType::BFLOAT16, DataType::INT64, DataType::UINT64,
         DataType::UINT16, DataType::UINT32, DataType::BOOL, DataType::FP8E4M3FN, DataType::FP8E8M0,
         DataType::FP4E2M1};
-    for (DataType d : all) std::printf("dtype %d\n", (int)d);
+    for (DataType d : all) std::printf("enum_value %d\n", (int)d);
     std::printf("dtype_size %zu\n", sizeof(DataType));
     return 0;
 }
@@ -225,7 +225,7 @@ def test_chip_tensor_layout_matches_the_runtime(tmp_path):
     assert values["MAX_TENSOR_DIMS"] == [5]
     for field, offset, _size in EXPECTED_LAYOUT:
         assert values[field] == [offset], field
-    assert values["dtype"] == list(range(len(DTYPES)))
+    assert values["enum_value"] == list(range(len(DTYPES)))
     assert values["dtype_size"] == [1]
 
 
