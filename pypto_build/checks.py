@@ -27,6 +27,8 @@ class UnitCheck:
         return not self.reason
 
     def _stale_reason(self, values: dict) -> str:
+        if values.get("forced"):
+            return f"forced by {values['forced']}"
         if "argv" not in values:
             return "never built"
         if values["argv"] != self.expect["argv"]:

@@ -41,6 +41,12 @@ class ContentDependency(Dependency):
             self.reasons[task.name] = self._reason(task, result)
         return result
 
+    def mark_forced(self, task_name: str, why: str) -> None:
+        """Make a task stale until it next succeeds (its uptodate check sees `forced`)."""
+        values = dict(self.get_values(task_name))
+        values["forced"] = why
+        self._set(task_name, "_values_:", values)
+
     def _refresh(self, task, snapshot: dict) -> None:
         for dep, state in snapshot.items():
             if state != self._get(task.name, dep):

@@ -137,8 +137,9 @@ class Build(BuildDirCommand, Run):
                  num_process=0, par_type="process", single=False, auto_delayed_regex=False,
                  force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False):
         if recompile:
+            # Persistent: an interrupted --recompile still rebuilds the rest next time.
             for name in self.loader.graph.compile_tasks:
-                self.dep_manager.remove(name)
+                self.dep_manager.mark_forced(name, "--recompile")
         return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
                                 reporter=reporter, num_process=num_process, par_type=par_type,
                                 single=single, auto_delayed_regex=auto_delayed_regex,

@@ -1,7 +1,8 @@
 """Synthetic PyPTO-style build directories, for tests, benchmarks and the example.
 
-Each generated directory has exactly the shape PyPTO writes (see
-docs/reference: build layouts L2, L3 and multi-orch parent): `kernel_config.py`
+Each generated directory has exactly the shape PyPTO writes (single-chip L2,
+L3 distributed, multi-orch parent; see the PyPTO build-output reference, sections
+1.2-1.4, 2, 3, 4 and 5.1): `kernel_config.py`
 in the generated format (TAB indentation), `compiled_meta.json` /
 `distributed_meta.json`, `orchestration/<name>.cpp` and kernel wrappers
 `kernels/<aic|aiv>/<name>.cpp` framed by the ptoas sentinels. Kernel bodies are

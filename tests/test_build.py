@@ -141,7 +141,9 @@ def test_compile_error_names_unit_command_and_message_and_keeps_others(l2):
 
 def test_recompile_compiles_all_once_and_deletes_no_source(l2):
     sources = {p: p.read_bytes() for p in l2.rglob("*.cpp")}
-    assert build(l2, recompile=True).compiled == ALL_L2
+    result = build(l2, recompile=True)
+    assert result.compiled == ALL_L2
+    assert {u.reason for u in result.units if u.task in ALL_L2} == {"forced by --recompile"}
     assert {p: p.read_bytes() for p in l2.rglob("*.cpp")} == sources
     assert build(l2).compiled == []
 

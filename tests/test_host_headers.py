@@ -129,18 +129,28 @@ class Recorder:
         self.kernels = kernels or {}
         self.events: list[tuple] = []
         self.fatal: list[tuple] = []
+        self.errors: list[BaseException] = []
         self._keep: list[object] = []
         self.ops = Ops(1, ctypes.sizeof(Ops), None, SUBMIT(self._submit), VOIDFN(self._begin), VOIDFN(self._end),
                        ALLOC(self._alloc), ISFATAL(lambda _c: int(bool(self.fatal))), FATAL(self._report),
                        LOG(self._log))
 
     def _submit(self, _ctx, core, func_id, tensors, types, n, scalars, m):
+        # An exception raised inside a ctypes callback is printed and swallowed: keep it for the test.
+        try:
+            return self._run_task(core, func_id, tensors, types, n, scalars, m)
+        except Exception as exc:  # noqa: BLE001
+            self.errors.append(exc)
+            return -1
+
+    def _run_task(self, core, func_id, tensors, types, n, scalars, m):
         recs = [ChipTensor.from_buffer_copy(ctypes.string_at(tensors[i], 128)) for i in range(n)]
         raw = [scalars[j] for j in range(m)]
         self.events.append(("submit", core, func_id, [types[i] for i in range(n)], raw))
         if func_id in self.kernels:
             want_core, lib = self.kernels[func_id]
-            assert want_core == ("aic" if core == 0 else "aiv")
+            if want_core != ("aic" if core == 0 else "aiv"):
+                raise AssertionError(f"func_id {func_id} submitted on core {core}, config says {want_core}")
             args = (ctypes.c_int64 * (n + m))()
             for i, rec in enumerate(recs):
                 args[i] = ctypes.addressof(rec)
@@ -330,6 +340,7 @@ def test_orchestration_api_calls_through_the_bound_ops(tmp_path):
         ("scope_end",),
     ]
     # The bad task was reported (tensor after scalar) and nothing after it was submitted.
+    assert not rec.errors
     assert len(rec.fatal) == 1 and "tensors must come first" in rec.fatal[0][2]
 
 
@@ -392,7 +403,7 @@ def test_synth_program_runs_to_its_golden(tmp_path, intermediate):
     for t, name in zip(tensors, ("a", "out")):
         describe_1d(t, inputs[name].data_ptr(), inputs[name].numel())
     lib.aicpu_orchestration_entry(ctypes.byref(ChipTaskArgs(ctypes.addressof(tensors), None, 2, 0)))
-    assert not rec.fatal
+    assert not rec.fatal and not rec.errors
     submits = [(e[1], e[2], e[3]) for e in rec.events if e[0] == "submit"]
     if intermediate:
         assert submits == [(0, 0, [0, 1]), (0, 0, [0, 3]), (1, 1, [0, 2]), (0, 2, [0, 2])]
