@@ -31,6 +31,8 @@ class BuildResult:
     units: tuple[UnitResult, ...]
     returncode: int
     warnings: tuple[str, ...] = field(default=())
+    spliced: tuple[str, ...] = field(default=())        # kernel files re-spliced from .pto
+    not_applied: tuple[str, ...] = field(default=())    # .pto units whose edits were not applied
 
     @property
     def ok(self) -> bool:
@@ -52,18 +54,21 @@ class BuildResult:
 
 def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bool = False,
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
-          check: bool = True) -> BuildResult:
+          rebuild_from_pto: bool | None = None, ptoas: str | None = None, check: bool = True) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
     failed unit raises `BuildError` naming the unit, the command and the
     compiler's message; bad input raises a `PyptoBuildError` subclass.
     `progress` is a stream for one line per unit run and a summary (None: silent).
+    `rebuild_from_pto=False` (or PYPTO_REBUILD_FROM_PTO=0) disables the .pto stage;
+    `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH).
     """
     from .engine import BuildDirLoader, BuildDirMain, load_graph
+    from .pto_plan import pto_options
 
     root = Path(work_dir).resolve()
-    graph = load_graph(root, platform)
+    graph = load_graph(root, platform, pto_options(rebuild_from_pto, ptoas))
     quiet = progress is None
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet)
     loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet)
@@ -77,7 +82,10 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
         rc = BuildDirMain(loader).run(argv)
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
-    result = BuildResult(root, graph.platform.name, units, rc, tuple(graph.unknown_identities()))
+    warnings = [*([graph.pto.skipped_line] if graph.pto.skipped_line else []), *reporter.pto_summary()[1:],
+                *graph.unknown_identities()]
+    result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
+                         tuple(reporter.not_applied))
     if rc == 3:
         raise PyptoBuildError(f"{root}: doit could not run the graph: {'; '.join(reporter.errors) or 'see stderr'}")
     if check and result.failures:

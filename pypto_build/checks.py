@@ -102,3 +102,70 @@ def _refresh(path: str, state) -> list | None:
     if not state or is_modified(path, st, state):
         return None
     return refreshed(path, st, state)
+
+
+class PtoasCheck:
+    """ptoas must rerun when it (or its flags) changed; the .pto itself is a file_dep.
+
+    On first sight (no state) a raw output at least as new as its `.pto` is
+    adopted as ir.compile() left it (PyPTO's own mtime rule, used only once);
+    afterwards content decides. Adopted units are not rerun when ptoas changes:
+    we never knew which ptoas produced them.
+    """
+
+    def __init__(self, pto: str, raw: str, ptoas_key: str | None):
+        self.pto, self.raw, self.key = pto, raw, ptoas_key
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        values = values or {}
+        self.reason = ""
+        if self.key is None:
+            return True                      # no ptoas: only a .pto content change matters
+        if "ptoas" not in values:
+            self.reason = "never run"
+        elif values["ptoas"] not in ("adopted", self.key):
+            self.reason = "ptoas changed"
+        return not self.reason
+
+    def adopt(self) -> dict | None:
+        try:
+            if os.stat(self.raw).st_mtime >= os.stat(self.pto).st_mtime:
+                return {"ptoas": "adopted"}
+        except OSError:
+            pass
+        return None
+
+    def refresh(self, values: dict) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return self.reason or "ptoas unchanged"
+
+
+class SpliceCheck:
+    """Re-splice when the raw ptoas output changed since the last splice (or adoption)."""
+
+    def __init__(self, raw: str, adopt_fn, record: str):
+        self.raw, self._adopt_fn, self.record = raw, adopt_fn, record
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        values = values or {}
+        try:
+            st = os.stat(self.raw)
+        except OSError:
+            self.reason = ""
+            return True                      # nothing to splice from (ptoas never ran)
+        self.reason = f"{self.raw} changed" if is_modified(self.raw, st, values.get("raw")) else ""
+        return not self.reason
+
+    def adopt(self) -> dict | None:
+        return self._adopt_fn(self.raw, self.record)
+
+    def refresh(self, values: dict) -> dict | None:
+        new = _refresh(self.raw, values.get("raw"))
+        return None if new is None else {**values, "raw": new}
+
+    def __repr__(self) -> str:
+        return self.reason or "raw ptoas output unchanged"

@@ -19,7 +19,8 @@ EPILOG = """examples:
 
 Staleness is decided by content (xxhash), not mtimes. State lives in DIR/.pypto_build/.
 Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
-PYPTO_COMPILER_TIMEOUT (seconds, default 900)."""
+PYPTO_COMPILER_TIMEOUT (seconds, default 900), PTOAS_ROOT, PYPTO_REBUILD_FROM_PTO=0,
+PYPTO_PTOAS_TIMEOUT (seconds, default 60)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--recompile", action="store_true",
                    help="mark every compile target out of date (never deletes sources; edits are "
                         "picked up without it)")
+    b.add_argument("--no-rebuild-from-pto", action="store_true",
+                   help="do not regenerate kernel bodies from edited ptoas/*.pto (also PYPTO_REBUILD_FROM_PTO=0)")
+    b.add_argument("--ptoas", default=None, metavar="PATH",
+                   help="ptoas executable (default: $PTOAS_ROOT/ptoas, ptoas.sh or bin/ptoas; else PATH)")
     b.add_argument("-k", "--keep-going", action="store_true", help="go on building other units after a failure")
     b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -94,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
 def _build(args) -> int:
     from .api import build
     result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
-                   keep_going=args.keep_going, tasks=args.tasks,
+                   keep_going=args.keep_going, tasks=args.tasks, ptoas=args.ptoas,
+                   rebuild_from_pto=False if args.no_rebuild_from_pto else None,
                    progress=None if args.quiet else sys.stdout, check=False)
     if result.failures:
         return 1

@@ -16,12 +16,15 @@ from .checker import is_modified, make_state, refreshed
 
 
 class ContentDependency(Dependency):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, adopt: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self._snapshots: dict[str, dict[str, list]] = {}
         self.reasons: dict[str, str] = {}
+        self.adopt = adopt          # only a build adopts; inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
+        if self.adopt and not self._in(task.name):
+            self._adopt(task)
         result = super().get_status(task, tasks_dict, get_log=get_log)
         snapshot = {}
         for dep in task.file_dep:
@@ -40,6 +43,22 @@ class ContentDependency(Dependency):
         else:
             self.reasons[task.name] = self._reason(task, result)
         return result
+
+    def _adopt(self, task) -> None:
+        """First sight of a generated output: record it as built if a check says so."""
+        for utd, _args, _kwargs in task.uptodate:
+            adopt = getattr(utd, "adopt", None)
+            values = adopt() if adopt else None
+            if values is not None:
+                self._set(task.name, "_values_:", values)
+                self._set(task.name, "checker:", self.checker.__class__.__name__)
+                for dep in task.file_dep:
+                    try:
+                        self._set(task.name, dep, make_state(dep))
+                    except OSError:
+                        pass        # doit reports the missing file_dep itself
+                self._set(task.name, "deps:", tuple(task.file_dep))
+                return
 
     def mark_forced(self, task_name: str, why: str) -> None:
         """Make a task stale until it next succeeds (its uptodate check sees `forced`)."""
@@ -71,6 +90,8 @@ class ContentDependency(Dependency):
 
     def save_success(self, task, result_hash=None):
         snapshot = self._snapshots.pop(task.name, {})
+        if isinstance(task.values, dict) and task.values.get("not_applied"):
+            return                  # ran without effect (no ptoas): stay stale, say so again next run
         self._set(task.name, "_values_:", task.values)
         if result_hash is not None:
             self._set(task.name, "result:", result_hash)

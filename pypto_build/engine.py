@@ -36,6 +36,7 @@ from .errors import PyptoBuildError
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
 from .layout import STATE_DIR, load_layout
 from .lock import dir_lock, sigterm_as_interrupt
+from .pto_plan import PtoOptions, pto_options
 from .reporter import BuildReporter
 from .toolchain import load_platform
 
@@ -46,6 +47,10 @@ opt_platform = {"section": "pypto_build", "name": "platform", "long": "platform"
                 "default": "", "help": "target platform (default: $PYPTO_BUILD_PLATFORM or host)"}
 opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
                  "default": "", "help": "build directory (default: the current directory)"}
+opt_no_pto = {"section": "pypto_build", "name": "no_rebuild_from_pto", "long": "no-rebuild-from-pto", "type": bool,
+              "default": False, "help": "do not regenerate kernel bodies from edited ptoas/*.pto"}
+opt_ptoas = {"section": "pypto_build", "name": "ptoas", "long": "ptoas", "type": str, "default": "",
+             "help": "ptoas executable (default: $PTOAS_ROOT/{ptoas,ptoas.sh,bin/ptoas}, else PATH)"}
 opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompile", "type": bool,
                  "default": False, "help": "mark every compile target out of date (sources are never deleted)"}
 
@@ -54,16 +59,16 @@ def default_platform() -> str:
     return os.environ.get("PYPTO_BUILD_PLATFORM") or DEFAULT_PLATFORM
 
 
-def load_graph(root: Path, platform: str | None = None) -> Graph:
+def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed)."""
     layout = load_layout(root)
-    return build_graph(layout, load_platform(platform or default_platform()))
+    return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options())
 
 
 class BuildDirLoader(TaskLoader2):
     """Loads the task graph of one build directory."""
 
-    cmd_options = (opt_build_dir, opt_platform)
+    cmd_options = (opt_build_dir, opt_platform, opt_no_pto, opt_ptoas)
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None,
                  reporter: object = None, quiet: bool = False):
@@ -73,12 +78,16 @@ class BuildDirLoader(TaskLoader2):
         self.reporter = reporter
         self.quiet = quiet
         self.platform: str | None = graph.platform.name if graph else None
+        self.pto: PtoOptions | None = None
 
     def setup(self, opt_values):
         if self.root is None:
             self.root = Path(opt_values.get("build_dir") or os.getcwd()).resolve()
         if self.platform is None:
             self.platform = opt_values.get("platform") or None
+        if self.graph is None:
+            no_pto = opt_values.get("no_rebuild_from_pto")
+            self.pto = pto_options(False if no_pto else None, opt_values.get("ptoas") or None)
 
     @property
     def dep_file(self) -> Path:
@@ -91,10 +100,12 @@ class BuildDirLoader(TaskLoader2):
     def load_tasks(self, cmd, pos_args):
         if self.graph is None:
             try:
-                self.graph = load_graph(self.root, self.platform)
+                self.graph = load_graph(self.root, self.platform, self.pto)
             except PyptoBuildError as exc:
                 raise InvalidCommand(str(exc)) from None
         if not self.quiet:
+            if self.graph.pto.skipped_line:
+                print(self.graph.pto.skipped_line)
             for why in self.graph.unknown_identities():
                 print(f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
                       "binary_context.json is written", file=sys.stderr)
@@ -107,6 +118,8 @@ class BuildDirLoader(TaskLoader2):
 class BuildDirCommand:
     """Mixin for doit commands: build root as cwd, directory lock, content state."""
 
+    adopts = False      # commands that build adopt generated outputs on first sight
+
     def execute(self, params, args):
         if not isinstance(self.loader, BuildDirLoader):
             self.loader = BuildDirLoader()
@@ -114,7 +127,8 @@ class BuildDirCommand:
         root = self.loader.root
         state = root / STATE_DIR
         with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
-            self.dep_manager = ContentDependency(SqliteDB, str(self.loader.dep_file), checker_cls=XXHChecker)
+            self.dep_manager = ContentDependency(SqliteDB, str(self.loader.dep_file), checker_cls=XXHChecker,
+                                                 adopt=self.adopts)
             return super().execute(params, args)
 
 
@@ -122,6 +136,7 @@ class Build(BuildDirCommand, Run):
     """`doit build`: build every unit of the build directory in the cwd (or --dir)."""
 
     name = "build"
+    adopts = True
     doc_purpose = "build a PyPTO build directory incrementally (pypto_build)"
     doc_usage = "[TASK ...]"
     doc_description = ("Compiles every kernel and orchestration whose inputs changed (by content), "
@@ -149,6 +164,7 @@ class Build(BuildDirCommand, Run):
 
 class BuildDirRun(BuildDirCommand, Run):
     name = "run"
+    adopts = True
 
 
 class BuildDirList(BuildDirCommand, List):

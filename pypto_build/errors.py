@@ -37,3 +37,7 @@ class BuildError(PyptoBuildError):
         super().__init__(message)
         self.failures = failures or []
         self.result = result
+
+
+class SpliceError(PyptoBuildError):
+    """A kernel wrapper cannot take a ptoas body (sentinels missing or out of order, signature change)."""

@@ -13,6 +13,9 @@ from doit.exceptions import UnmetDependency
 from doit.globals import Globals
 
 
+PTO_STAGE = ("ptoas:", "splice:")
+
+
 @dataclass
 class Outcome:
     status: str          # "ran" | "up-to-date" | "failed" | "skipped"
@@ -32,6 +35,8 @@ class BuildReporter:
         self.outcomes: dict[str, Outcome] = {}
         self._start: dict[str, float] = {}
         self.errors: list[str] = []
+        self.not_applied: list[str] = []    # .pto units whose edits could not be applied
+        self.spliced: list[str] = []        # kernel files re-spliced this run
 
     # doit reporter interface ---------------------------------------------
     def initialize(self, tasks, selected_tasks):
@@ -46,11 +51,21 @@ class BuildReporter:
         self._start[task.name] = time.monotonic()
         reason = getattr(Globals.dep_manager, "reasons", {}).get(task.name, "")
         self.outcomes[task.name] = Outcome("running", reason)
-        self._line(f"{task.name}" + (f"  ({reason})" if reason else ""))
+        if not task.name.startswith(PTO_STAGE):      # those print PyPTO's own lines when done
+            self._line(f"{task.name}" + (f"  ({reason})" if reason else ""))
 
     def add_success(self, task):
-        if task.actions:
-            self._finish(task.name, "ran")
+        if not task.actions:
+            return
+        values = task.values if isinstance(task.values, dict) else {}
+        if values.get("not_applied"):
+            self.not_applied.append(values["not_applied"])
+            self._finish(task.name, "skipped", "ptoas not found")
+            return
+        self._finish(task.name, "ran")
+        self.spliced += values.get("spliced") or []
+        for line in values.get("lines") or []:
+            self._line(line)
 
     def add_failure(self, task, exception):
         if not task.actions and not isinstance(exception, UnmetDependency):
@@ -84,7 +99,20 @@ class BuildReporter:
 
     def complete_run(self):
         if not self.quiet:
+            for line in self.pto_summary():
+                print(line, file=self.out)
             print(self.summary(), file=self.out, flush=True)
+
+    def pto_summary(self) -> list[str]:
+        """PyPTO's closing lines of the .pto stage, plus the edits we could not apply."""
+        if not any(n.startswith(PTO_STAGE) for n in self.outcomes):
+            return []
+        lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)" if self.spliced
+                 else "[pto->cpp] no .pto changes detected"]
+        if self.not_applied:
+            lines.append("[pto->cpp] edits NOT applied (ptoas not found; set PTOAS_ROOT or PATH): "
+                         + ", ".join(sorted(self.not_applied)))
+        return lines
 
     # ---------------------------------------------------------------------
     def count(self, status: str, kind: str = "") -> int:

@@ -1,0 +1,92 @@
+"""The `.pto -> ptoas -> splice` units of a build directory (planning only).
+
+Per sub-build with a `ptoas/` directory, one `PtoUnit` per `ptoas/<unit>.pto`:
+`ptoas:<unit>` regenerates the raw `ptoas/<unit>.cpp` when the `.pto` content
+(or ptoas) changed; `splice:<unit>` re-splices the preprocessed raw body into
+every `kernels/<core>/<func>.cpp` it defines when the raw output changed.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .layout import STATE_DIR, Layout
+from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
+
+DISABLE_VALUES = ("0", "false", "no")
+
+
+@dataclass(frozen=True)
+class PtoOptions:
+    """How the stage runs: `enabled` False says why in `disabled_by`."""
+
+    enabled: bool = True
+    disabled_by: str = ""
+    ptoas: str | None = None        # --ptoas PATH
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class PtoUnit:
+    """One `.pto` file and its raw ptoas output (picklable doit action argument)."""
+
+    name: str               # unit label used in task names ("<sub>/<unit>" or "<unit>")
+    sub_rel: str            # sub-build relative to the build root
+    pto: str                # ptoas/<unit>.pto relative to the build root
+    raw: str                # ptoas/<unit>.cpp relative to the build root
+    record: str             # .pypto_build/splice/<label>.json: body digests as last spliced
+    backup_dir: str         # .pypto_build/backup
+    ptoas: str | None       # resolved ptoas executable, None when not found
+    ptoas_key: str | None   # identity of ptoas + the fixed flags
+    timeout: float
+
+
+@dataclass(frozen=True)
+class PtoPlan:
+    units: tuple[PtoUnit, ...]
+    lookup: PtoasLookup | None
+    options: PtoOptions
+
+    @property
+    def skipped_line(self) -> str | None:
+        """The one line said when the stage cannot or may not run, else None."""
+        if not self.options.enabled:
+            return f"[pto->cpp] skipped ({self.options.disabled_by})"
+        if self.units and self.lookup is not None and self.lookup.path is None:
+            return "[pto->cpp] skipped: ptoas not found (set PTOAS_ROOT or PATH)"
+        return None
+
+
+def pto_options(rebuild_from_pto: bool | None = None, ptoas: str | None = None,
+                env: dict | None = None) -> PtoOptions:
+    """Options from the API/CLI flag and `PYPTO_REBUILD_FROM_PTO`, in PyPTO's words."""
+    env = os.environ if env is None else env
+    timeout = float(env.get("PYPTO_PTOAS_TIMEOUT") or 60)
+    if rebuild_from_pto is False:
+        return PtoOptions(False, "rebuild_from_pto=False", ptoas, timeout)
+    flag = (env.get("PYPTO_REBUILD_FROM_PTO") or "").strip().lower()
+    if flag in DISABLE_VALUES:
+        return PtoOptions(False, "PYPTO_REBUILD_FROM_PTO=0", ptoas, timeout)
+    return PtoOptions(True, "", ptoas, timeout)
+
+
+def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> PtoPlan:
+    if not options.enabled:
+        return PtoPlan((), None, options)
+    found: list[tuple] = []
+    for sub in layout.sub_builds:
+        ptoas_dir = sub.path / "ptoas"
+        if ptoas_dir.is_dir():
+            found += [(sub, p.stem) for p in sorted(ptoas_dir.glob("*.pto")) if p.is_file()]
+    if not found:
+        return PtoPlan((), None, options)
+    lookup = find_ptoas(options.ptoas, env)
+    key = ptoas_identity(lookup.path) if lookup.path else None
+    units = []
+    for sub, stem in found:
+        prefix = "" if sub.rel == "." else f"{sub.rel}/"
+        label = sub.label(stem)
+        units.append(PtoUnit(label, sub.rel, f"{prefix}ptoas/{stem}.pto", f"{prefix}ptoas/{stem}.cpp",
+                             f"{STATE_DIR}/splice/{label}.json", f"{STATE_DIR}/backup", lookup.path, key,
+                             options.timeout))
+    return PtoPlan(tuple(units), lookup, options)
