@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 from .errors import SpliceError
@@ -36,10 +36,13 @@ _ALIAS_RES = (
     # __gm__ <type>* <alias> = (__gm__ <type>*)<wrapper>;
     re.compile(r"^\s*__gm__\s+.+?\*\s*(?P<alias>[A-Za-z_]\w*)\s*=\s*\(__gm__\s+.+?\*\)\s*(?P<wrapper>[A-Za-z_]\w*);\s*$"),
 )
-_MGATHER_RE = re.compile(
-    r"(?P<prefix>\bMGATHER(?:<[^;()]+>)?\()"
+# PyPTO's call pattern is `\bMGATHER(?:<[^;()]+>)?\(<dst>, <table>, <idx>[, <scratch>]\);` (identifiers,
+# `\s*` around the commas only); `_find_call` runs the same search in linear time.
+_MGATHER_AT_RE = re.compile(r"\bMGATHER")
+_DELIM_RE = re.compile(r"[;()]")
+_OPERANDS_RE = re.compile(
     r"(?P<dst>[A-Za-z_]\w*)\s*,\s*(?P<table>[A-Za-z_]\w*)\s*,\s*(?P<idx>[A-Za-z_]\w*)"
-    r"(?:\s*,\s*(?P<scratch>[A-Za-z_]\w*))?(?P<suffix>\);)"
+    r"(?:\s*,\s*(?P<scratch>[A-Za-z_]\w*))?\);"
 )
 
 
@@ -57,6 +60,7 @@ class _Aliases:
     def __init__(self, lines: list[str]):
         self.n = len(lines)
         self.defs: dict[str, list[tuple[int, str]]] = {}  # alias -> [(line, wrapper)] in line order
+        self.def_lines: dict[str, list[int]] = {}
         self.seen: dict[str, list[int]] = {}  # identifier -> line of each occurrence (sorted)
         for i, line in enumerate(lines):
             for ident in _IDENT_RE.findall(line):
@@ -65,13 +69,14 @@ class _Aliases:
                 m = pattern.match(line)
                 if m:
                     self.defs.setdefault(m["alias"], []).append((i, m["wrapper"]))
+                    self.def_lines.setdefault(m["alias"], []).append(i)
                     break
 
     def resolve(self, alias: str, call: int) -> tuple[int, str] | None:
         """The last definition of `alias` before line `call`, if the alias is used
         exactly twice (definition + call) up to its next redefinition."""
         defs = self.defs.get(alias, [])
-        k = bisect_left([line for line, _ in defs], call) - 1
+        k = bisect_left(self.def_lines.get(alias, []), call) - 1
         if k < 0:
             return None
         start = defs[k][0]
@@ -82,6 +87,32 @@ class _Aliases:
         return defs[k]
 
 
+def _find_call(line: str) -> tuple[int, str, re.Match[str]] | None:
+    """The first MGATHER call of `line`: (start, `MGATHER<...>(` prefix, operands match ending at `);`)."""
+    delims: list[int] | None = None
+    for m in _MGATHER_AT_RE.finditer(line):
+        at = m.end()
+        if line.startswith("(", at):
+            open_at = at
+        elif line.startswith("<", at):
+            # `<[^;()]+>` then `(`: the template runs to the first `;`, `(` or `)`, which must be a
+            # `(` preceded by `>`, with at least one character between `<` and `>`.
+            if delims is None:
+                delims = [d.start() for d in _DELIM_RE.finditer(line)]
+            k = bisect_right(delims, at)
+            if k == len(delims):
+                continue
+            open_at = delims[k]
+            if line[open_at] != "(" or line[open_at - 1] != ">" or open_at - at < 3:
+                continue
+        else:
+            continue
+        operands = _OPERANDS_RE.match(line, open_at + 1)
+        if operands:
+            return m.start(), line[m.start():open_at + 1], operands
+    return None
+
+
 def _restore_mgather(text: str) -> str:
     """Step 2: put wrapper names back into MGATHER calls lowered to raw pointers (PTOAS <= v0.53)."""
     if "MGATHER" not in text:
@@ -90,9 +121,10 @@ def _restore_mgather(text: str) -> str:
     aliases = _Aliases(lines)
     drop: set[int] = set()
     for i, line in enumerate(lines):
-        m = _MGATHER_RE.search(line)
-        if m is None:
+        call = _find_call(line)
+        if call is None:
             continue
+        start, prefix, m = call
         resolved = [aliases.resolve(m[g], i) for g in ("dst", "table", "idx")]
         used = [d for d in resolved if d is not None]
         if len(used) != 3:
@@ -108,7 +140,7 @@ def _restore_mgather(text: str) -> str:
                 continue  # an alias, but not a uniquely used one: leave the call alone
             else:
                 names.append(scratch)
-        lines[i] = f"{line[:m.start()]}{m['prefix']}{', '.join(names)}{m['suffix']}{line[m.end():]}"
+        lines[i] = f"{line[:start]}{prefix}{', '.join(names)});{line[m.end():]}"
         drop.update(line_no for line_no, _wrapper in used)
     return "".join(line for i, line in enumerate(lines) if i not in drop)
 
@@ -170,8 +202,15 @@ def split(text: str, path: str) -> tuple[str, str, str]:
 
 
 def splice(text: str, body: str, path: str) -> str:
-    """`text` with the region between the sentinels replaced by "\\n" + body + "\\n" (".pto wins")."""
+    """`text` with the region between the sentinels replaced by "\\n" + body + "\\n" (".pto wins").
+
+    A body containing the END sentinel is refused (SpliceError): the next split
+    would cut the file there.
+    """
     head, _old, tail = split(text, path)
+    if END in body:
+        raise SpliceError(f"{path}: cannot splice — the new body contains the sentinel line {END!r}; "
+                          "remove it from the .pto's output")
     return f"{head}\n{body}\n{tail}"
 
 
@@ -180,33 +219,45 @@ def splice(text: str, body: str, path: str) -> str:
 _COMMENT_OR_LITERAL_RE = re.compile(
     r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"?|(?<!\w)'(?:\\.|[^'\\\n])*'?", re.DOTALL
 )
-_STRING_RE = re.compile(r"\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?", re.DOTALL)
-_PUNCT_SPACE_RE = re.compile(r"\s*([*&,()\[\]<>])\s*")
+_PUNCT_SPACE_RE = re.compile(r"\s*([*&,()\[\]<>=])\s*")
+_BRACE_RE = re.compile(r"\s*\{")
+_PAREN_RE = re.compile(r"[()]")
 
 
-def _strip_comments(text: str) -> str:
-    """Comments replaced by one space; string and character literals kept."""
-    return _COMMENT_OR_LITERAL_RE.sub(lambda m: " " if m[0][:2] in ("//", "/*") else m[0], text)
+def _blanked(text: str) -> tuple[str, str]:
+    """(text with comments blanked, the same with string/char literal contents masked too).
+
+    Both have `text`'s length, so offsets found in the second apply to the first.
+    """
+    kept: list[str] = []
+    masked: list[str] = []
+    pos = 0
+    for m in _COMMENT_OR_LITERAL_RE.finditer(text):
+        token = m[0]
+        kept.append(text[pos:m.start()])
+        masked.append(text[pos:m.start()])
+        if token.startswith(("//", "/*")):
+            kept.append(" " * len(token))
+            masked.append(" " * len(token))
+        else:
+            kept.append(token)
+            masked.append(token[0] + "_" * (len(token) - 1))
+        pos = m.end()
+    kept.append(text[pos:])
+    masked.append(text[pos:])
+    return "".join(kept), "".join(masked)
 
 
-def _closing_paren(text: str, open_at: int) -> int | None:
-    """Index of the `)` matching the `(` at `open_at` (literals skipped), None if unbalanced."""
-    depth = 0
-    i = open_at
-    while i < len(text):
-        c = text[i]
-        if c == '"' or (c == "'" and not (i and (text[i - 1].isalnum() or text[i - 1] == "_"))):
-            m = _STRING_RE.match(text, i)
-            i = m.end() if m else i + 1
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
+def _paren_pairs(text: str) -> dict[int, int]:
+    """Index of each `(` -> index of its matching `)` (unbalanced ones left out)."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _PAREN_RE.finditer(text):
+        if m[0] == "(":
+            stack.append(m.start())
+        elif stack:
+            pairs[stack.pop()] = m.start()
+    return pairs
 
 
 def _normalise(params: str) -> str:
@@ -218,18 +269,19 @@ def _normalise(params: str) -> str:
 def signature_of(body: str, name: str) -> str | None:
     """Normalised parameter list of the definition `static __aicore__ void <name>(...) {`.
 
-    Forward declarations (`...);`) and commented-out code are skipped; comments
-    are removed, whitespace collapsed, no spaces around `*`, `&`, brackets and
-    `<>`, and ", " after each comma. None when there is no such definition.
+    Forward declarations (`...);`), comments and string literals are skipped;
+    in the result comments are removed, whitespace collapsed, no spaces around
+    `*`, `&`, `=`, brackets and `<>`, and ", " after each comma. None when there
+    is no such definition.
     """
     if not name:
         return None
-    clean = _strip_comments(body)
+    kept, masked = _blanked(body)
     pattern = re.compile(r"\bstatic\s+__aicore__\s+void\s+" + re.escape(name) + r"\s*\(")
-    for m in pattern.finditer(clean):
-        close = _closing_paren(clean, m.end() - 1)
-        if close is None:
-            return None
-        if clean[close + 1:].lstrip().startswith("{"):
-            return _normalise(clean[m.end():close])
+    pairs: dict[int, int] | None = None
+    for m in pattern.finditer(masked):
+        pairs = _paren_pairs(masked) if pairs is None else pairs
+        close = pairs.get(m.end() - 1)
+        if close is not None and _BRACE_RE.match(masked, close + 1):
+            return _normalise(kept[m.end():close])
     return None

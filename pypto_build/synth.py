@@ -17,7 +17,15 @@ AIV) and is called as `(a, out, n)`:
 * k >= 1: out = out * 0.5 + a * (k + 1)
 
 so the result is well defined and `golden.py` reproduces it exactly in torch.
-Standard library only.
+
+With `pto=True` a directory also has PyPTO's `ptoas/` stage (section 5): per
+unit a `.pto` in a trivial stand-in format (an MLIR-looking module whose
+`// CPP: <text>` lines are the raw C++; see tests/tools/fake_ptoas, a test
+stand-in for ptoas) and the raw `ptoas/<unit>.cpp` that stand-in produces, whose
+preprocessed form is exactly the body between the wrapper's sentinels. With
+two or more kernels, kernels 0 (aic) and 1 (aiv) form the group unit
+`<orch>_group` and both wrappers embed the whole group body; every other kernel
+is its own unit. Standard library only.
 """
 from __future__ import annotations
 
@@ -25,7 +33,8 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["write_l2", "write_l3", "write_multi_orch", "kernel_path", "kernel_name", "core_type"]
+__all__ = ["write_l2", "write_l3", "write_multi_orch", "kernel_path", "kernel_name", "core_type", "pto_path",
+           "pto_units"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -96,6 +105,17 @@ def kernel_path(root: Path, func_id: int) -> Path:
     return matches[0]
 
 
+def pto_path(root: Path, unit: str) -> Path:
+    """The `.pto` of ptoas unit `unit` (function or group name) in sub-build `root`."""
+    return Path(root) / "ptoas" / f"{unit}.pto"
+
+
+def pto_units(root: Path) -> list[str]:
+    """Sorted names of the ptoas units (`ptoas/*.pto` stems) of sub-build `root`."""
+    ptoas = Path(root) / "ptoas"
+    return sorted(p.stem for p in ptoas.glob("*.pto") if p.is_file()) if ptoas.is_dir() else []
+
+
 # ---------------------------------------------------------------------------
 # L2 sub-build
 # ---------------------------------------------------------------------------
@@ -110,6 +130,7 @@ def write_l2(
     golden: bool = False,
     size: int = 16,
     intermediate: bool = False,
+    pto: bool = False,
 ) -> Path:
     """Write a complete single-chip (L2) build directory at `root`; return `root`.
 
@@ -121,6 +142,8 @@ def write_l2(
     intermediate: kernel 0 first writes a runtime-allocated intermediate
                   (TensorCreateInfo), then is run again to copy it to `out`;
                   the result is unchanged.
+    pto:          also write the ptoas/ stage (.pto + raw .cpp per unit; kernels
+                  0 and 1 share the group unit `<orch>_group`).
     """
     root = Path(root)
     _write_chip(
@@ -130,6 +153,7 @@ def write_l2(
         header_every=header_every,
         size=size,
         intermediate=intermediate,
+        pto=pto,
     )
     _write(root / "compiled_meta.json", _compiled_meta(size))
     if golden:
@@ -137,7 +161,8 @@ def write_l2(
     return root
 
 
-def _write_chip(root: Path, *, orch_name: str, kernels: int, header_every: int, size: int, intermediate: bool) -> None:
+def _write_chip(root: Path, *, orch_name: str, kernels: int, header_every: int, size: int, intermediate: bool,
+                pto: bool = False) -> None:
     if not _IDENT.match(orch_name):
         raise ValueError(f"orch_name must be a C identifier, got {orch_name!r}")
     if kernels < 1:
@@ -148,13 +173,15 @@ def _write_chip(root: Path, *, orch_name: str, kernels: int, header_every: int, 
         raise ValueError(f"size must be >= 1, got {size}")
     _write(root / "kernel_config.py", _kernel_config(orch_name, kernels))
     _write(root / "orchestration" / f"{orch_name}.cpp", _orchestration_cpp(orch_name, kernels, intermediate))
-    uses_header = False
+    headers = [header_every > 0 and func_id % header_every == 0 for func_id in range(kernels)]
+    bodies: dict[int, str] = {}
+    if pto:
+        bodies = _write_ptoas(root, orch_name, headers)
     for func_id in range(kernels):
-        with_header = header_every > 0 and func_id % header_every == 0
-        uses_header |= with_header
         name = kernel_name(orch_name, func_id)
-        _write(root / "kernels" / core_type(func_id) / f"{name}.cpp", _kernel_cpp(name, func_id, with_header))
-    if uses_header:
+        _write(root / "kernels" / core_type(func_id) / f"{name}.cpp",
+               _kernel_cpp(name, func_id, headers[func_id], bodies.get(func_id)))
+    if any(headers):
         _write(root / "kernels" / COMMON_HEADER, _COMMON_H)
 
 
@@ -199,21 +226,27 @@ def _kernel_expr(func_id: int, with_header: bool) -> str:
     return scaled if func_id == 0 else f"out[i] * 0.5f + {scaled}"
 
 
-def _kernel_cpp(name: str, func_id: int, with_header: bool) -> str:
-    core = core_type(func_id)
-    guard = "__DAV_VEC__" if core == "aiv" else "__DAV_CUBE__"
+def _function_lines(name: str, func_id: int, with_header: bool, qualifier: str) -> list[str]:
+    """One kernel function, `<qualifier> <name>(a, out, n) { ... }`, as lines."""
+    guard = "__DAV_VEC__" if core_type(func_id) == "aiv" else "__DAV_CUBE__"
+    return [
+        f"{qualifier} {name}(__gm__ float* a, __gm__ float* out, int64_t n)",
+        "{",
+        f"#if defined({guard})",
+        "    for (int64_t i = 0; i < n; ++i) {",
+        f"        out[i] = {_kernel_expr(func_id, with_header)};",
+        "    }",
+        "#endif",
+        "}",
+    ]
+
+
+def _kernel_cpp(name: str, func_id: int, with_header: bool, body: str | None = None) -> str:
+    """The wrapper of kernel `name`; `body` (preprocessed ptoas output) defaults to its own function."""
     extra_include = f'#include "../{COMMON_HEADER}"\n' if with_header else ""
     header = _KERNEL_HEADER.format(name=name, extra_include=extra_include)
-    body = (
-        f"static __aicore__ void {name}(__gm__ float* a, __gm__ float* out, int64_t n)\n"
-        "{\n"
-        f"#if defined({guard})\n"
-        "    for (int64_t i = 0; i < n; ++i) {\n"
-        f"        out[i] = {_kernel_expr(func_id, with_header)};\n"
-        "    }\n"
-        "#endif\n"
-        "}\n"
-    )
+    if body is None:
+        body = "\n".join(_function_lines(name, func_id, with_header, "static __aicore__ void")) + "\n"
     entry = (
         f"{END_SENTINEL}\n"
         'extern "C" __aicore__ __attribute__((always_inline)) void kernel_entry(__gm__ int64_t* args)\n'
@@ -241,6 +274,68 @@ def _kernel_cpp(name: str, func_id: int, with_header: bool) -> str:
         "}\n"
     )
     return f"{header}\n{BEGIN_SENTINEL}\n{body}\n{entry}"
+
+
+# ---------------------------------------------------------------------------
+# ptoas/ stage (pto=True)
+# ---------------------------------------------------------------------------
+
+_RAW_PROLOGUE = '#include "pto/pto-inst.hpp"\nusing namespace pto;\n'  # as tests/tools/fake_ptoas emits
+
+
+def _write_ptoas(root: Path, orch_name: str, headers: list[bool]) -> dict[int, str]:
+    """Write ptoas/<unit>.pto and the raw ptoas/<unit>.cpp of every unit; return each kernel's body."""
+    bodies: dict[int, str] = {}
+    units: list[tuple[str, list[int], list[str], list[str]]] = []  # (unit, func_ids, raw lines, body lines)
+    first = 0
+    if len(headers) >= 2:
+        k0, k1 = kernel_name(orch_name, 0), kernel_name(orch_name, 1)
+        shared = headers[0] and headers[1]  # the group body must compile in both wrappers
+        head = [f"// Group {orch_name}_group: AICORE functions {k0}, {k1}; Tensor operands, GlobalTensor views"]
+        decl = f"{k1}(__gm__ float* a, __gm__ float* out, int64_t n);"
+        f0 = _function_lines(k0, 0, shared, 'extern "C" __global__ AICORE void')
+        f1 = _function_lines(k1, 1, shared, "AICORE void")
+        raw = ["#include <cstdint>", *head, f"AICORE void {decl}", "", f0[0], f0[1],
+               "    set_ffts_base_addr(ffts_addr);", *f0[2:], "", *f1]
+        body = [head[0].replace("AICORE", "__aicore__").replace(" Tensor ", " ChipTensor "),
+                f"static __aicore__ void {decl}", "",
+                *_function_lines(k0, 0, shared, "static __aicore__ void"), "",
+                *_function_lines(k1, 1, shared, "static __aicore__ void")]
+        units.append((f"{orch_name}_group", [0, 1], raw, body))
+        first = 2
+    for func_id in range(first, len(headers)):
+        name = kernel_name(orch_name, func_id)
+        raw = _function_lines(name, func_id, headers[func_id], "__global__ AICORE void")
+        body = _function_lines(name, func_id, headers[func_id], "static __aicore__ void")
+        units.append((name, [func_id], raw, body))
+    for unit, func_ids, raw, body in units:
+        _write(pto_path(root, unit), _pto_text(unit, [kernel_name(orch_name, f) for f in func_ids], raw,
+                                               level3=len(func_ids) > 1))
+        _write(root / "ptoas" / f"{unit}.cpp", _RAW_PROLOGUE + "".join(line + "\n" for line in raw))
+        for func_id in func_ids:
+            bodies[func_id] = "".join(line + "\n" for line in body)
+    return bodies
+
+
+def _pto_text(unit: str, functions: list[str], raw: list[str], *, level3: bool) -> str:
+    """A .pto in the stand-in format: MLIR-looking decoration plus one `// CPP:` line per raw C++ line."""
+    addr = " addr = %c0" if level3 else ""  # a physical address: ptoas level3, else level2
+    lines = [
+        f"// ptoas/{unit}.pto -- synthetic .pto written by pypto_build.synth. Not real PTO-IR: its",
+        "// `// CPP:` lines are the raw C++ that tests/tools/fake_ptoas (a test stand-in for ptoas) emits.",
+        'module attributes {pto.target_arch = "a2a3"} {',
+    ]
+    for name in functions:
+        lines += [
+            f"  func.func @{name}(%a: !pto.ptr<f32>, %out: !pto.ptr<f32>, %n: index) {{",
+            "    %c0 = arith.constant 0 : i64",
+            f"    %tile = pto.alloc_tile{addr} : !pto.tile_buf<vec, 16xf32>",
+            "    return",
+            "  }",
+        ]
+    lines += [f"  // CPP: {line}" if line else "  // CPP:" for line in raw]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def _orchestration_cpp(orch_name: str, kernels: int, intermediate: bool) -> str:
@@ -376,6 +471,7 @@ def write_l3(
     chips: tuple[str, ...] = ("chip_a", "chip_b"),
     kernels: int = 2,
     device_ids: tuple[int, ...] = (0, 1),
+    pto: bool = False,
 ) -> Path:
     """Write an L3 (distributed) build directory at `root`; return `root`.
 
@@ -385,6 +481,7 @@ def write_l3(
     `next_levels/<chip>/`, each like `write_l2` (orchestration named after the
     chip) but without compiled_meta.json. The host program runs the chips in
     sequence on each rank's row: chip 0 reads `a`, the last chip writes `out`.
+    `pto` as in `write_l2`, for every chip.
     """
     root = Path(root)
     chips = tuple(chips)
@@ -396,7 +493,7 @@ def write_l3(
     size = 16
     for chip in chips:
         _write_chip(root / "next_levels" / chip, orch_name=chip, kernels=kernels, header_every=2, size=size,
-                    intermediate=False)
+                    intermediate=False, pto=pto)
     world = len(device_ids)
     meta = {
         "schema": 2,
@@ -460,18 +557,20 @@ def write_multi_orch(
     *,
     orchs: tuple[str, ...] = ("orch_a", "orch_b"),
     kernels: int = 2,
+    pto: bool = False,
 ) -> Path:
     """Write a multi-orch L2 parent at `root`; return `root`.
 
     No top-level markers; each `next_levels/<orch>/` is a complete L2
-    sub-build written by `write_l2` (with its own compiled_meta.json).
+    sub-build written by `write_l2` (with its own compiled_meta.json);
+    `pto` as in `write_l2`.
     """
     root = Path(root)
     orchs = tuple(orchs)
     if not orchs or len(set(orchs)) != len(orchs):
         raise ValueError(f"orchs must be non-empty and distinct, got {orchs!r}")
     for orch in orchs:
-        write_l2(root / "next_levels" / orch, kernels=kernels, orch_name=orch)
+        write_l2(root / "next_levels" / orch, kernels=kernels, orch_name=orch, pto=pto)
     return root
 
 
