@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
+from . import atomic
 from .checker import make_state
 from .depfile import parse_depfile
 from .stamp import remove_stamp, write_stamp
@@ -32,8 +32,8 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None):
     remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
     out = Path(unit.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = _temp(out, ".tmp")
-    tmp_dep = _temp(out, ".d.tmp")
+    tmp_out = atomic.temp_path_for(out)
+    tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     out_arg = os.path.relpath(out, sub)
     argv = list(unit.argv)
     o = len(argv) - 1 - argv[::-1].index("-o")
@@ -96,12 +96,6 @@ def _headers(depfile: Path, sub: Path, source: str, covered: tuple[str, ...]) ->
         if path != source and path not in found:
             found.append(Path(path).as_posix())
     return found
-
-
-def _temp(target: Path, suffix: str) -> Path:
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    os.close(fd)
-    return Path(name)
 
 
 def _failure(unit: CompileUnit, message: str) -> str:

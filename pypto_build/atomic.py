@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 
 
-def temp_path_for(target: Path) -> Path:
-    """A fresh, unique, not-yet-existing temp path next to `target`."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+def temp_path_for(target: Path, suffix: str = ".tmp") -> Path:
+    """A fresh, unique (empty, created) temp path next to `target`."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     return Path(name)
 

@@ -23,7 +23,7 @@ class ContentDependency(Dependency):
         self.adopt = adopt          # only a build adopts; inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
-        if self.adopt and not self._in(task.name):
+        if self.adopt and self._get(task.name, "checker:") is None:     # never recorded
             self._adopt(task)
         result = super().get_status(task, tasks_dict, get_log=get_log)
         snapshot = {}

@@ -1,0 +1,232 @@
+"""The .pto -> ptoas -> splice -> compile stage, end to end with the stand-in ptoas.
+
+`tests/tools/fake_ptoas` is a test stand-in with ptoas's command line (no real
+ptoas exists here); its `.pto` subset is documented in that file.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import age_tree, copy_dir, edit
+from pypto_build import synth
+from pypto_build.api import build
+from pypto_build.errors import BuildError
+from test_synth import call_kernel
+
+FAKE_PTOAS = Path(__file__).parent / "tools" / "fake_ptoas"
+K2 = "kernels/aic/main_incore_2_aic.cpp"
+OLD_LINE = "synth_scale(a[i], 3.0f)"
+
+
+@pytest.fixture
+def ptoas_env(tmp_path, monkeypatch) -> Path:
+    """PTOAS_ROOT holding the stand-in as `ptoas`; returns the invocation log."""
+    root = tmp_path / "ptoas-root"
+    root.mkdir()
+    shutil.copy(FAKE_PTOAS, root / "ptoas")
+    log = tmp_path / "ptoas.log"
+    monkeypatch.setenv("PTOAS_ROOT", str(root))
+    monkeypatch.setenv("FAKE_PTOAS_LOG", str(log))
+    return log
+
+
+def ptoas_runs(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture(scope="session")
+def built_pto(tmp_path_factory) -> Path:
+    root = synth.write_l2(tmp_path_factory.mktemp("pristine-pto") / "d", kernels=3, pto=True)
+    build(root)          # no ptoas needed: the ir.compile() outputs are adopted on first sight
+    return root
+
+
+@pytest.fixture
+def d(built_pto, tmp_path) -> Path:
+    return copy_dir(built_pto, tmp_path / "d")
+
+
+def run_k2(root: Path, tmp_path: Path) -> list[float]:
+    so = tmp_path / f"k2-{os.urandom(4).hex()}.so"      # fresh name: dlopen caches by path
+    shutil.copy(root / "kernels/aic/main_incore_2_aic.so", so)
+    return call_kernel(so, [1.0, 2.0], [10.0, 20.0])
+
+
+def test_first_build_adopts_ir_compile_outputs_without_running_ptoas(tmp_path, ptoas_env):
+    root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
+    texts = {p: p.read_bytes() for p in root.rglob("*.cpp")}
+    result = build(root)
+    assert ptoas_runs(ptoas_env) == []
+    assert result.names("up-to-date", "ptoas:") == ["ptoas:main_group", "ptoas:main_incore_2_aic"]
+    assert len(result.compiled) == 4
+    assert {p: p.read_bytes() for p in root.rglob("*.cpp")} == texts
+
+
+def test_edit_pto_regenerates_splices_and_recompiles_only_its_kernel(d, tmp_path, ptoas_env, capsys):
+    before = run_k2(d, tmp_path)
+    assert before == [10 * 0.5 + 3.0, 20 * 0.5 + 6.0]
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 5.0f)"))
+    head_before = (d / K2).read_text().split("// --- ptoas-generated code ---")[0]
+    result = build(d, progress=sys.stdout)
+    assert [Path(r.split()[0]).name for r in ptoas_runs(ptoas_env)] == ["main_incore_2_aic.pto"]
+    assert result.compiled == ["compile:aic/main_incore_2_aic"]
+    assert result.spliced == (K2,)
+    text = (d / K2).read_text()
+    assert "synth_scale(a[i], 5.0f)" in text and text.startswith(head_before)
+    assert run_k2(d, tmp_path) == [10 * 0.5 + 5.0, 20 * 0.5 + 10.0]      # the new numbers
+    out = capsys.readouterr().out
+    assert "[pto->cpp] regenerating from ptoas/main_incore_2_aic.pto" in out
+    assert f"[pto->cpp]   spliced -> {K2}" in out
+    assert "[pto->cpp] updated 1 kernel cpp(s)" in out
+    assert build(d).compiled == [] and len(ptoas_runs(ptoas_env)) == 1
+
+
+def test_group_unit_splices_into_every_member(d, ptoas_env):
+    pto = synth.pto_path(d, "main_group")
+    pto.write_text(pto.read_text().replace("// CPP: {", "// CPP: { /* tuned */", 1))
+    result = build(d)
+    assert sorted(result.spliced) == ["kernels/aic/main_incore_0_aic.cpp", "kernels/aiv/main_incore_1_aiv.cpp"]
+    assert result.compiled == ["compile:aic/main_incore_0_aic", "compile:aiv/main_incore_1_aiv"]
+
+
+def test_touch_cp_r_and_older_pto_follow_content_not_mtimes(built_pto, tmp_path, ptoas_env):
+    moved = tmp_path / "moved"
+    subprocess.run(["cp", "-r", str(built_pto), str(moved)], check=True)      # new mtimes everywhere
+    for p in moved.rglob("*.pto"):
+        p.touch()                                                             # .pto newer than raw
+    assert build(moved).compiled == [] and ptoas_runs(ptoas_env) == []
+    pto = synth.pto_path(moved, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 4.0f)"))
+    age_tree(moved, 7200)                          # the edited .pto is now OLDER than its raw .cpp
+    result = build(moved)
+    assert len(ptoas_runs(ptoas_env)) == 1 and result.compiled == ["compile:aic/main_incore_2_aic"]
+
+
+def test_kernel_cpp_edit_only_recompiles(d, ptoas_env):
+    edit(d / K2)
+    result = build(d)
+    assert result.compiled == ["compile:aic/main_incore_2_aic"] and ptoas_runs(ptoas_env) == []
+    assert result.spliced == ()
+
+
+def test_both_edited_pto_wins_body_header_kept_hand_body_backed_up(d, ptoas_env, capsys):
+    k2 = d / K2
+    text = k2.read_text()
+    text = text.replace("#include <cstdint>", "#include <cstdint>\n// my header note", 1)
+    text = text.replace("out[i] * 0.5f", "out[i] * 0.25f", 1)            # hand edit of the body
+    text = text.replace("// Forward to ptoas-generated function", "// my wrapper note", 1)
+    k2.write_text(text)
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 9.0f)"))
+    build(d, progress=sys.stdout)
+    new = k2.read_text()
+    assert "// my header note" in new and "// my wrapper note" in new
+    assert "synth_scale(a[i], 9.0f)" in new and "out[i] * 0.25f" not in new
+    backups = list((d / ".pypto_build/backup").rglob("*"))
+    backup_files = [b for b in backups if b.is_file()]
+    assert len(backup_files) == 1 and "out[i] * 0.25f" in backup_files[0].read_text()
+    out = capsys.readouterr().out
+    assert f"kept your edited body of {K2} in {backup_files[0].relative_to(d).as_posix()}" in out
+
+
+def test_signature_change_is_refused_and_kernel_untouched(d, ptoas_env):
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace("int64_t n)", "int64_t n, int64_t extra)", 1))
+    before = (d / K2).read_bytes()
+    with pytest.raises(BuildError) as info:
+        build(d)
+    msg = info.value.failures[0].message
+    assert "main_incore_2_aic" in msg and "signature" in msg and "ir.compile()" in msg
+    assert (d / K2).read_bytes() == before
+
+
+def test_missing_sentinels_are_refused_and_file_untouched(d, ptoas_env):
+    k2 = d / K2
+    k2.write_text(k2.read_text().replace("// --- Kernel entry point ---", "// entry"))
+    before = k2.read_bytes()
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 5.0f)"))
+    with pytest.raises(BuildError) as info:
+        build(d)
+    assert f"{K2}: cannot splice — missing or out-of-order ptoas sentinels" in info.value.failures[0].message
+    assert k2.read_bytes() == before
+
+
+@pytest.mark.parametrize("knob", ["FAKE_PTOAS_FAIL", "FAKE_PTOAS_HANG"])
+def test_ptoas_failure_or_timeout_fails_leaves_kernels_and_retries(d, ptoas_env, monkeypatch, knob):
+    monkeypatch.setenv("PYPTO_PTOAS_TIMEOUT", "2")
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text() + f"// {knob}\n")
+    kernels = {p: p.read_bytes() for p in (d / "kernels").rglob("*.cpp")}
+    raw = (d / "ptoas/main_incore_2_aic.cpp").read_bytes()
+    with pytest.raises(BuildError) as info:
+        build(d)
+    msg = info.value.failures[0].message
+    assert "ptoas rebuild failed for ptoas/main_incore_2_aic.pto" in msg
+    assert ("timed out" in msg) if knob.endswith("HANG") else ("FAKE_PTOAS_FAIL requested" in msg)
+    assert {p: p.read_bytes() for p in (d / "kernels").rglob("*.cpp")} == kernels
+    assert (d / "ptoas/main_incore_2_aic.cpp").read_bytes() == raw
+    with pytest.raises(BuildError):
+        build(d)
+    assert len(ptoas_runs(ptoas_env)) == 2                   # retried
+
+
+def test_ptoas_not_found_says_so_and_lists_unapplied_edits(d, tmp_path, monkeypatch, capsys):
+    empty = tmp_path / "no-ptoas"
+    empty.mkdir()
+    monkeypatch.setenv("PTOAS_ROOT", str(empty))             # PATH is not consulted
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 5.0f)"))
+    result = build(d, progress=sys.stdout)
+    out = capsys.readouterr().out
+    assert "[pto->cpp] skipped: ptoas not found (set PTOAS_ROOT or PATH)" in out
+    assert "ptoas/main_incore_2_aic.pto" in out.splitlines()[-2]
+    assert result.not_applied == ("ptoas/main_incore_2_aic.pto",)
+    assert result.compiled == []
+    assert build(d).not_applied == ("ptoas/main_incore_2_aic.pto",)    # said again next run
+    # once ptoas is there, the edit lands
+    monkeypatch.setenv("PTOAS_ROOT", str(FAKE_PTOAS.parent))
+    shutil.copy(FAKE_PTOAS, empty / "ptoas")
+    monkeypatch.setenv("PTOAS_ROOT", str(empty))
+    assert build(d).compiled == ["compile:aic/main_incore_2_aic"]
+
+
+@pytest.mark.parametrize("how", ["env", "api"])
+def test_stage_can_be_disabled(d, ptoas_env, monkeypatch, capsys, how):
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 5.0f)"))
+    if how == "env":
+        monkeypatch.setenv("PYPTO_REBUILD_FROM_PTO", "No")
+        build(d, progress=sys.stdout)
+        assert "[pto->cpp] skipped (PYPTO_REBUILD_FROM_PTO=0)" in capsys.readouterr().out
+    else:
+        build(d, progress=sys.stdout, rebuild_from_pto=False)
+        assert "[pto->cpp] skipped (rebuild_from_pto=False)" in capsys.readouterr().out
+    assert ptoas_runs(ptoas_env) == []
+
+
+def test_hand_edited_raw_output_is_respliced(d, ptoas_env):
+    raw = d / "ptoas/main_incore_2_aic.cpp"
+    raw.write_text(raw.read_text().replace(OLD_LINE, "synth_scale(a[i], 7.0f)"))
+    result = build(d)
+    assert ptoas_runs(ptoas_env) == [] and result.spliced == (K2,)
+    assert "synth_scale(a[i], 7.0f)" in (d / K2).read_text()
+
+
+def test_cli_flags(d, ptoas_env):
+    pto = synth.pto_path(d, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 5.0f)"))
+    out = subprocess.run(["pypto-build", "build", "--no-rebuild-from-pto", str(d)], capture_output=True, text=True)
+    assert "[pto->cpp] skipped (rebuild_from_pto=False)" in out.stdout
+    env = {**os.environ, "PTOAS_ROOT": ""}
+    out = subprocess.run(["pypto-build", "build", "--ptoas", str(FAKE_PTOAS), str(d)], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "[pto->cpp]   spliced -> kernels/aic/main_incore_2_aic.cpp" in out.stdout
