@@ -64,11 +64,36 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     `rebuild_from_pto=False` (or PYPTO_REBUILD_FROM_PTO=0) disables the .pto stage;
     `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH).
     """
-    from .engine import BuildDirLoader, BuildDirMain, load_graph
+    from .engine import load_graph
     from .pto_plan import pto_options
 
     root = Path(work_dir).resolve()
     graph = load_graph(root, platform, pto_options(rebuild_from_pto, ptoas))
+    return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
+                     progress=progress, check=check)
+
+
+def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = None,
+             rebuild_from_pto: bool | None = None, check: bool = True) -> BuildResult:
+    """Build what changed, then run and validate against golden.py — unless the last verdict still holds.
+
+    The verdict is kept while the binaries, golden.py, its data files and the run
+    configuration are unchanged (`result.names("up-to-date", "validate:")`).
+    """
+    from .engine import load_graph
+    from .pto_plan import pto_options
+
+    root = Path(work_dir).resolve()
+    graph = load_graph(root, None, pto_options(rebuild_from_pto), config)
+    return run_graph(graph, tasks=["validate"], jobs=jobs, progress=progress, check=check)
+
+
+def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile: bool = False,
+              keep_going: bool = False, progress: TextIO | None = None, check: bool = True) -> BuildResult:
+    """Run (part of) a planned graph through doit and collect what happened."""
+    from .engine import BuildDirLoader, BuildDirMain
+
+    root = graph.layout.root
     quiet = progress is None
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet)
     loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet)
@@ -91,7 +116,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     if check and result.failures:
         first = result.failures[0]
         raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.message}",
-                         [f for f in result.failures], result)
+                         list(result.failures), result)
     if check and rc != 0:
         raise BuildError(f"{root}: build did not complete (doit exit status {rc}): "
                          f"{'; '.join(reporter.errors)}", [], result)

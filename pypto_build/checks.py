@@ -169,3 +169,27 @@ class SpliceCheck:
 
     def __repr__(self) -> str:
         return self.reason or "raw ptoas output unchanged"
+
+
+class VerdictCheck:
+    """A validation verdict holds while its inputs (file_dep) and the run configuration are unchanged."""
+
+    def __init__(self, config_key: str):
+        self.config_key = config_key
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        values = values or {}
+        if "verdict" not in values:
+            self.reason = "never validated"
+        elif values.get("config") != self.config_key:
+            self.reason = "run configuration changed"
+        else:
+            self.reason = ""
+        return not self.reason
+
+    def refresh(self, values: dict) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return self.reason or "last verdict still valid"

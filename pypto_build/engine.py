@@ -37,6 +37,7 @@ from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
 from .layout import STATE_DIR, load_layout
 from .lock import dir_lock, sigterm_as_interrupt
 from .pto_plan import PtoOptions, pto_options
+from .runconfig import RunConfig
 from .reporter import BuildReporter
 from .toolchain import load_platform
 
@@ -59,10 +60,49 @@ def default_platform() -> str:
     return os.environ.get("PYPTO_BUILD_PLATFORM") or DEFAULT_PLATFORM
 
 
-def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None) -> Graph:
+def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
+               run: RunConfig | None = None, validate_on_replay: bool = False) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed)."""
     layout = load_layout(root)
-    return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options())
+    return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
+                       run, validate_on_replay)
+
+
+def _opt(name: str, long: str, type_, default, help_: str, **extra) -> dict:
+    return {"section": "replay", "name": name, "long": long, "type": type_, "default": default,
+            "help": help_, **extra}
+
+
+REPLAY_OPTIONS = (
+    _opt("device_id", "device-id", int, 0, "device id (no meaning on the host runtime)"),
+    _opt("pmu", "pmu", int, 0, "PMU event type (not available on the host runtime)"),
+    _opt("swimlane", "swimlane", bool, False, "write a task timeline (Perfetto) to dfx_outputs/"),
+    _opt("swimlane_level", "swimlane-level", int, -1, "swimlane level 0..4 (overrides --swimlane)"),
+    _opt("dump_args", "dump-args", bool, False, "write each task's arguments to dfx_outputs/args_dump/"),
+    _opt("dump_args_level", "dump-args-level", int, -1, "args dump level (2 = full); implies --dump-args"),
+    _opt("dep_gen", "dep-gen", bool, False, "dependency generation (not available on the host runtime)"),
+    _opt("scope_stats", "scope-stats", bool, False, "scope statistics (not available on the host runtime)"),
+    _opt("no_recompile", "no-recompile", bool, False, "accepted for PyPTO compatibility: nothing is force-rebuilt"),
+    _opt("validate", "validate", bool, False, "compare outputs with golden.py", inverse="no-validate"),
+    _opt("log_level", "log-level", str, "", "runtime log level: debug, info, timing, warn, error, null "
+                                             "(default $PYPTO_RUNTIME_LOG or warn)"),
+    _opt("log_sync_pypto", "log-sync-pypto", bool, False, "accepted for PyPTO compatibility (no C++ logger here)"),
+)
+
+
+def run_config_from(opts: dict) -> RunConfig:
+    """RunConfig from replay command-line values (doit or argparse, same names)."""
+    swimlane = opts.get("swimlane_level", -1)
+    swimlane = swimlane if swimlane is not None and swimlane >= 0 else (4 if opts.get("swimlane") else 0)
+    dump = opts.get("dump_args_level", -1)
+    dump = dump if dump is not None and dump >= 0 else (1 if opts.get("dump_args") else 0)
+    try:
+        return RunConfig(platform="host", device_id=opts.get("device_id") or 0, enable_pmu=opts.get("pmu") or 0,
+                         enable_chip_swimlane=swimlane, enable_dump_args=dump,
+                         enable_dep_gen=bool(opts.get("dep_gen")), enable_scope_stats=bool(opts.get("scope_stats")),
+                         log_level=opts.get("log_level") or None)
+    except ValueError as exc:
+        raise InvalidCommand(str(exc)) from None
 
 
 class BuildDirLoader(TaskLoader2):
@@ -79,6 +119,8 @@ class BuildDirLoader(TaskLoader2):
         self.quiet = quiet
         self.platform: str | None = graph.platform.name if graph else None
         self.pto: PtoOptions | None = None
+        self.run: RunConfig | None = None
+        self.validate_on_replay = False
 
     def setup(self, opt_values):
         if self.root is None:
@@ -88,6 +130,8 @@ class BuildDirLoader(TaskLoader2):
         if self.graph is None:
             no_pto = opt_values.get("no_rebuild_from_pto")
             self.pto = pto_options(False if no_pto else None, opt_values.get("ptoas") or None)
+            self.run = run_config_from(opt_values)
+            self.validate_on_replay = bool(opt_values.get("validate"))
 
     @property
     def dep_file(self) -> Path:
@@ -100,7 +144,7 @@ class BuildDirLoader(TaskLoader2):
     def load_tasks(self, cmd, pos_args):
         if self.graph is None:
             try:
-                self.graph = load_graph(self.root, self.platform, self.pto)
+                self.graph = load_graph(self.root, self.platform, self.pto, self.run, self.validate_on_replay)
             except PyptoBuildError as exc:
                 raise InvalidCommand(str(exc)) from None
         if not self.quiet:
@@ -162,6 +206,32 @@ class Build(BuildDirCommand, Run):
                                 pdb=pdb)
 
 
+class Replay(Build):
+    """`doit replay`: build what changed, then run the build directory on golden.py's inputs."""
+
+    name = "replay"
+    doc_purpose = "replay a PyPTO build directory on the host runtime (pypto_build)"
+    doc_usage = ""
+    doc_description = ("Builds what changed (content-keyed), runs the program on golden.py's inputs on the "
+                       "host runtime, and with --validate compares outputs with compute_golden.")
+    cmd_options = Build.cmd_options + REPLAY_OPTIONS
+
+    def execute(self, params, args):
+        return super().execute(params, args or ["replay"])
+
+    def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",
+                 num_process=0, par_type="process", single=False, auto_delayed_regex=False,
+                 force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False,
+                 validate=False, log_sync_pypto=False):
+        # The replay options reached the loader (setup) and live in the graph's RunConfig.
+        if log_sync_pypto:
+            print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
+        return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
+                                reporter=reporter, num_process=num_process, par_type=par_type, single=single,
+                                auto_delayed_regex=auto_delayed_regex, force_verbosity=force_verbosity,
+                                failure_verbosity=failure_verbosity, pdb=pdb, recompile=recompile)
+
+
 class BuildDirRun(BuildDirCommand, Run):
     name = "run"
     adopts = True
@@ -196,7 +266,7 @@ class BuildDirMain(DoitMain):
 
     BIN_NAME = "pypto-build doit"
     DOIT_CMDS = (Help, BuildDirRun, BuildDirList, BuildDirInfo, BuildDirClean, BuildDirForget,
-                 BuildDirIgnore, BuildDirResetDep, Build)
+                 BuildDirIgnore, BuildDirResetDep, Build, Replay)
 
     def __init__(self, loader: BuildDirLoader):
         super().__init__(loader, config_filenames=())

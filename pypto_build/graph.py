@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from functools import partial
 
 from .actions import run_compile, run_stamp
-from .checks import PtoasCheck, SpliceCheck, StampCheck, UnitCheck
-from .layout import Layout
+from .checks import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
+from .layout import BuildKind, Layout
 from .pto_actions import adopt_splice, run_ptoas, run_splice
 from .pto_plan import PtoOptions, PtoPlan, plan_pto
+from .replay_actions import run_replay, run_validate
+from .runconfig import RunConfig
 from .toolchain import Platform
 from .units import SubBuildPlan, plan
 
@@ -27,6 +29,8 @@ class Graph:
     platform: Platform
     plans: tuple[SubBuildPlan, ...]
     pto: PtoPlan
+    run: RunConfig
+    validate_on_replay: bool = False
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -42,13 +46,22 @@ class Graph:
         return [u.task for p in self.plans for u in p.units]
 
 
-def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None) -> Graph:
-    return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()))
+def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None,
+                run: RunConfig | None = None, validate_on_replay: bool = False) -> Graph:
+    return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()),
+                 run or RunConfig(), validate_on_replay)
+
+
+def runnable(graph: Graph) -> list[SubBuildPlan]:
+    """Sub-builds that replay/validate can run: the L2 root, or any sub-build with a golden.py."""
+    return [p for p in graph.plans
+            if (graph.layout.kind is BuildKind.L2 and p.sub.rel == ".") or (p.sub.path / "golden.py").is_file()]
 
 
 def task_dicts(graph: Graph) -> dict[str, list[dict]]:
-    """doit task dicts grouped by basename (`ptoas`, `splice`, `compile`, `orch`, `stamp`)."""
-    groups: dict[str, list[dict]] = {"ptoas": [], "splice": [], "compile": [], "orch": [], "stamp": []}
+    """doit task dicts grouped by basename (`ptoas`, `splice`, `compile`, `orch`, `stamp`, `replay`, `validate`)."""
+    groups: dict[str, list[dict]] = {"ptoas": [], "splice": [], "compile": [], "orch": [], "stamp": [],
+                                     "replay": [], "validate": []}
     splices: dict[str, list[str]] = {}
     for u in graph.pto.units:
         groups["ptoas"].append({
@@ -93,4 +106,37 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
             "uptodate": [StampCheck(p.stamp_path, stamp, why)],
             "clean": True,
         })
+    for p in runnable(graph):
+        _run_tasks(groups, graph, p)
     return groups
+
+
+def _run_tasks(groups: dict[str, list[dict]], graph: Graph, p: SubBuildPlan) -> None:
+    """`replay:<sub>` (always runs when selected) and `validate:<sub>` (verdict cached)."""
+    sub = p.sub
+    groups["replay"].append({
+        "name": sub.name,
+        "doc": f"run {sub.rel} on golden.py's inputs (host runtime)",
+        "actions": [(run_replay, [sub.rel, graph.run, graph.validate_on_replay])],
+        "task_dep": [f"stamp:{sub.name}"],
+        "uptodate": [False],
+        "verbosity": 2,
+    })
+    inputs = [u.output for u in p.units] + [_rel(sub, "kernel_config.py")]
+    if (sub.path / "golden.py").is_file():
+        inputs.append(_rel(sub, "golden.py"))
+    data = sub.path / "data"
+    if data.is_dir():
+        inputs += sorted(_rel(sub, f.relative_to(sub.path).as_posix()) for f in data.rglob("*") if f.is_file())
+    groups["validate"].append({
+        "name": sub.name,
+        "doc": f"validate {sub.rel} against golden.py (verdict kept while inputs are unchanged)",
+        "actions": [(run_validate, [sub.rel, graph.run])],
+        "task_dep": [f"stamp:{sub.name}"],
+        "file_dep": inputs,
+        "uptodate": [VerdictCheck(graph.run.key())],
+    })
+
+
+def _rel(sub, rel: str) -> str:
+    return rel if sub.rel == "." else f"{sub.rel}/{rel}"

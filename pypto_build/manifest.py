@@ -1,7 +1,9 @@
 """Read a PyPTO `kernel_config.py` without executing it.
 
 The file is parsed with `ast`; only literals, `_ROOT_DIR`-style path
-expressions and `_D.IN/_D.OUT/_D.INOUT` are evaluated.  Every problem with the
+expressions and `_D.IN/_D.OUT/_D.INOUT` are evaluated (by
+`pypto_build.manifest_ast.Evaluator`); this module finds the three manifest
+assignments and validates their entries.  Every problem with the
 input is reported as exactly one `ManifestError` whose message is one line:
 `<path>:<line>: <what is wrong>; expected <what was expected>. <how to fix>`.
 """
@@ -9,26 +11,17 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pypto_build.errors import ManifestError
+from pypto_build.manifest_ast import FIX, PATH_EXPECTED, Evaluator, manifest_error, one_line, short
 
 __all__ = ["KernelSpec", "OrchestrationSpec", "KernelConfig", "read_kernel_config", "parse_kernel_config",
-           "DEFAULT_RUNTIME"]
+           "DEFAULT_RUNTIME", "FIX"]
 
 DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
-FIX = "Fix the entry by hand or recompile via ir.compile() to regenerate kernel_config.py"
 _TOP_NAMES = ("KERNELS", "ORCHESTRATION", "RUNTIME_CONFIG")
-_DIRECTIONS = ("IN", "OUT", "INOUT")
-_DIR_EXPECTED = "_D.IN, _D.OUT or _D.INOUT"
-_KINDS = {
-    ast.Call: "function call", ast.Name: "name", ast.JoinedStr: "f-string", ast.ListComp: "comprehension",
-    ast.SetComp: "comprehension", ast.DictComp: "comprehension", ast.GeneratorExp: "comprehension",
-    ast.Lambda: "lambda", ast.BinOp: "operator expression", ast.Attribute: "attribute access",
-    ast.Subscript: "subscript", ast.Starred: "unpacking",
-}
-_PATH_EXPECTED = 'a string literal or str(_ROOT_DIR / "dir" / "file")'
 
 
 @dataclass(frozen=True)
@@ -72,42 +65,8 @@ class KernelConfig:
         return self.runtime_config.get("runtime", DEFAULT_RUNTIME)
 
 
-def _one_line(text: str, limit: int = 120) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _msg(path: Path, line: int | None, what: str, expected: str, fix: str = FIX) -> ManifestError:
-    """Build the one-line `<path>:<line>: <what>; expected <expected>. <fix>` error."""
-    where = str(path).replace("\n", " ").replace("\r", " ")
-    return ManifestError(f"{where}:{line or 1}: {_one_line(what, 300)}; expected {_one_line(expected, 200)}. {fix}")
-
-
-def _short(value: Any) -> str:
-    try:
-        return _one_line(repr(value), 60)
-    except Exception:  # pragma: no cover - repr of a literal cannot really fail
-        return "<value>"
-
-
-class _Parser:
+class _Parser(Evaluator):
     """Evaluate the three manifest assignments of one parsed module."""
-
-    def __init__(self, text: str, path: Path) -> None:
-        self.text = text
-        self.file = path
-        self.root_names: set[str] = set()
-        self.dir_names: set[str] = {"_D", "ArgDirection"}
-
-    # -- errors -----------------------------------------------------------
-    def error(self, line: int | None, what: str, expected: str, fix: str = FIX) -> ManifestError:
-        return _msg(self.file, line, what, expected, fix)
-
-    def unsupported(self, node: ast.AST, where: str, expected: str) -> ManifestError:
-        kind = _KINDS.get(type(node), type(node).__name__.lower())
-        seg = ast.get_source_segment(self.text, node) or ""
-        snippet = f" `{_one_line(seg, 60)}`" if seg else ""
-        return self.error(getattr(node, "lineno", 1), f"unsupported expression ({kind}){snippet} in {where}", expected)
 
     # -- module level -----------------------------------------------------
     def run(self, tree: ast.Module) -> KernelConfig:
@@ -126,7 +85,7 @@ class _Parser:
                     # names visible when the assignment would run
                     defs[target] = (stmt, value, frozenset(self.root_names), frozenset(self.dir_names))
                 else:
-                    if self._is_root_base(value):
+                    if self.is_root_base(value):
                         self.root_names.add(target)
                     else:
                         self.root_names.discard(target)
@@ -182,121 +141,6 @@ class _Parser:
                 continue
             stack.extend(ast.iter_child_nodes(node))
 
-    # -- value evaluators -------------------------------------------------
-    def literal(self, node: ast.AST, where: str) -> Any:
-        """A plain literal: str/int/float/bool/None, lists, tuples, dicts of those."""
-        if isinstance(node, ast.Constant):
-            if node.value is None or type(node.value) in (str, int, float, bool):
-                return node.value
-            raise self.unsupported(node, where, "a str, int, float, bool or None literal")
-        if (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd))
-                and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)):
-            return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
-        if isinstance(node, (ast.List, ast.Tuple)):
-            items = [self.literal(elt, where) for elt in node.elts]
-            return items if isinstance(node, ast.List) else tuple(items)
-        if isinstance(node, ast.Dict):
-            out = {}
-            for key, value in zip(node.keys, node.values):
-                if key is None:
-                    raise self.unsupported(value, where, "a dict literal without ** unpacking")
-                k = self.literal(key, where)
-                try:
-                    hash(k)
-                except TypeError:
-                    raise self.error(key.lineno, f"unhashable dict key {_short(k)} in {where}", "a str key") from None
-                out[k] = self.literal(value, where)
-            return out
-        raise self.unsupported(node, where, "a literal (str, number, bool, None, list or dict)")
-
-    def _is_path_call(self, node: ast.AST) -> bool:
-        func = getattr(node, "func", None)
-        return isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1 and (
-            (isinstance(func, ast.Name) and func.id == "Path")
-            or (isinstance(func, ast.Attribute) and func.attr == "Path"
-                and isinstance(func.value, ast.Name) and func.value.id == "pathlib"))
-
-    def _is_root_base(self, node: ast.AST | None) -> bool:
-        """`_ROOT_DIR` or `Path(__file__)[.resolve()|.absolute()].parent`."""
-        if isinstance(node, ast.Name):
-            return node.id in self.root_names
-        if not (isinstance(node, ast.Attribute) and node.attr == "parent"):
-            return False
-        inner = node.value
-        if (isinstance(inner, ast.Call) and not inner.args and not inner.keywords
-                and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("resolve", "absolute")):
-            inner = inner.func.value
-        return (self._is_path_call(inner) and isinstance(inner.args[0], ast.Name)
-                and inner.args[0].id == "__file__")
-
-    def path(self, node: ast.AST, where: str, *, allow_root: bool = False) -> tuple[str, bool]:
-        """Evaluate a path expression -> (posix path, rooted)."""
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str"
-                and len(node.args) == 1 and not node.keywords):
-            node = node.args[0]
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text, rooted = node.value, False
-        else:
-            parts: list[str] = []
-            cur = node
-            while isinstance(cur, ast.BinOp) and isinstance(cur.op, ast.Div):
-                if not (isinstance(cur.right, ast.Constant) and isinstance(cur.right.value, str)):
-                    raise self.unsupported(cur.right, where, "a string literal path component")
-                parts.append(cur.right.value)
-                cur = cur.left
-            parts.reverse()
-            if self._is_root_base(cur):
-                base, rooted = ".", True
-            elif (self._is_path_call(cur) and isinstance(cur.args[0], ast.Constant)
-                  and isinstance(cur.args[0].value, str)):
-                base, rooted = cur.args[0].value, False
-            elif isinstance(cur, ast.Name) and cur.id in ("_ROOT_DIR", "ROOT_DIR"):
-                raise self.error(cur.lineno, f"{cur.id} is used in {where} but not defined as Path(__file__).parent",
-                                 "`_ROOT_DIR = Path(__file__).parent` at the top of the file")
-            else:
-                raise self.unsupported(cur if parts else node, where, _PATH_EXPECTED)
-            pure = PurePosixPath(base, *parts)
-            rooted = rooted and not pure.is_absolute()
-            text = pure.as_posix()
-        if "\x00" in text:
-            raise self.error(node.lineno, f"path in {where} contains a NUL character", _PATH_EXPECTED)
-        if not text or (text == "." and not allow_root):
-            raise self.error(node.lineno, f"{where} is an empty path", "a path naming a file")
-        return text, rooted
-
-    def direction(self, node: ast.AST, where: str) -> str:
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.dir_names:
-            if node.attr in _DIRECTIONS:
-                return node.attr
-            raise self.error(node.lineno, f"unknown direction {node.value.id}.{node.attr} in {where}", _DIR_EXPECTED)
-        raise self.unsupported(node, where, _DIR_EXPECTED)
-
-    def signature(self, node: ast.AST, where: str) -> tuple[str, ...]:
-        if not isinstance(node, (ast.List, ast.Tuple)):
-            raise self.error(node.lineno, f"{where} is not a list", f"a list of {_DIR_EXPECTED}")
-        return tuple(self.direction(elt, f"{where}[{i}]") for i, elt in enumerate(node.elts))
-
-    def any_value(self, node: ast.AST, where: str) -> None:
-        """Check an ignored (unknown-key) value is still a supported expression."""
-        if isinstance(node, (ast.List, ast.Tuple)):
-            for i, elt in enumerate(node.elts):
-                self.any_value(elt, f"{where}[{i}]")
-            return
-        if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
-                if key is None:
-                    raise self.unsupported(value, where, "a dict literal without ** unpacking")
-                self.literal(key, where)
-                self.any_value(value, where)
-            return
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.dir_names:
-            self.direction(node, where)
-            return
-        try:
-            self.literal(node, where)
-        except ManifestError:
-            self.path(node, where, allow_root=True)
-
     # -- sections ---------------------------------------------------------
     def _dict(self, node: ast.AST, where: str) -> dict[str, ast.AST]:
         if not isinstance(node, ast.Dict):
@@ -322,7 +166,7 @@ class _Parser:
         if value is None and allow_none:
             return None
         if not isinstance(value, str) or not value:
-            raise self.error(node.lineno, f"{where} is {_short(value)}", "a non-empty string")
+            raise self.error(node.lineno, f"{where} is {short(value)}", "a non-empty string")
         return value
 
     def _runtime_config(self, node: ast.AST) -> dict:
@@ -331,7 +175,7 @@ class _Parser:
         value = self.literal(node, "RUNTIME_CONFIG")
         for key in value:
             if not isinstance(key, str):
-                raise self.error(node.lineno, f"RUNTIME_CONFIG key {_short(key)} is not a string", "string keys")
+                raise self.error(node.lineno, f"RUNTIME_CONFIG key {short(key)} is not a string", "string keys")
         checks = {
             "runtime": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
             "aicpu_thread_num": (lambda v: type(v) is int and v >= 0, "an int >= 0"),
@@ -341,7 +185,7 @@ class _Parser:
             if key in value and not ok(value[key]):
                 line = next((k.lineno for k in node.keys if isinstance(k, ast.Constant) and k.value == key),
                             node.lineno)
-                raise self.error(line, f'RUNTIME_CONFIG["{key}"] is {_short(value[key])}', expected)
+                raise self.error(line, f'RUNTIME_CONFIG["{key}"] is {short(value[key])}', expected)
         return value
 
     def _orchestration(self, node: ast.AST) -> OrchestrationSpec:
@@ -377,24 +221,24 @@ class _Parser:
         fid_node = self._require(keys, "func_id", where, node.lineno)
         func_id = self.literal(fid_node, f'{where}["func_id"]')
         if type(func_id) is not int or func_id < 0:
-            raise self.error(fid_node.lineno, f'{where}["func_id"] is {_short(func_id)}', "an int >= 0")
+            raise self.error(fid_node.lineno, f'{where}["func_id"] is {short(func_id)}', "an int >= 0")
         source, rooted = self.path(self._require(keys, "source", where, node.lineno), f'{where}["source"]')
         ct_node = self._require(keys, "core_type", where, node.lineno)
         core_type = self.literal(ct_node, f'{where}["core_type"]')
         if core_type not in ("aic", "aiv") or not isinstance(core_type, str):
-            raise self.error(ct_node.lineno, f'{where}["core_type"] is {_short(core_type)}', '"aic" or "aiv"')
+            raise self.error(ct_node.lineno, f'{where}["core_type"] is {short(core_type)}', '"aic" or "aiv"')
         name = self._str(keys["name"], f'{where}["name"]', allow_none=True) if "name" in keys else None
         external = False
         if "external" in keys:
             external = self.literal(keys["external"], f'{where}["external"]')
             if type(external) is not bool:
-                raise self.error(keys["external"].lineno, f'{where}["external"] is {_short(external)}', "True or False")
+                raise self.error(keys["external"].lineno, f'{where}["external"] is {short(external)}', "True or False")
         includes: tuple[str, ...] = ()
         if "extra_include_dirs" in keys:
             inc = keys["extra_include_dirs"]
             if not isinstance(inc, (ast.List, ast.Tuple)):
                 raise self.error(inc.lineno, f'{where}["extra_include_dirs"] is not a list',
-                                 f"a list of paths ({_PATH_EXPECTED})")
+                                 f"a list of paths ({PATH_EXPECTED})")
             # a _ROOT_DIR include dir stays relative to the file's directory, like `source`
             includes = tuple(self.path(elt, f'{where}["extra_include_dirs"][{j}]', allow_root=True)[0]
                              for j, elt in enumerate(inc.elts))
@@ -414,27 +258,28 @@ def parse_kernel_config(text: str, path: Path) -> KernelConfig:
     except ManifestError:
         raise
     except (RecursionError, MemoryError) as exc:
-        raise _msg(path, 1, f"kernel_config.py is nested too deeply to analyse ({type(exc).__name__})",
-                   "the flat structure PyPTO generates") from None
+        raise manifest_error(path, 1, f"kernel_config.py is nested too deeply to analyse ({type(exc).__name__})",
+                             "the flat structure PyPTO generates") from None
     except Exception as exc:  # last-resort guard: the contract is ManifestError only
-        raise _msg(path, 1, f"kernel_config.py could not be analysed ({type(exc).__name__}: {_one_line(exc, 200)})",
-                   "the structure PyPTO generates") from None
+        raise manifest_error(path, 1,
+                             f"kernel_config.py could not be analysed ({type(exc).__name__}: {one_line(exc, 200)})",
+                             "the structure PyPTO generates") from None
 
 
 def _parse(text: str, path: Path) -> KernelConfig:
     if not isinstance(text, str):
-        raise _msg(path, 1, "kernel_config.py text is not a str", "decoded UTF-8 text")
+        raise manifest_error(path, 1, "kernel_config.py text is not a str", "decoded UTF-8 text")
     nul = text.find("\x00")
     if nul >= 0:
         line = text.count("\n", 0, nul) + 1
-        raise _msg(path, line, "file contains a NUL byte", "Python source text")
+        raise manifest_error(path, line, "file contains a NUL byte", "Python source text")
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as exc:
-        detail = _one_line(exc.msg or "invalid syntax", 200)
-        raise _msg(path, exc.lineno, f"Python syntax error ({detail})", "valid Python source") from None
+        detail = one_line(exc.msg or "invalid syntax", 200)
+        raise manifest_error(path, exc.lineno, f"Python syntax error ({detail})", "valid Python source") from None
     return _Parser(text, path).run(tree)
 
 
@@ -444,13 +289,14 @@ def read_kernel_config(path: Path) -> KernelConfig:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        reason = _one_line(exc.strerror or exc, 200)
-        raise _msg(path, 1, f"kernel_config.py cannot be read ({reason})", "a readable file",
-                   "Check the path and permissions, or recompile via ir.compile() to regenerate "
-                   "kernel_config.py") from None
+        reason = one_line(exc.strerror or exc, 200)
+        raise manifest_error(path, 1, f"kernel_config.py cannot be read ({reason})", "a readable file",
+                             "Check the path and permissions, or recompile via ir.compile() to regenerate "
+                             "kernel_config.py") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _msg(path, line, f"file is not valid UTF-8 (byte {exc.start})", "UTF-8 Python source") from None
+        raise manifest_error(path, line, f"file is not valid UTF-8 (byte {exc.start})",
+                             "UTF-8 Python source") from None
     return parse_kernel_config(text, path)

@@ -80,8 +80,13 @@ class BuildReporter:
         self._line(f"FAILED {task.name}\n{out.message}", err=True)
 
     def skip_uptodate(self, task):
-        if task.actions:
-            self.outcomes[task.name] = Outcome("up-to-date")
+        if not task.actions:
+            return
+        self.outcomes[task.name] = Outcome("up-to-date")
+        if task.name.startswith("validate:"):
+            values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
+            self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} (cached: binaries, "
+                       "golden.py, its data and the run configuration are unchanged)")
 
     def skip_ignore(self, task):
         if task.actions:

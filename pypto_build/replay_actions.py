@@ -1,0 +1,52 @@
+"""doit actions of `replay:<sub>` and `validate:<sub>`: inputs from golden.py.
+
+`replay:` always runs when selected (its output is what the user wants to see);
+`validate:` keeps its verdict while the binaries, golden.py, its data files and
+the run configuration are unchanged — what CI reruns need.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from doit.exceptions import TaskFailed
+
+from .errors import PyptoBuildError
+from .runconfig import RunConfig
+
+
+def run_replay(sub_rel: str, config: RunConfig, validate: bool):
+    """Run the sub-build on golden.py's inputs; print PyPTO's lines; validate if asked."""
+    try:
+        checked, _dfx = _run(sub_rel, config, validate, print)
+    except (PyptoBuildError, AssertionError, TypeError, ValueError) as exc:
+        return TaskFailed(str(exc))
+    return {"validated": checked}
+
+
+def run_validate(sub_rel: str, config: RunConfig):
+    """Run and validate; the verdict is recorded only when it passes."""
+    lines: list[str] = []
+    try:
+        checked, _dfx = _run(sub_rel, config, True, lines.append)
+    except (PyptoBuildError, AssertionError, TypeError, ValueError) as exc:
+        return TaskFailed(f"validation of {sub_rel} failed: {exc}")
+    verdict = "PASSED" if checked else "no outputs declared in golden.py __outputs__ (nothing compared)"
+    return {"verdict": verdict, "outputs": checked, "config": config.key(), "lines": lines}
+
+
+def _run(sub_rel: str, config: RunConfig, validate: bool, say) -> tuple[list[str], list[str]]:
+    from .golden import compare, load_golden
+    from .replay import execute, save_outputs
+
+    sub = Path(sub_rel)
+    golden = load_golden(sub)
+    pairs = golden.inputs()
+    names = [n for n, _ in pairs]
+    values = [v for _, v in pairs]
+    dfx = execute(sub, values, config, names=names, say=say)
+    named = dict(pairs)
+    save_outputs(sub, named)
+    checked = compare(golden, named) if validate else []
+    if checked:
+        say("Golden validation: PASSED")
+    return checked, dfx
