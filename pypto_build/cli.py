@@ -50,6 +50,21 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
+    r = sub.add_parser("replay", help="build what changed, then run DIR on golden.py's inputs (host runtime)",
+                       description="Build what changed (content-keyed), run the program on golden.py's inputs on "
+                                   "the host runtime, optionally validate — PyPTO's replay CLI, same flags.")
+    r.add_argument("dir", type=Path, metavar="DIR")
+    _replay_flags(r)
+    r.add_argument("--validate", action=argparse.BooleanOptionalAction, default=False,
+                   help="compare outputs with golden.py::compute_golden (RTOL/ATOL)")
+
+    v = sub.add_parser("validate", help="run DIR and compare with golden.py, reusing the last verdict if nothing changed",
+                       description="Build what changed, run on golden.py's inputs and validate; the verdict is "
+                                   "reused while the binaries, golden.py, its data and the run configuration are "
+                                   "unchanged.")
+    v.add_argument("dir", type=Path, metavar="DIR")
+    _replay_flags(v)
+
     e = sub.add_parser("example", help="copy the embedded example build directory and build it",
                        description="Copy the example build directory shipped with the package to DEST "
                                    "(once; an existing copy is kept with your edits) and build it.")
@@ -67,6 +82,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _replay_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--platform", default="host", help="host (the only runtime here)")
+    p.add_argument("--device-id", type=int, default=0, help="device id (no meaning on the host runtime)")
+    p.add_argument("--pmu", type=int, default=0, metavar="LEVEL", help="PMU event type (not on the host runtime)")
+    p.add_argument("--swimlane", action="store_const", const=4, default=0,
+                   help="write a task timeline to dfx_outputs/ (opens in Perfetto / chrome://tracing)")
+    p.add_argument("--swimlane-level", type=int, choices=range(5), default=None, metavar="LEVEL",
+                   help="0..4, overrides --swimlane")
+    p.add_argument("--dump-args", type=int, nargs="?", const=1, default=0, metavar="LEVEL",
+                   help="write each task's arguments to dfx_outputs/args_dump/")
+    p.add_argument("--dep-gen", action="store_true", help="dependency generation (not on the host runtime)")
+    p.add_argument("--scope-stats", action="store_true", help="scope statistics (not on the host runtime)")
+    p.add_argument("--no-recompile", action="store_true", help="accepted for PyPTO compatibility (default here)")
+    p.add_argument("--recompile", action="store_true", help="rebuild every binary once")
+    p.add_argument("--no-rebuild-from-pto", action="store_true", help="do not regenerate bodies from edited .pto")
+    p.add_argument("--log-level", choices=("debug", "info", "timing", "warn", "error", "null"), default=None,
+                   help="runtime log level (default $PYPTO_RUNTIME_LOG or warn)")
+    p.add_argument("--log-sync-pypto", action="store_true", help="accepted for PyPTO compatibility")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser()
@@ -79,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             return _build(args)
         if args.verb == "example":
             return _example(args)
+        if args.verb in ("replay", "validate"):
+            return _replay(args)
         return _doit(args)
     except BuildError as exc:
         if args.debug:
@@ -105,6 +143,32 @@ def _build(args) -> int:
     if result.failures:
         return 1
     return 0 if result.ok else 1
+
+
+def _replay(args) -> int:
+    from .api import run_graph
+    from .engine import load_graph, run_config_from
+    from .pto_plan import pto_options
+    from .replay import check_replayable
+
+    if args.platform != "host":
+        raise PyptoBuildError(f"--platform {args.platform}: replay runs on the host runtime only (--platform host)")
+    root = check_replayable(args.dir.resolve())
+    if not (root / "golden.py").is_file():
+        raise PyptoBuildError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
+                              "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
+    config = run_config_from({"device_id": args.device_id, "pmu": args.pmu, "swimlane": False,
+                              "swimlane_level": args.swimlane if args.swimlane_level is None else args.swimlane_level,
+                              "dump_args_level": args.dump_args, "dep_gen": args.dep_gen,
+                              "scope_stats": args.scope_stats, "log_level": args.log_level})
+    if args.log_sync_pypto:
+        print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
+    validating = args.verb == "validate" or args.validate
+    graph = load_graph(root, "host", pto_options(False if args.no_rebuild_from_pto else None), config,
+                       validate_on_replay=validating)
+    result = run_graph(graph, tasks=["validate" if args.verb == "validate" else "replay"], jobs=args.jobs,
+                       recompile=args.recompile, progress=sys.stdout, check=False)
+    return 0 if result.ok and not result.failures else 1
 
 
 def _example(args) -> int:

@@ -52,7 +52,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
     threshold = LOG_LEVELS.index(config.effective_log_level)
 
     def log(level: str, text: str) -> None:
-        if level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold and level != "null":
+        if level == "always" or (level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold and level != "null"):
             say(f"[{level}] {text}")
 
     want_trace = bool(config.enable_chip_swimlane or config.enable_dump_args)
@@ -82,16 +82,19 @@ def save_outputs(work_dir: Path, named: dict) -> None:
 
 def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool = False,
            rebuild_from_pto: bool = True, validate: bool = False, jobs: int = 1,
-           progress: TextIO | None = sys.stdout) -> ReplayResult:
+           progress: TextIO | None | str = "stdout") -> ReplayResult:
     """Build what changed, run the program on `tensors` (outputs written in place), optionally validate.
 
     With `validate`, outputs named in golden.py's `__outputs__` are compared with
     `compute_golden` (RTOL/ATOL); a mismatch raises AssertionError naming the output.
+    Progress goes to `progress` (default: the current sys.stdout; None: silent).
     """
     from .api import build
     from .golden import compare, load_golden
 
     config = config or RunConfig()
+    if progress == "stdout":
+        progress = sys.stdout           # looked up per call (tests and callers may replace sys.stdout)
     if config.platform != "host":
         raise PyptoBuildError(f"platform {config.platform!r}: replay runs on the host runtime only; "
                               "use RunConfig(platform='host')")

@@ -29,7 +29,8 @@ ADDRESS_SPACE_DEVICE = 1
 CORE_TYPES = {0: "aic", 1: "aiv"}  # submit_task core_type
 # submit_task arg_types -> role (add_no_dep tensors carry no direction).
 ARG_ROLES = {0: "in", 1: "out", 2: "inout", 3: "out", 4: "no_dep"}
-LOG_LEVELS = {0: "DEBUG", 1: "INFO", 2: "WARN", 3: "ERROR", 4: "ALWAYS"}
+# log level -> name, as PyPTO spells log levels (ALWAYS: shown whatever the threshold).
+LOG_LEVELS = {0: "debug", 1: "info", 2: "warn", 3: "error", 4: "always"}
 
 
 class UnsupportedDType(TypeError):

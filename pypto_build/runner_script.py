@@ -1,0 +1,203 @@
+"""`debug/run.py` as PyPTO writes it (reference §9), running pypto_build's replay.
+
+`write_run_script(work_dir)` renders the script from `compiled_meta.json` of a
+single-chip (L2) directory: `_inline_inputs()` with one statement per
+parameter, a `_user_compare(...)` hook, and a main that calls
+`pypto_build.replay_main.main` (same flags as `pypto-build replay`, validation
+on by default). `emit_runner_command(args)` is the `pypto-build emit-runner DIR`
+verb. No torch import here: the statements are text.
+"""
+from __future__ import annotations
+
+import argparse
+import keyword
+import os
+from pathlib import Path
+from typing import Callable
+
+from . import atomic
+from .meta import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
+
+__all__ = ["write_run_script", "render_run_script", "skip_reason", "inline_statement", "torch_dtype_name",
+           "emit_runner_command", "add_emit_runner_arguments", "ENV_VAR"]
+
+ENV_VAR = "PYPTO_EMIT_DEBUG_RUNNER"
+_NOTE_DYNAMIC = "  # NOTE: dynamic dim(s) filled with 1 — edit as needed"
+_SCALAR_TODO = "None  # TODO: scalar param — set a ctypes value"
+
+# PyPTO DataType string -> torch dtype name; anything else (fp8*, fp4, int4/uint4, hf4/hf8, task_id) is float32.
+_TORCH_DTYPES = {
+    "fp16": "float16", "fp32": "float32", "fp64": "float64", "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "bool": "bool", "index": "int64",
+}
+_INTEGER = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+
+
+def torch_dtype_name(dtype: str) -> str:
+    """`torch.<name>` for a compiled_meta dtype string (§9's table; unknown -> torch.float32)."""
+    return f"torch.{_TORCH_DTYPES.get(dtype, 'float32')}"
+
+
+def _py_name(name: str) -> str:
+    """The parameter name as a usable Python identifier in the script."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "arg"
+        name = f"_{name}" if name[0].isdigit() or keyword.iskeyword(name) else name
+    return f"{name}_" if name in ("torch", "sys", "Path", "main") else name
+
+
+def inline_statement(param: ParamMeta, name: str | None = None) -> str:
+    """The `_inline_inputs()` statement for one parameter (§9's table)."""
+    name = name or _py_name(param.name)
+    if param.shape is None:
+        return f"{name} = {_SCALAR_TODO}"
+    shape = tuple(d if d >= 0 else 1 for d in param.shape)
+    note = _NOTE_DYNAMIC if any(d < 0 for d in param.shape) else ""
+    torch_name = _TORCH_DTYPES.get(param.dtype, "float32")
+    dtype = f"torch.{torch_name}"
+    if param.direction == "Out":
+        return f"{name} = torch.zeros({shape!r}, dtype={dtype}){note}"
+    if torch_name == "bool":
+        return f"{name} = torch.randint(0, 2, {shape!r}, dtype={dtype}){note}"
+    if torch_name in _INTEGER:
+        return f"{name} = torch.randint(0, 8, {shape!r}, dtype={dtype}){note}"
+    return f"{name} = torch.randn({shape!r}, dtype={dtype}){note}"
+
+
+def _flags_text() -> str:
+    from .replay_main import make_parser
+
+    parser = make_parser(prog="python {this_file}", validate_default=True)
+    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100, max_help_position=32)
+    text = parser.format_help().replace("\\", "\\\\").replace('"""', "'''")
+    return "\n".join(f"  {line}".rstrip() for line in text.splitlines())
+
+
+def render_run_script(meta: ProgramMeta) -> str:
+    """The text of `debug/run.py` for a validated compiled_meta."""
+    names = [_py_name(p.name) for p in meta.params]
+    inits = "\n".join(f"    {inline_statement(p, n)}" for p, n in zip(meta.params, names)) or "    pass"
+    joined = ", ".join(names)
+    platform = meta.platform or "unknown"
+    return f'''#!/usr/bin/env python3
+"""Auto-generated debug runner — only ``_inline_inputs`` and ``_user_compare`` are editable.
+
+Rebuild what changed in the parent build directory (content-keyed, by
+pypto_build) and run it on pypto_build's host runtime (a functional CPU
+reference, not an NPU model):
+
+    python {{this_file}}
+
+When a sibling ``golden.py`` exists (and --validate, the default, is in
+effect), inputs come from ``golden.generate_inputs`` and the outputs are
+validated against ``compute_golden``. Otherwise the inputs declared inline
+in ``_inline_inputs`` are used and ``_user_compare`` is called after the run
+so you can write your own assertions.
+
+The program was compiled for platform {platform}; this runner always uses the
+host runtime.
+
+------------------------------------------------------------------------
+CLI flags (forwarded to ``pypto_build.replay_main.main``; the same as
+``pypto-build replay``; ``--help`` is authoritative)
+------------------------------------------------------------------------
+{_flags_text()}
+
+Examples:
+  python {{this_file}} --swimlane            # also write a task timeline to dfx_outputs/
+  python {{this_file}} --no-validate         # skip golden, run _user_compare
+  python {{this_file}} --recompile           # rebuild every binary once
+
+Generated by pypto_build.runner_script.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+from pypto_build.replay_main import main
+
+_WORK_DIR = Path(__file__).resolve().parent.parent
+
+
+def _inline_inputs():
+    """Materialise inputs from the shape / dtype info in compiled_meta.json."""
+{inits}
+    return [{joined}]
+
+
+def _user_compare({joined}):
+    """Hand-written comparison, called after the run when golden validation did NOT run.
+
+    Output tensors have been filled in place. Edit the body to add your own
+    assertions, for example::
+
+        expected = a + b
+        assert torch.allclose(c, expected, rtol=1e-5, atol=1e-5), (
+            f"max diff = {{(c - expected).abs().max().item()}}"
+        )
+    """
+    return  # TODO: add your comparison here
+
+
+if __name__ == "__main__":
+    sys.exit(main([str(_WORK_DIR), *sys.argv[1:]], inline_inputs=_inline_inputs, user_compare=_user_compare))
+'''
+
+
+def skip_reason(work_dir: Path) -> str | None:
+    """Why no run.py would be written for `work_dir` (disabled, not single-chip, no sidecar), else None."""
+    from .layout import BuildKind, classify
+
+    if os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no"):
+        return f"{ENV_VAR}={os.environ[ENV_VAR]} disables debug/run.py"
+    work_dir = Path(work_dir)
+    kind, _markers = classify(work_dir)
+    if kind is BuildKind.MULTI_ORCH:
+        return (f"{work_dir} is a multi-orchestration parent; PyPTO writes no debug/run.py for it (replay one of "
+                "its next_levels/<name>/ sub-builds)")
+    if kind is BuildKind.L3:
+        return (f"{work_dir} is a distributed (L3) build; its debug/run.py would run on PyPTO's distributed "
+                "runtime, which the host runtime does not provide")
+    if not (work_dir / COMPILED_META_FILENAME).is_file():
+        return f"{work_dir / COMPILED_META_FILENAME} not found; the inline inputs are derived from it"
+    return None
+
+
+def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = None) -> Path | None:
+    """Write `<work_dir>/debug/run.py` (atomic, mode 0o755); return its path, or None when skipped.
+
+    Skipped (None, reason passed to `on_skip`) when PYPTO_EMIT_DEBUG_RUNNER is
+    0/false/no, for multi-orch parents and L3 builds, and without
+    compiled_meta.json. A malformed sidecar raises its MetaError (ValueError).
+    """
+    work_dir = Path(work_dir).resolve()
+    reason = skip_reason(work_dir)
+    if reason is not None:
+        if on_skip is not None:
+            on_skip(reason)
+        return None
+    meta = load_compiled_meta(work_dir / COMPILED_META_FILENAME)
+    target = work_dir / "debug" / "run.py"
+    atomic.write_text(target, render_run_script(meta), mode=0o755)
+    return target
+
+
+def add_emit_runner_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of `pypto-build emit-runner DIR`."""
+    p.add_argument("dir", type=Path, metavar="DIR", help="single-chip build_output/<jit_dir>/ directory")
+
+
+def emit_runner_command(args: argparse.Namespace) -> int:
+    """`pypto-build emit-runner DIR`: print the path written (0) or why nothing was (0 if disabled, else 2)."""
+    reasons: list[str] = []
+    path = write_run_script(args.dir, on_skip=reasons.append)
+    if path is not None:
+        print(f"pypto-build: wrote {path} (run it: python {path})")
+        return 0
+    disabled = os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no")
+    print(f"pypto-build: no debug/run.py written: {reasons[0] if reasons else 'skipped'}")
+    return 0 if disabled else 2
