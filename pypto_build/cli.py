@@ -172,15 +172,37 @@ def _replay(args) -> int:
 
 
 def _example(args) -> int:
+    """Copy the shipped example, replay it with validation, then show one edit-rebuild-replay loop."""
+    import os
     import shutil
-    from .api import build
-    source = Path(__file__).resolve().parent / "examples" / "vector_add"
-    if not args.dest.exists():
-        shutil.copytree(source, args.dest)
-        print(f"pypto-build: copied the example to {args.dest}")
-    result = build(args.dest, jobs=args.jobs, progress=sys.stdout, check=False)
-    print(f"pypto-build: edit {args.dest}/kernels/aiv/*.cpp and run `pypto-build build {args.dest}` again")
-    return 0 if result.ok else 1
+    from .api import run_graph
+    from .engine import load_graph
+
+    dest = args.dest
+    fresh = not dest.exists()
+    if fresh:
+        shutil.copytree(Path(__file__).resolve().parent / "examples" / "matmul_relu", dest)
+        for raw in (dest / "ptoas").glob("*.cpp"):
+            os.utime(raw)        # a fresh ir.compile() output: raw ptoas output newer than its .pto
+        print(f"pypto-build: copied the example (out = relu(a @ b + bias)) to {dest}")
+
+    def replay_once() -> bool:
+        graph = load_graph(dest.resolve(), "host", validate_on_replay=True)
+        result = run_graph(graph, tasks=["replay"], jobs=args.jobs, progress=sys.stdout, check=False)
+        return result.ok and not result.failures
+
+    if not replay_once():
+        return 1
+    kernel = dest / "kernels" / "aiv" / "matmul_relu_incore_1_aiv.cpp"
+    if fresh:
+        print(f"\npypto-build: now editing {kernel} (a comment) and replaying: only that kernel recompiles")
+        with open(kernel, "a", encoding="utf-8") as handle:
+            handle.write("// edited by `pypto-build example` to show an incremental rebuild\n")
+        if not replay_once():
+            return 1
+    print(f"\npypto-build: edit {dest}/kernels/*/*.cpp or {dest}/ptoas/*.pto, then run "
+          f"`pypto-build replay --validate {dest}`")
+    return 0
 
 
 def _doit(args) -> int:

@@ -81,6 +81,8 @@ class ContentDependency(Dependency):
     @staticmethod
     def _reason(task, result) -> str:
         for utd, _args, _kwargs in task.uptodate:
+            if utd is False:
+                return "runs every time it is asked for"
             reason = getattr(utd, "reason", "")
             if reason:
                 return reason

@@ -27,7 +27,9 @@ def make_parser(*, prog: str = _PROG, validate_default: bool = False) -> argpars
     p = argparse.ArgumentParser(
         prog=prog, description="Build what changed (content-keyed), run the build directory on the host runtime "
                                "and optionally validate against golden.py (PyPTO's replay CLI, same flags).")
-    p.add_argument("work_dir", type=Path, metavar="WORK_DIR", help="build_output/<jit_dir>/ directory")
+    p.add_argument("work_dir", type=Path, metavar="WORK_DIR",
+                   help="the build directory (debug/run.py passes its parent directory itself)" if validate_default
+                   else "build_output/<jit_dir>/ directory")
     _replay_flags(p)
     p.add_argument("--validate", action=argparse.BooleanOptionalAction, default=validate_default,
                    help="compare outputs with golden.py::compute_golden (RTOL/ATOL); default "

@@ -85,3 +85,15 @@ def test_concurrent_runs_serialise_and_compile_each_unit_once(tmp_path):
     ran = sum(o.count("(never built)") for o, _ in outs)
     assert ran == 4, outs                                        # 3 kernels + 1 orchestration, once each
     assert any("waiting for another run" in e for _, e in outs)
+
+
+def test_example_command_replays_validates_and_shows_one_incremental_rebuild(tmp_path):
+    dest = tmp_path / "ex"
+    out = run("pypto-build", "example", str(dest))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("Golden validation: PASSED") == 2
+    second = out.stdout.split("now editing")[1]
+    assert "compile:aiv/matmul_relu_incore_1_aiv" in second
+    assert "compile:aic/" not in second and "1 compiled, 2 up to date" in second
+    again = run("pypto-build", "example", str(dest))                 # an existing copy is kept and replayed
+    assert again.returncode == 0 and "0 compiled" in again.stdout and "copied" not in again.stdout
