@@ -65,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("dir", type=Path, metavar="DIR")
     _replay_flags(v)
 
+    from .runner_script import add_emit_runner_arguments
+    er = sub.add_parser("emit-runner", help="write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
+                        description="Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present "
+                                    "(validated), else inline inputs from compiled_meta.json you can edit, and a "
+                                    "_user_compare() hook. PYPTO_EMIT_DEBUG_RUNNER=0 disables it.")
+    add_emit_runner_arguments(er)
+
     e = sub.add_parser("example", help="copy the embedded example build directory and build it",
                        description="Copy the example build directory shipped with the package to DEST "
                                    "(once; an existing copy is kept with your edits) and build it.")
@@ -117,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             return _example(args)
         if args.verb in ("replay", "validate"):
             return _replay(args)
+        if args.verb == "emit-runner":
+            from .runner_script import emit_runner_command
+            return emit_runner_command(args)
         return _doit(args)
     except BuildError as exc:
         if args.debug:
@@ -149,7 +159,7 @@ def _replay(args) -> int:
     from .api import run_graph
     from .engine import load_graph, run_config_from
     from .pto_plan import pto_options
-    from .replay import check_replayable
+    from .replayer import check_replayable
 
     if args.platform != "host":
         raise PyptoBuildError(f"--platform {args.platform}: replay runs on the host runtime only (--platform host)")

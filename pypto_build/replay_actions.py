@@ -36,7 +36,7 @@ def run_validate(sub_rel: str, config: RunConfig):
 
 def _run(sub_rel: str, config: RunConfig, validate: bool, say) -> tuple[list[str], list[str]]:
     from .golden import compare, load_golden
-    from .replay import execute, save_outputs
+    from .replayer import execute, save_outputs
 
     sub = Path(sub_rel)
     golden = load_golden(sub)

@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
     printed), a unit fails to compile or the run fails; 2 for bad input
     (PyptoBuildError incl. GoldenError, OSError). Errors go to stderr.
     """
-    from .replay import replay
+    from .replayer import replay
     from .runtime.executor import ExecutorError
 
     parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,

@@ -14,7 +14,7 @@ from pypto_build import synth
 from pypto_build.api import build, validate
 from pypto_build.errors import PyptoBuildError
 from pypto_build.golden import load_golden
-from pypto_build.replay import replay
+from pypto_build.replayer import replay
 from pypto_build.runconfig import RunConfig
 
 torch = pytest.importorskip("torch")
