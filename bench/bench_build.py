@@ -61,6 +61,7 @@ EDIT_RUNS = 3        # one-edit rebuild repeats per size
 GOAL_KERNELS = 64    # the one-edit goal's directory size
 GOAL_RUNS = 5        # repeats for the goal's two measurements
 PROFILE_TOP = 25
+LOAD_MIN_WALL = 0.5  # s of timed runs below which the other-load figure is not reported
 
 T0 = time.perf_counter()
 
@@ -229,7 +230,7 @@ def own_cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def wait_quiet(max_load: float = 0.15, timeout: float = 180.0) -> float:
+def wait_quiet(max_load: float = 0.15, timeout: float = 60.0) -> float:
     """Wait until other processes use < `max_load` cores over 1 s (or `timeout` passes).
 
     Returns the seconds waited. The benchmark shares a 2-core machine with
@@ -242,7 +243,7 @@ def wait_quiet(max_load: float = 0.15, timeout: float = 180.0) -> float:
         load = ((machine_busy() - b0) - (own_cpu() - o0)) / (time.monotonic() - w0)
         waited = time.monotonic() - t0
         if load < max_load or waited >= timeout:
-            if waited > 5:
+            if waited > 2:
                 log(f"waited {waited:.0f} s for other processes to go quiet (load now {load:.2f} cores)")
             return waited
 
@@ -275,9 +276,12 @@ def stats(xs: list) -> dict:
     """Summary of timed runs: floats, or (seconds, other_load) pairs."""
     pairs = [x if isinstance(x, tuple) else (x, None) for x in xs]
     ts = [t for t, _ in pairs]
-    loads = [l for _, l in pairs if l is not None]
+    timed = [(t, l) for t, l in pairs if l is not None]
+    wall = sum(t for t, _ in timed)
+    # /proc/stat counts in clock ticks (10 ms): too coarse for series shorter than LOAD_MIN_WALL
+    other = sum(t * l for t, l in timed) / wall if timed and wall >= LOAD_MIN_WALL else None
     return {"n": len(ts), "min": min(ts), "median": statistics.median(ts), "max": max(ts), "all": ts,
-            "other_load": max(loads) if loads else None}
+            "other_load": other}
 
 
 def fmt(t: float | None) -> str:
@@ -303,8 +307,8 @@ def fmt_stat(s: dict | None, *, show_min: bool = False) -> str:
 
 
 def load(*ss: dict | None) -> str:
-    """Max other-process load (cores) over the runs of each summary."""
-    return " / ".join("—" if not s or s.get("other_load") is None else f"{s['other_load']:.2f}" for s in ss)
+    """Mean other-process load (cores) over the runs of each summary; "n/a" for series too short."""
+    return " / ".join("n/a" if not s or s.get("other_load") is None else f"{s['other_load']:.2f}" for s in ss)
 
 
 def ratio(a: float | None, b: float | None) -> str:
@@ -508,8 +512,8 @@ class Bench:
                 # States recorded < RACY_NS after a file was written are re-hashed next time;
                 # wait past that window, so "first" is a realistic next-day first no-op.
                 time.sleep(max(0.0, RACY_NS / 1e9 + 0.5 - (time.monotonic() - built_at)))
-                res["pypto_noop_first"] = self.noop(tool, dst, outputs, 1)[0][0]
-                log(f"pypto first no-op: {fmt(res['pypto_noop_first'])}")
+                res["pypto_noop_first"] = stats(self.noop(tool, dst, outputs, 1))
+                log(f"pypto first no-op: {fmt_stat(res['pypto_noop_first'])}")
             else:
                 self.noop(tool, dst, outputs, 1)   # warm-up, untimed
             res[f"{tool}_noop"] = stats(self.noop(tool, dst, outputs, NOOP_RUNS))
@@ -706,10 +710,11 @@ def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: d
       "run_compile adds: -MMD -MF <out>.d -MT <out> -ffile-prefix-map=<abs subdir>=.>`, `deps = gcc`, "
       "`depfile = <out>.d`, outputs at the same paths. Same compiler binary, same flags.")
     a("- Other load: the machine is shared (other people's test runs). Before every cold build and every "
-      "series of no-op / edit runs the driver waits (up to 3 min) until processes outside the benchmark use "
+      "series of no-op / edit runs the driver waits (up to 1 min) until processes outside the benchmark use "
       "< 0.15 cores over 1 s; for each run it records their mean CPU use (busy time from `/proc/stat` minus "
-      "the CPU time of the benchmark's own process tree). The tables show the maximum over a row's runs; "
-      "values well above 0 mean that row was measured under contention.")
+      "the CPU time of the benchmark's own process tree). The tables show its time-weighted mean over a "
+      "row's runs (n/a when the runs total < 0.5 s: `/proc/stat` counts 10 ms ticks); values well above 0 "
+      "mean that row was measured under contention.")
     a("- Python bytecode: this sandbox sets `PYTHONDONTWRITEBYTECODE=1`, which makes every run re-compile "
       "pypto_build's `.py` files (editable install, no `__pycache__`). Timed processes run without it and "
       "with `PYTHONPYCACHEPREFIX=<work>/pycache`, as an installed package (with `.pyc`) would; the cost "
@@ -739,7 +744,8 @@ def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: d
           f"{ratio(s['ninja_cold_j1']['median'], s['ninja_cold_j2']['median'])} | | |")
         a(f"| cold -j1 per unit | {fmt(s['pypto_cold_j1']['median'] / s['units'])} | "
           f"{fmt(s['ninja_cold_j1']['median'] / s['units'])} | | |")
-        a(f"| first no-op after the build | {fmt(s['pypto_noop_first'])} | — | | |")
+        a(f"| first no-op after the build | {fmt(s['pypto_noop_first']['median'])} | — | | "
+          f"{load(s['pypto_noop_first'])} / — |")
         a(f"| no-op, min / median | {fmt_stat(s['pypto_noop'], show_min=True)} | "
           f"{fmt_stat(s['ninja_noop'], show_min=True)} | "
           f"{ratio(s['pypto_noop']['median'], s['ninja_noop']['median'])} | "

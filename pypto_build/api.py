@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TextIO
 
 from .errors import BuildError, PyptoBuildError
-from .reporter import BuildReporter
 
 _one_run = threading.Lock()   # doit keeps globals and we chdir: one run per process at a time
 
@@ -64,13 +63,34 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     `rebuild_from_pto=False` (or PYPTO_REBUILD_FROM_PTO=0) disables the .pto stage;
     `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH).
     """
-    from .engine import load_graph
+    from . import noop
     from .pto_plan import pto_options
+    from .toolchain import default_platform
 
     root = Path(work_dir).resolve()
-    graph = load_graph(root, platform, pto_options(rebuild_from_pto, ptoas))
+    options = pto_options(rebuild_from_pto, ptoas)
+    platform = platform or default_platform()
+    if not tasks and not recompile:
+        hit = noop.check(root, noop.key(platform, options.enabled, options.ptoas))
+        if hit is not None:
+            return _noop_result(root, platform, hit, progress)
+    from .engine import load_graph
+    graph = load_graph(root, platform, options)
     return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
                      progress=progress, check=check)
+
+
+def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) -> BuildResult:
+    """The result of a run the no-op record answered: every task up to date, nothing loaded."""
+    names = list(hit.get("tasks") or [])
+    lines = list(hit.get("lines") or [])
+    if progress is not None:
+        current = sum(1 for n in names if n.startswith(("compile:", "orch:")))
+        for line in lines:
+            print(line, file=progress)
+        print(f"pypto-build: 0 compiled, {current} up to date", file=progress, flush=True)
+    return BuildResult(root, platform, tuple(UnitResult(n, "up-to-date", "no-op record") for n in sorted(names)),
+                       0, tuple(lines))
 
 
 def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = None,
@@ -92,6 +112,7 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
               keep_going: bool = False, progress: TextIO | None = None, check: bool = True) -> BuildResult:
     """Run (part of) a planned graph through doit and collect what happened."""
     from .engine import BuildDirLoader, BuildDirMain
+    from .reporter import BuildReporter
 
     root = graph.layout.root
     quiet = progress is None

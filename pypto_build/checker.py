@@ -20,9 +20,7 @@ import time
 
 from doit.dependency import CHECKERS, FileChangedChecker
 
-from .hashing import file_digest
-
-RACY_NS = 2_000_000_000
+from .hashing import RACY_NS, file_digest
 
 State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 

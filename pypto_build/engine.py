@@ -39,10 +39,10 @@ from .lock import dir_lock, sigterm_as_interrupt
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
 from .reporter import BuildReporter
-from .toolchain import load_platform
+from .toolchain import default_platform, load_platform
+from . import noop
 
 STATE_DB = "state.sqlite3"
-DEFAULT_PLATFORM = "host"
 
 opt_platform = {"section": "pypto_build", "name": "platform", "long": "platform", "type": str,
                 "default": "", "help": "target platform (default: $PYPTO_BUILD_PLATFORM or host)"}
@@ -54,10 +54,6 @@ opt_ptoas = {"section": "pypto_build", "name": "ptoas", "long": "ptoas", "type":
              "help": "ptoas executable (default: $PTOAS_ROOT/{ptoas,ptoas.sh,bin/ptoas}, else PATH)"}
 opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompile", "type": bool,
                  "default": False, "help": "mark every compile target out of date (sources are never deleted)"}
-
-
-def default_platform() -> str:
-    return os.environ.get("PYPTO_BUILD_PLATFORM") or DEFAULT_PLATFORM
 
 
 def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
@@ -159,6 +155,33 @@ class BuildDirLoader(TaskLoader2):
         return tasks
 
 
+def record_noop(graph: Graph, tasks: list) -> bool:
+    """After a full, clean build: let the next identical run skip doit (see noop.py)."""
+    if graph is None or graph.unknown_identities():
+        return False
+    values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
+    if any(v.get("not_applied") or v.get("forced") for v in values.values()):
+        return False
+    paths: list[str] = [".", *graph.layout.markers]
+    for extra in ("orchestration", "next_levels"):
+        if (graph.layout.root / extra).is_dir():
+            paths.append(extra)
+    for p in graph.plans:
+        sub = p.sub.rel
+        paths += [sub, p.stamp_path, f"{sub}/kernel_config.py" if sub != "." else "kernel_config.py"]
+        if (p.sub.path / "ptoas").is_dir():
+            paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
+        for u in p.units:
+            paths += [u.source, u.output, *(values.get(u.task, {}).get("headers") or {})]
+    for u in graph.pto.units:
+        paths += [u.pto, u.raw, u.record]
+    names = [t.name for t in tasks if t.actions and t.name.split(":")[0] in ("ptoas", "splice", "compile",
+                                                                             "orch", "stamp")]
+    lines = [graph.pto.skipped_line] if graph.pto.skipped_line else []
+    run_key = noop.key(graph.platform.name, graph.pto.options.enabled, graph.pto.options.ptoas)
+    return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
+
+
 class BuildDirCommand:
     """Mixin for doit commands: build root as cwd, directory lock, content state."""
 
@@ -171,9 +194,13 @@ class BuildDirCommand:
         root = self.loader.root
         state = root / STATE_DIR
         with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
+            noop.invalidate(root)          # the state is about to change (or be read by doit)
             self.dep_manager = ContentDependency(SqliteDB, str(self.loader.dep_file), checker_cls=XXHChecker,
                                                  adopt=self.adopts)
-            return super().execute(params, args)
+            rc = super().execute(params, args)
+            if rc == 0 and self.adopts and not args:
+                record_noop(self.loader.graph, self.task_list)
+            return rc
 
 
 class Build(BuildDirCommand, Run):

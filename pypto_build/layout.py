@@ -91,6 +91,7 @@ def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
 def load_layout(root: Path) -> Layout:
     """Classify `root` and read every sub-build's kernel_config.py."""
     root = Path(os.path.abspath(root))
+    forget_resolved_dirs()
     kind, markers = classify(root)
     if kind is BuildKind.L2:
         names = ["."]
@@ -118,12 +119,36 @@ def _next_level_names(root: Path) -> list[str]:
 def confine(root: Path, path: Path, what: str) -> Path:
     """`path` with symlinks resolved; LayoutError when it leaves `root`."""
     real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
+    real = _realpath(os.fspath(path))
     if real != real_root and not real.startswith(real_root + os.sep):
         raise LayoutError(f"{path}: {what} resolves outside the build directory {root} (to {real}); "
                           "build directories must be self-contained — mark external kernels with "
                           "\"external\": True in kernel_config.py")
     return Path(real)
+
+
+_real_dirs: dict[str, str] = {}
+
+
+def _realpath(path: str) -> str:
+    """os.path.realpath with the parent directory's resolution memoised for one planning pass.
+
+    Thousands of kernels share a few directories; only the file itself is
+    lstat'ed. Paths with `..` or a symlinked file take the full resolution.
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    if name in ("", ".", "..") or ".." in Path(path).parts:
+        return os.path.realpath(path)
+    real_parent = _real_dirs.get(parent)
+    if real_parent is None:
+        real_parent = _real_dirs[parent] = os.path.realpath(parent)
+    full = os.path.join(real_parent, name)
+    return os.path.realpath(full) if os.path.islink(full) else full
+
+
+def forget_resolved_dirs() -> None:
+    """Start a planning pass: symlinks may have changed since the last one."""
+    _real_dirs.clear()
 
 
 def kernel_source(sub: SubBuild, kernel: KernelSpec, root: Path) -> Path:

@@ -22,6 +22,12 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 HOST_INCLUDE = PACKAGE_DIR / "runtime" / "host" / "include"
 HOST_FALLBACK = PACKAGE_DIR / "runtime" / "host" / "fallback"
 PLATFORMS = ("host", "a2a3sim", "a5sim", "a2a3", "a5")
+DEFAULT_PLATFORM = "host"
+
+
+def default_platform() -> str:
+    """`$PYPTO_BUILD_PLATFORM`, else host."""
+    return os.environ.get("PYPTO_BUILD_PLATFORM") or DEFAULT_PLATFORM
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,12 @@ def l3(built_l3, tmp_path) -> Path:
 
 
 def age_tree(root: Path, seconds: float = 3600) -> None:
-    """Set every file's mtime into the past (so recorded states are past the racy window)."""
+    """Set every file's and directory's mtime into the past (past the racy window)."""
     when = os.stat(root).st_mtime - seconds
-    for dirpath, _dirs, files in os.walk(root):
+    for dirpath, _dirs, files in os.walk(root, topdown=False):
         for name in files:
             os.utime(os.path.join(dirpath, name), (when, when))
+        os.utime(dirpath, (when, when))
 
 
 def edit(path: Path, text: str = "\n// edited\n") -> None:
