@@ -9,13 +9,15 @@ from . import __version__
 from .errors import BuildError, PyptoBuildError
 
 EPILOG = """examples:
-  pypto-build example                        # copy the shipped example to ./pypto_build_example, build it
+  pypto-build example                        # copy the shipped example, replay + validate it, edit once
+  pypto-build replay --validate DIR          # build what changed, run on golden.py's inputs, compare
+  pypto-build validate DIR                   # the same, reusing the last verdict if nothing changed
   pypto-build build build_output/_jit_add_20260101_120000
   pypto-build build -j 2 DIR                 # two compiles at a time
   pypto-build build --recompile DIR          # rebuild every binary once
   pypto-build doit list --all --status DIR   # doit's own commands on DIR's graph
   pypto-build doit info DIR compile:aiv/k0   # why is this unit stale?
-  doit build                                 # the same, as a doit command, inside DIR
+  doit build / doit replay                   # the same, as doit commands, inside DIR
 
 Staleness is decided by content (xxhash), not mtimes. State lives in DIR/.pypto_build/.
 Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
@@ -72,9 +74,11 @@ def _parser() -> argparse.ArgumentParser:
                                     "_user_compare() hook. PYPTO_EMIT_DEBUG_RUNNER=0 disables it.")
     add_emit_runner_arguments(er)
 
-    e = sub.add_parser("example", help="copy the embedded example build directory and build it",
-                       description="Copy the example build directory shipped with the package to DEST "
-                                   "(once; an existing copy is kept with your edits) and build it.")
+    e = sub.add_parser("example", help="copy the embedded example, replay and validate it, show one edit loop",
+                       description="Copy the example build directory shipped with the package (out = relu(a @ b "
+                                   "+ bias)) to DEST, replay it with validation, then edit one kernel and replay "
+                                   "again to show that only that kernel recompiles. An existing copy is kept with "
+                                   "your edits and just replayed.")
     e.add_argument("dest", type=Path, nargs="?", default=Path("pypto_build_example"), metavar="DEST",
                    help="where the copy lives (default ./pypto_build_example)")
     e.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
@@ -108,6 +112,28 @@ def _replay_flags(p: argparse.ArgumentParser) -> None:
                    help="runtime log level (default $PYPTO_RUNTIME_LOG or warn)")
     p.add_argument("--log-sync-pypto", action="store_true", help="accepted for PyPTO compatibility")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
+
+
+def reference() -> str:
+    """docs/cli.md: every verb's --help, so the reference cannot drift from the parser."""
+    import os
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"
+    try:
+        parser = _parser()
+        parts = ["# pypto-build command reference", "",
+                 "Generated from the parser (`python -c \"from pypto_build.cli import reference; "
+                 "print(reference(), end='')\" > docs/cli.md`); a test keeps it in sync.", "",
+                 "```", parser.format_help().rstrip(), "```", ""]
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for name, child in sub.choices.items():
+            parts += [f"## pypto-build {name}", "", "```", child.format_help().rstrip(), "```", ""]
+        return "\n".join(parts)
+    finally:
+        if saved is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = saved
 
 
 def main(argv: list[str] | None = None) -> int:

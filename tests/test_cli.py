@@ -97,3 +97,9 @@ def test_example_command_replays_validates_and_shows_one_incremental_rebuild(tmp
     assert "compile:aic/" not in second and "1 compiled, 2 up to date" in second
     again = run("pypto-build", "example", str(dest))                 # an existing copy is kept and replayed
     assert again.returncode == 0 and "0 compiled" in again.stdout and "copied" not in again.stdout
+
+
+def test_cli_reference_in_docs_matches_the_parser():
+    from pypto_build.cli import reference
+    committed = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert committed == reference(), "regenerate docs/cli.md (command at its top)"
