@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import fcntl
 import importlib.metadata as _md
 import importlib.util
 import io
@@ -890,6 +891,18 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(["python", "bench/bench_build.py", *(argv if argv is not None else sys.argv[1:])])
 
     work = Path(args.work).resolve()
+    work.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(work.parent / f".{work.name}.lock", "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        raise BenchError(f"another bench_build run (pid {lock.read().strip() or '?'}) is using {work}; "
+                         "two runs would delete each other's directories and share the CPUs") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)

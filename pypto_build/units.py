@@ -50,8 +50,10 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     timeout = float(os.environ.get("PYPTO_COMPILER_TIMEOUT") or 900)
     plans = []
     for sub in layout.sub_builds:
-        units = [_kernel_unit(layout, sub, k, platform, timeout) for k in sub.config.kernels]
-        units.append(_orch_unit(layout, sub, platform, timeout))
+        # The orchestration first: it is the longest compile, and doit dispatches in this order,
+        # so with -j it overlaps the kernels instead of trailing them.
+        units = [_orch_unit(layout, sub, platform, timeout)]
+        units += [_kernel_unit(layout, sub, k, platform, timeout) for k in sub.config.kernels]
         _check_unique(sub, units)
         plans.append(SubBuildPlan(sub, binary_context(platform, sub.config.runtime_name), tuple(units)))
     return plans
