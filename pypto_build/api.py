@@ -53,7 +53,8 @@ class BuildResult:
 
 def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bool = False,
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
-          rebuild_from_pto: bool | None = None, ptoas: str | None = None, check: bool = True) -> BuildResult:
+          rebuild_from_pto: bool | None = None, ptoas: str | None = None, include_stale: bool = False,
+          check: bool = True) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
@@ -62,6 +63,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     `progress` is a stream for one line per unit run and a summary (None: silent).
     `rebuild_from_pto=False` (or PYPTO_REBUILD_FROM_PTO=0) disables the .pto stage;
     `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH).
+    `include_stale` also builds L3 `next_levels/` sub-builds the host driver never references.
     """
     from . import noop
     from .pto_plan import pto_options
@@ -70,12 +72,12 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     root = Path(work_dir).resolve()
     options = pto_options(rebuild_from_pto, ptoas)
     platform = platform or default_platform()
-    if not tasks and not recompile:
+    if not tasks and not recompile and not include_stale:
         hit = noop.check(root, noop.key(platform, options.enabled, options.ptoas))
         if hit is not None:
             return _noop_result(root, platform, hit, progress)
     from .engine import load_graph
-    graph = load_graph(root, platform, options)
+    graph = load_graph(root, platform, options, include_stale=include_stale)
     return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
                      progress=progress, check=check)
 
@@ -128,8 +130,9 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
         rc = BuildDirMain(loader).run(argv)
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
+    from .engine import stale_lines
     warnings = [*([graph.pto.skipped_line] if graph.pto.skipped_line else []), *reporter.pto_summary()[1:],
-                *graph.unknown_identities()]
+                *graph.unknown_identities(), *stale_lines(graph)]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
                          tuple(reporter.not_applied))
     if rc == 3:

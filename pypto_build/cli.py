@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="do not regenerate kernel bodies from edited ptoas/*.pto (also PYPTO_REBUILD_FROM_PTO=0)")
     b.add_argument("--ptoas", default=None, metavar="PATH",
                    help="ptoas executable (default: $PTOAS_ROOT/ptoas, ptoas.sh or bin/ptoas; else PATH)")
+    b.add_argument("--include-stale", action="store_true",
+                   help="also build next_levels/ sub-builds that orchestration/host_orch.py never references")
     b.add_argument("-k", "--keep-going", action="store_true", help="go on building other units after a failure")
     b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -174,7 +176,7 @@ def _build(args) -> int:
     from .api import build
     result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
                    keep_going=args.keep_going, tasks=args.tasks, ptoas=args.ptoas,
-                   rebuild_from_pto=False if args.no_rebuild_from_pto else None,
+                   rebuild_from_pto=False if args.no_rebuild_from_pto else None, include_stale=args.include_stale,
                    progress=None if args.quiet else sys.stdout, check=False)
     if result.failures:
         return 1

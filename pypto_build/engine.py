@@ -52,14 +52,17 @@ opt_no_pto = {"section": "pypto_build", "name": "no_rebuild_from_pto", "long": "
               "default": False, "help": "do not regenerate kernel bodies from edited ptoas/*.pto"}
 opt_ptoas = {"section": "pypto_build", "name": "ptoas", "long": "ptoas", "type": str, "default": "",
              "help": "ptoas executable (default: $PTOAS_ROOT/{ptoas,ptoas.sh,bin/ptoas}, else PATH)"}
+opt_include_stale = {"section": "pypto_build", "name": "include_stale", "long": "include-stale", "type": bool,
+                     "default": False, "help": "also build next_levels/ sub-builds the host driver never references"}
 opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompile", "type": bool,
                  "default": False, "help": "mark every compile target out of date (sources are never deleted)"}
 
 
 def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
-               run: RunConfig | None = None, validate_on_replay: bool = False) -> Graph:
+               run: RunConfig | None = None, validate_on_replay: bool = False,
+               include_stale: bool = False) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed)."""
-    layout = load_layout(root)
+    layout = load_layout(root, include_stale=include_stale)
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, validate_on_replay)
 
@@ -104,7 +107,7 @@ def run_config_from(opts: dict) -> RunConfig:
 class BuildDirLoader(TaskLoader2):
     """Loads the task graph of one build directory."""
 
-    cmd_options = (opt_build_dir, opt_platform, opt_no_pto, opt_ptoas)
+    cmd_options = (opt_build_dir, opt_platform, opt_no_pto, opt_ptoas, opt_include_stale)
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None,
                  reporter: object = None, quiet: bool = False):
@@ -117,6 +120,7 @@ class BuildDirLoader(TaskLoader2):
         self.pto: PtoOptions | None = None
         self.run: RunConfig | None = None
         self.validate_on_replay = False
+        self.include_stale = False
 
     def setup(self, opt_values):
         if self.root is None:
@@ -128,6 +132,7 @@ class BuildDirLoader(TaskLoader2):
             self.pto = pto_options(False if no_pto else None, opt_values.get("ptoas") or None)
             self.run = run_config_from(opt_values)
             self.validate_on_replay = bool(opt_values.get("validate"))
+            self.include_stale = bool(opt_values.get("include_stale"))
 
     @property
     def dep_file(self) -> Path:
@@ -140,12 +145,15 @@ class BuildDirLoader(TaskLoader2):
     def load_tasks(self, cmd, pos_args):
         if self.graph is None:
             try:
-                self.graph = load_graph(self.root, self.platform, self.pto, self.run, self.validate_on_replay)
+                self.graph = load_graph(self.root, self.platform, self.pto, self.run, self.validate_on_replay,
+                                        self.include_stale)
             except PyptoBuildError as exc:
                 raise InvalidCommand(str(exc)) from None
         if not self.quiet:
             if self.graph.pto.skipped_line:
                 print(self.graph.pto.skipped_line)
+            for line in stale_lines(self.graph):
+                print(line, file=sys.stderr)
             for why in self.graph.unknown_identities():
                 print(f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
                       "binary_context.json is written", file=sys.stderr)
@@ -153,6 +161,11 @@ class BuildDirLoader(TaskLoader2):
         for base, dicts in task_dicts(self.graph).items():
             tasks.extend(generate_tasks(base, (d for d in dicts), f"{base} units of {self.root.name}"))
         return tasks
+
+
+def stale_lines(graph: Graph) -> list[str]:
+    return [f"pypto-build: {rel}: never referenced by orchestration/host_orch.py — a leftover of an earlier "
+            "compile; not built (--include-stale builds it)" for rel in graph.layout.stale]
 
 
 def record_noop(graph: Graph, tasks: list) -> bool:
@@ -178,6 +191,8 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     names = [t.name for t in tasks if t.actions and t.name.split(":")[0] in ("ptoas", "splice", "compile",
                                                                              "orch", "stamp")]
     lines = [graph.pto.skipped_line] if graph.pto.skipped_line else []
+    if graph.layout.stale:
+        return False            # keep saying it: the leftover line is printed by the full path only
     run_key = noop.key(graph.platform.name, graph.pto.options.enabled, graph.pto.options.ptoas)
     return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
 

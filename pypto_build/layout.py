@@ -9,6 +9,7 @@ confined to the build directory (symlinks resolved), except external kernels.
 """
 from __future__ import annotations
 
+import ast
 import enum
 import os
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ class Layout:
     kind: BuildKind
     markers: tuple[str, ...]
     sub_builds: tuple[SubBuild, ...]
+    stale: tuple[str, ...] = ()     # next_levels/<name> the host driver never references (not built)
 
     @property
     def state_dir(self) -> Path:
@@ -88,11 +90,17 @@ def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
                       "orchestration/host_orch.py, and no next_levels/*/kernel_config.py)")
 
 
-def load_layout(root: Path) -> Layout:
-    """Classify `root` and read every sub-build's kernel_config.py."""
+def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
+    """Classify `root` and read every sub-build's kernel_config.py.
+
+    In an L3 build, `next_levels/<name>/` that `orchestration/host_orch.py`
+    never mentions are stale leftovers of an earlier compile (PyPTO compiles
+    them anyway): they are listed in `stale` and built only with `include_stale`.
+    """
     root = Path(os.path.abspath(root))
     forget_resolved_dirs()
     kind, markers = classify(root)
+    stale: list[str] = []
     if kind is BuildKind.L2:
         names = ["."]
     else:
@@ -100,13 +108,38 @@ def load_layout(root: Path) -> Layout:
         if not names:
             raise LayoutError(f"{root}: distributed build without any next_levels/<name>/kernel_config.py; "
                               "recompile via ir.compile()")
+        if kind is BuildKind.L3 and not include_stale:
+            mentioned = host_driver_words(root / HOST_ORCH)
+            if mentioned is not None:
+                stale = [n for n in names if n not in mentioned]
+                names = [n for n in names if n in mentioned]
     subs = []
     for name in names:
         rel = "." if name == "." else f"next_levels/{name}"
         path = root if name == "." else root / "next_levels" / name
         confine(root, path, f"sub-build {rel}")
         subs.append(SubBuild(name, rel, path, read_kernel_config(path / KERNEL_CONFIG)))
-    return Layout(root, kind, markers, tuple(subs))
+    return Layout(root, kind, markers, tuple(subs), tuple(f"next_levels/{n}" for n in stale))
+
+
+def host_driver_words(path: Path) -> set[str] | None:
+    """Every string constant, name and attribute in host_orch.py (read by AST, never run).
+
+    None when it cannot be parsed: then nothing is called stale.
+    """
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    words: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words.add(node.value)
+        elif isinstance(node, ast.Name):
+            words.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            words.add(node.attr)
+    return words
 
 
 def _next_level_names(root: Path) -> list[str]:

@@ -44,7 +44,7 @@ def _run(sub_rel: str, config: RunConfig, validate: bool, say) -> tuple[list[str
     names = [n for n, _ in pairs]
     values = [v for _, v in pairs]
     dfx = execute(sub, values, config, names=names, say=say)
-    say(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
+    say(f"Replay finished. DFX artefacts (if any) under {sub.resolve() / 'dfx_outputs'}")
     named = dict(pairs)
     save_outputs(sub, named)
     checked = compare(golden, named) if validate else []

@@ -16,6 +16,11 @@ from pathlib import Path
 import pytest
 
 from pypto_build import synth
+from pypto_build.runtime.abi import (
+    ABI_VERSION, ADDRESS_SPACE_DEVICE, ALLOC_FN, ARG_ROLES, CORE_TYPES, EXTERNAL_TASK_ID, IS_FATAL_FN, LOG_FN,
+    LOG_LEVELS, MAX_TENSOR_DIMS, REPORT_FATAL_FN, SCOPE_FN, SUBMIT_FN, ChipTaskArgs, ChipTensor, DataType,
+    PTO2OrchestrationConfig, PTO2RuntimeOps, aligned_tensors, fill_from_torch,
+)
 
 PKG = Path(synth.__file__).resolve().parent
 INCLUDE = PKG / "runtime" / "host" / "include"
@@ -65,60 +70,10 @@ def run(cmd: list[str], cwd: Path) -> None:
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
 
 
-# ---------------------------------------------------------------------------
-# ctypes mirror of the host ABI
-# ---------------------------------------------------------------------------
-
-
-class ChipTensor(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [
-        ("addr", ctypes.c_uint64), ("size", ctypes.c_uint64), ("owner_task_id", ctypes.c_uint64),
-        ("start_offset", ctypes.c_uint64), ("version", ctypes.c_int32), ("ndims", ctypes.c_uint32),
-        ("dtype", ctypes.c_uint8), ("manual_dep", ctypes.c_uint8), ("is_contiguous", ctypes.c_uint8),
-        ("address_space", ctypes.c_uint8), ("shapes", ctypes.c_uint32 * 5),
-        ("extent_elem_cache", ctypes.c_uint64), ("strides", ctypes.c_uint32 * 5),
-        ("padding", ctypes.c_uint8 * 36),
-    ]
-
-
-SUBMIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-                          ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
-                          ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32)
-VOIDFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-ALLOC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ChipTensor), ctypes.c_uint32)
-ISFATAL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
-FATAL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
-LOG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
-
-
-class Ops(ctypes.Structure):
-    _fields_ = [
-        ("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32), ("ctx", ctypes.c_void_p),
-        ("submit_task", SUBMIT), ("scope_begin", VOIDFN), ("scope_end", VOIDFN), ("alloc_tensors", ALLOC),
-        ("is_fatal", ISFATAL), ("report_fatal", FATAL), ("log", LOG),
-    ]
-
-
-class ChipTaskArgs(ctypes.Structure):
-    _fields_ = [("tensors", ctypes.c_void_p), ("scalars", ctypes.c_void_p),
-                ("tensor_count", ctypes.c_uint32), ("scalar_count", ctypes.c_uint32)]
-
-
-class OrchConfig(ctypes.Structure):
-    _fields_ = [("expected_arg_count", ctypes.c_int)]
-
-
-def aligned_tensors(count: int) -> tuple[ctypes.Array, object]:
-    """`count` zeroed ChipTensor records at a 64-byte aligned address (+ the owning buffer)."""
-    raw = ctypes.create_string_buffer(128 * count + 64)
-    base = (ctypes.addressof(raw) + 63) // 64 * 64
-    return (ChipTensor * count).from_address(base), raw
-
-
-def describe_1d(rec: ChipTensor, addr: int, elems: int, *, start_offset: int = 0) -> None:
-    rec.addr, rec.size, rec.owner_task_id = addr, (elems + start_offset) * 4, 2**64 - 1
-    rec.start_offset, rec.ndims, rec.dtype, rec.is_contiguous = start_offset, 1, 0, 1
+def describe_1d(rec: ChipTensor, addr: int, elems: int) -> None:
+    """A 1-D fp32 external tensor of `elems` elements at `addr` (no torch needed)."""
+    rec.addr, rec.size, rec.owner_task_id = addr, elems * 4, EXTERNAL_TASK_ID
+    rec.start_offset, rec.ndims, rec.dtype, rec.is_contiguous = 0, 1, DataType.FLOAT32, 1
     rec.shapes[0], rec.strides[0], rec.extent_elem_cache = elems, 1, elems
 
 
@@ -131,9 +86,10 @@ class Recorder:
         self.fatal: list[tuple] = []
         self.errors: list[BaseException] = []
         self._keep: list[object] = []
-        self.ops = Ops(1, ctypes.sizeof(Ops), None, SUBMIT(self._submit), VOIDFN(self._begin), VOIDFN(self._end),
-                       ALLOC(self._alloc), ISFATAL(lambda _c: int(bool(self.fatal))), FATAL(self._report),
-                       LOG(self._log))
+        self.ops = PTO2RuntimeOps(
+            ABI_VERSION, ctypes.sizeof(PTO2RuntimeOps), None, SUBMIT_FN(self._submit), SCOPE_FN(self._begin),
+            SCOPE_FN(self._end), ALLOC_FN(self._alloc), IS_FATAL_FN(lambda _c: int(bool(self.fatal))),
+            REPORT_FATAL_FN(self._report), LOG_FN(self._log))
 
     def _submit(self, _ctx, core, func_id, tensors, types, n, scalars, m):
         # An exception raised inside a ctypes callback is printed and swallowed: keep it for the test.
@@ -149,7 +105,7 @@ class Recorder:
         self.events.append(("submit", core, func_id, [types[i] for i in range(n)], raw))
         if func_id in self.kernels:
             want_core, lib = self.kernels[func_id]
-            if want_core != ("aic" if core == 0 else "aiv"):
+            if want_core != CORE_TYPES[core]:
                 raise AssertionError(f"func_id {func_id} submitted on core {core}, config says {want_core}")
             args = (ctypes.c_int64 * (n + m))()
             for i, rec in enumerate(recs):
@@ -188,7 +144,7 @@ def load_orch(so: Path) -> ctypes.CDLL:
     lib.aicpu_orchestration_entry.argtypes = [ctypes.POINTER(ChipTaskArgs)]
     lib.aicpu_orchestration_entry.restype = None
     lib.aicpu_orchestration_config.argtypes = [ctypes.POINTER(ChipTaskArgs)]
-    lib.aicpu_orchestration_config.restype = OrchConfig
+    lib.aicpu_orchestration_config.restype = PTO2OrchestrationConfig
     return lib
 
 

@@ -104,3 +104,19 @@ def test_missing_compiler_is_one_clear_error(monkeypatch):
     monkeypatch.setenv("CXX", "no-such-compiler-xyz")
     with pytest.raises(ToolchainError, match="no-such-compiler-xyz.*not found"):
         load_platform("host")
+
+
+def test_l3_leftover_sub_build_is_reported_and_built_only_when_asked(tmp_path):
+    root = synth.write_l3(tmp_path / "l3")
+    synth.write_l2(root / "next_levels" / "old_chip", kernels=1)      # an earlier compile's leftover
+    (root / "next_levels/old_chip/compiled_meta.json").unlink()
+    layout = load_layout(root)
+    assert [s.name for s in layout.sub_builds] == ["chip_a", "chip_b"]
+    assert layout.stale == ("next_levels/old_chip",)
+    result = build(root)
+    assert not any("old_chip" in n for n in result.compiled)
+    assert any("next_levels/old_chip: never referenced by orchestration/host_orch.py" in w for w in result.warnings)
+    assert not (root / "next_levels/old_chip/orchestration/main.so").exists()
+    result = build(root, include_stale=True)
+    assert [n for n in result.compiled if "old_chip" in n] == ["compile:old_chip/aic/main_incore_0_aic",
+                                                               "orch:old_chip/main"]
