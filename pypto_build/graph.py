@@ -52,10 +52,34 @@ def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = Non
                  run or RunConfig(), validate_on_replay)
 
 
-def runnable(graph: Graph) -> list[SubBuildPlan]:
-    """Sub-builds that replay/validate can run: the L2 root, or any sub-build with a golden.py."""
-    return [p for p in graph.plans
-            if (graph.layout.kind is BuildKind.L2 and p.sub.rel == ".") or (p.sub.path / "golden.py").is_file()]
+@dataclass(frozen=True)
+class RunTarget:
+    """Something replay/validate can run: the L2 root, the L3 root, or a sub-build with a golden.py."""
+
+    name: str               # task-name label
+    rel: str                # directory relative to the build root
+    stamps: tuple[str, ...]  # stamp tasks that must be done first
+    inputs: tuple[str, ...]  # files a validation verdict depends on
+
+
+def run_targets(graph: Graph) -> list[RunTarget]:
+    layout = graph.layout
+    if layout.kind is BuildKind.MULTI_ORCH:
+        chosen = [p for p in graph.plans if (p.sub.path / "golden.py").is_file()]
+        return [_target(p.sub.name, p.sub.rel, [p], layout.root) for p in chosen]
+    extra = ["orchestration/host_orch.py", "distributed_meta.json"] if layout.kind is BuildKind.L3 else []
+    return [_target(".", ".", list(graph.plans), layout.root, extra)]
+
+
+def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[str] = ()) -> RunTarget:
+    base = root if rel == "." else root / rel
+    inputs = [u.output for p in plans for u in p.units]
+    inputs += [_join(p.sub.rel, "kernel_config.py") for p in plans] + [_join(rel, e) for e in extra]
+    if (base / "golden.py").is_file():
+        inputs.append(_join(rel, "golden.py"))
+    if (base / "data").is_dir():
+        inputs += sorted(_join(rel, f.relative_to(base).as_posix()) for f in (base / "data").rglob("*") if f.is_file())
+    return RunTarget(name, rel, tuple(f"stamp:{p.sub.name}" for p in plans), tuple(inputs))
 
 
 def task_dicts(graph: Graph) -> dict[str, list[dict]]:
@@ -106,37 +130,30 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
             "uptodate": [StampCheck(p.stamp_path, stamp, why)],
             "clean": True,
         })
-    for p in runnable(graph):
-        _run_tasks(groups, graph, p)
+    for target in run_targets(graph):
+        _run_tasks(groups, graph, target)
     return groups
 
 
-def _run_tasks(groups: dict[str, list[dict]], graph: Graph, p: SubBuildPlan) -> None:
-    """`replay:<sub>` (always runs when selected) and `validate:<sub>` (verdict cached)."""
-    sub = p.sub
+def _run_tasks(groups: dict[str, list[dict]], graph: Graph, t: RunTarget) -> None:
+    """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached)."""
     groups["replay"].append({
-        "name": sub.name,
-        "doc": f"run {sub.rel} on golden.py's inputs (host runtime)",
-        "actions": [(run_replay, [sub.rel, graph.run, graph.validate_on_replay])],
-        "task_dep": [f"stamp:{sub.name}"],
+        "name": t.name,
+        "doc": f"run {t.rel} on golden.py's inputs (host runtime)",
+        "actions": [(run_replay, [t.rel, graph.run, graph.validate_on_replay])],
+        "task_dep": list(t.stamps),
         "uptodate": [False],
         "verbosity": 2,
     })
-    inputs = [u.output for u in p.units] + [_rel(sub, "kernel_config.py")]
-    if (sub.path / "golden.py").is_file():
-        inputs.append(_rel(sub, "golden.py"))
-    data = sub.path / "data"
-    if data.is_dir():
-        inputs += sorted(_rel(sub, f.relative_to(sub.path).as_posix()) for f in data.rglob("*") if f.is_file())
     groups["validate"].append({
-        "name": sub.name,
-        "doc": f"validate {sub.rel} against golden.py (verdict kept while inputs are unchanged)",
-        "actions": [(run_validate, [sub.rel, graph.run])],
-        "task_dep": [f"stamp:{sub.name}"],
-        "file_dep": inputs,
+        "name": t.name,
+        "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
+        "actions": [(run_validate, [t.rel, graph.run])],
+        "task_dep": list(t.stamps),
+        "file_dep": list(t.inputs),
         "uptodate": [VerdictCheck(graph.run.key())],
     })
 
 
-def _rel(sub, rel: str) -> str:
-    return rel if sub.rel == "." else f"{sub.rel}/{rel}"
+def _join(rel: str, name: str) -> str:
+    return name if rel == "." else f"{rel}/{name}"

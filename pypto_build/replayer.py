@@ -34,21 +34,27 @@ def check_replayable(work_dir: Path) -> Path:
         subs = "\n".join(f"  {s.path}" for s in load_layout(work_dir).sub_builds)
         raise PyptoBuildError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
                               f"instead:\n{subs}")
-    if kind is BuildKind.L3:
-        raise PyptoBuildError(f"{work_dir} is a distributed (L3) build; replaying L3 builds on the host runtime "
-                              "is not supported by this version of pypto_build")
     return Path(work_dir)
 
 
 def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
-            say: Callable[[str], None] = print) -> list[str]:
-    """Run a built sub-build on the host runtime; write requested diagnostics. Returns dfx files."""
+            say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None) -> list[str]:
+    """Run a built directory on the host runtime; write requested diagnostics. Returns dfx files.
+
+    L3 (no kernel_config.py, an orchestration/host_orch.py: PyPTO's rule) runs the
+    host driver with one worker process per device id; L2 runs in this process.
+    """
     from .runtime.dfx import write_args_dump, write_swimlane
     from .runtime.executor import HostExecutor
 
     for line in config.unsupported():
         say(line)
     say("[execute] running on the host runtime (pypto_build: a functional CPU reference, not an NPU model)...")
+    if not (sub_dir / "kernel_config.py").exists() and (sub_dir / "orchestration" / "host_orch.py").exists():
+        from .meta import load_distributed_meta
+        from .runtime.l3 import run_distributed
+        ids = device_ids or load_distributed_meta(sub_dir / "distributed_meta.json").distributed_config.device_ids
+        return run_distributed(sub_dir, args, config=config, device_ids=ids, say=say)
     threshold = LOG_LEVELS.index(config.effective_log_level)
 
     def log(level: str, text: str) -> None:

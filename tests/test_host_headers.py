@@ -157,41 +157,55 @@ LAYOUT_PROGRAM = r"""
 #include "tensor.h"
 static_assert(sizeof(ChipTensor) == 128, "size");
 static_assert(offsetof(ChipTensor, strides) == 72, "strides");
-#define OFF(f) std::printf(#f " %zu\n", offsetof(ChipTensor, f))
+#define FIELD(f) std::printf(#f " %zu %zu\n", offsetof(ChipTensor, f), sizeof(ChipTensor::f))
+#define DTYPE(d) std::printf("enum_" #d " %d\n", (int)DataType::d)
 int main() {
     std::printf("sizeof %zu\nalignof %zu\n", sizeof(ChipTensor), alignof(ChipTensor));
-    std::printf("buffer.addr %zu\nbuffer.size %zu\n", offsetof(ChipTensor, buffer) + offsetof(PTOBufferHandle, addr),
-                offsetof(ChipTensor, buffer) + offsetof(PTOBufferHandle, size));
-    OFF(owner_task_id); OFF(start_offset); OFF(version); OFF(ndims); OFF(dtype); OFF(manual_dep);
-    OFF(is_contiguous); OFF(address_space); OFF(shapes); OFF(extent_elem_cache); OFF(strides); OFF(padding);
+    std::printf("buffer.addr %zu %zu\nbuffer.size %zu %zu\n",
+                offsetof(ChipTensor, buffer) + offsetof(PTOBufferHandle, addr), sizeof(PTOBufferHandle::addr),
+                offsetof(ChipTensor, buffer) + offsetof(PTOBufferHandle, size), sizeof(PTOBufferHandle::size));
+    FIELD(owner_task_id); FIELD(start_offset); FIELD(version); FIELD(ndims); FIELD(dtype); FIELD(manual_dep);
+    FIELD(is_contiguous); FIELD(address_space); FIELD(shapes); FIELD(extent_elem_cache); FIELD(strides);
+    FIELD(padding);
     std::printf("trivially_copyable %d\n", (int)std::is_trivially_copyable<ChipTensor>::value);
     std::printf("MAX_TENSOR_DIMS %u\n", MAX_TENSOR_DIMS);
-    const DataType all[] = {DataType::FLOAT32, DataType::FLOAT16, DataType::INT32, DataType::INT16,
-        DataType::INT8, DataType::UINT8, DataType::BFLOAT16, DataType::INT64, DataType::UINT64,
-        DataType::UINT16, DataType::UINT32, DataType::BOOL, DataType::FP8E4M3FN, DataType::FP8E8M0,
-        DataType::FP4E2M1};
-    for (DataType d : all) std::printf("enum_value %d\n", (int)d);
+    std::printf("PTO2_EXTERNAL_TASK_ID %llu\n", (unsigned long long)PTO2_EXTERNAL_TASK_ID);
+    std::printf("AddressSpace::DEVICE %d\n", (int)AddressSpace::DEVICE);
+    %DTYPES%
     std::printf("dtype_size %zu\n", sizeof(DataType));
     return 0;
 }
-"""
+""".replace("%DTYPES%", " ".join(f"DTYPE({name});" for name in DTYPES))
+
+
+def compile_and_run(tmp_path: Path, source: str) -> dict[str, list[int]]:
+    """Build `source` against the host headers (-Wall -Werror), run it, parse its `key value...` lines."""
+    (tmp_path / "probe.cpp").write_text(source)
+    run([CXX, "-std=c++17", "-O0", "-Wall", "-Werror", f"-I{INCLUDE}", "-o", "probe", "probe.cpp"], tmp_path)
+    out = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout
+    values: dict[str, list[int]] = {}
+    for line in out.splitlines():
+        key, *nums = line.split(" ")
+        assert key not in values, key
+        values[key] = [int(n) for n in nums]
+    return values
 
 
 def test_chip_tensor_layout_matches_the_runtime(tmp_path):
-    (tmp_path / "layout.cpp").write_text(LAYOUT_PROGRAM)
-    run([CXX, "-std=c++17", "-O0", "-Wall", "-Werror", f"-I{INCLUDE}", "-o", "layout", "layout.cpp"], tmp_path)
-    out = subprocess.run([str(tmp_path / "layout")], capture_output=True, text=True, check=True).stdout
-    values: dict[str, list[int]] = {}
-    for line in out.splitlines():
-        key, value = line.rsplit(" ", 1)
-        values.setdefault(key, []).append(int(value))
-    assert values["sizeof"] == [128]
-    assert values["alignof"] == [64]
+    """tensor.h against the documented layout and against the package's ctypes mirror (runtime/abi.py)."""
+    values = compile_and_run(tmp_path, LAYOUT_PROGRAM)
+    assert values["sizeof"] == [128] == [ctypes.sizeof(ChipTensor)]
+    assert values["alignof"] == [64]  # the mirror is packed; aligned_tensors supplies the alignment
     assert values["trivially_copyable"] == [1]
-    assert values["MAX_TENSOR_DIMS"] == [5]
-    for field, offset, _size in EXPECTED_LAYOUT:
-        assert values[field] == [offset], field
-    assert values["enum_value"] == list(range(len(DTYPES)))
+    assert values["MAX_TENSOR_DIMS"] == [5] == [MAX_TENSOR_DIMS]
+    assert values["PTO2_EXTERNAL_TASK_ID"] == [2**64 - 1] == [EXTERNAL_TASK_ID]
+    assert values["AddressSpace::DEVICE"] == [1] == [ADDRESS_SPACE_DEVICE]
+    for field, offset, size in EXPECTED_LAYOUT:
+        mirror = getattr(ChipTensor, field.split(".")[-1])  # buffer.addr is flattened to addr
+        assert values[field] == [offset, size] == [mirror.offset, mirror.size], field
+    assert [f for f, *_ in EXPECTED_LAYOUT] == ["buffer.addr", "buffer.size"] + [f for f, _ in ChipTensor._fields_[2:]]
+    assert [values[f"enum_{name}"] for name in DTYPES] == [[v] for v in range(len(DTYPES))]
+    assert [(d.name, d.value) for d in DataType] == [(name, v) for v, name in enumerate(DTYPES)]
     assert values["dtype_size"] == [1]
 
 
@@ -201,6 +215,11 @@ def test_ctypes_mirror_matches_the_documented_layout():
         name = field.split(".")[-1]
         assert getattr(ChipTensor, name).offset == offset, field
         assert getattr(ChipTensor, name).size == size, field
+    recs, raw = aligned_tensors(3)
+    assert len(recs) == 3 and ctypes.addressof(recs) % 64 == 0
+    assert ctypes.addressof(raw) <= ctypes.addressof(recs)
+    assert ctypes.addressof(recs) + 3 * 128 <= ctypes.addressof(raw) + ctypes.sizeof(raw)
+    assert ctypes.string_at(ctypes.addressof(recs), 3 * 128) == bytes(3 * 128)
 
 
 def test_tensor_header_includes_only_cheap_headers():
@@ -224,6 +243,50 @@ def test_fallback_pto_inst_is_a_labelled_empty_namespace(tmp_path):
 # ---------------------------------------------------------------------------
 # pto_orchestration_api.h
 # ---------------------------------------------------------------------------
+
+API_LAYOUT_PROGRAM = r"""
+#include <cstdio>
+#include "pto_orchestration_api.h"
+#define OPS(f) std::printf(#f " %zu %zu\n", offsetof(PTO2RuntimeOps, f), sizeof(PTO2RuntimeOps::f))
+#define ARGS(f) std::printf(#f " %zu %zu\n", offsetof(ChipTaskArgs, f##_), sizeof(ChipTaskArgs::f##_))
+#define CONST(c) std::printf(#c " %d\n", (int)c)
+int main() {
+    std::printf("sizeof_ops %zu\nsizeof_args %zu\nsizeof_config %zu\n", sizeof(PTO2RuntimeOps),
+                sizeof(ChipTaskArgs), sizeof(PTO2OrchestrationConfig));
+    OPS(abi_version); OPS(struct_size); OPS(ctx); OPS(submit_task); OPS(scope_begin); OPS(scope_end);
+    OPS(alloc_tensors); OPS(is_fatal); OPS(report_fatal); OPS(log);
+    ARGS(tensors); ARGS(scalars); ARGS(tensor_count); ARGS(scalar_count);
+    std::printf("expected_arg_count %zu %zu\n", offsetof(PTO2OrchestrationConfig, expected_arg_count),
+                sizeof(PTO2OrchestrationConfig::expected_arg_count));
+    std::printf("PTO_HOST_RUNTIME_ABI_VERSION %u\n", PTO_HOST_RUNTIME_ABI_VERSION);
+    CONST(PTO_HOST_CORE_AIC); CONST(PTO_HOST_CORE_AIV);
+    CONST(PTO_HOST_ARG_INPUT); CONST(PTO_HOST_ARG_OUTPUT); CONST(PTO_HOST_ARG_INOUT);
+    CONST(PTO_HOST_ARG_OUTPUT_EXISTING); CONST(PTO_HOST_ARG_NO_DEP);
+    CONST(PTO_HOST_LOG_DEBUG); CONST(PTO_HOST_LOG_INFO); CONST(PTO_HOST_LOG_WARN); CONST(PTO_HOST_LOG_ERROR);
+    CONST(PTO_HOST_LOG_ALWAYS);
+    return 0;
+}
+"""
+
+
+def test_api_mirror_matches_the_header(tmp_path):
+    """PTO2RuntimeOps, ChipTaskArgs, PTO2OrchestrationConfig and the enum maps of runtime/abi.py."""
+    values = compile_and_run(tmp_path, API_LAYOUT_PROGRAM)
+    for key, struct_type in (("ops", PTO2RuntimeOps), ("args", ChipTaskArgs), ("config", PTO2OrchestrationConfig)):
+        assert values[f"sizeof_{key}"] == [ctypes.sizeof(struct_type)], key
+        for name, _type in struct_type._fields_:
+            mirror = getattr(struct_type, name)
+            assert values[name] == [mirror.offset, mirror.size], f"{struct_type.__name__}.{name}"
+    assert len(PTO2RuntimeOps._fields_) == 10 and len(ChipTaskArgs._fields_) == 4  # nothing left unprobed
+    assert values["PTO_HOST_RUNTIME_ABI_VERSION"] == [ABI_VERSION]
+    assert CORE_TYPES == {values["PTO_HOST_CORE_AIC"][0]: "aic", values["PTO_HOST_CORE_AIV"][0]: "aiv"}
+    assert ARG_ROLES == {
+        values["PTO_HOST_ARG_INPUT"][0]: "in", values["PTO_HOST_ARG_OUTPUT"][0]: "out",
+        values["PTO_HOST_ARG_INOUT"][0]: "inout", values["PTO_HOST_ARG_OUTPUT_EXISTING"][0]: "out",
+        values["PTO_HOST_ARG_NO_DEP"][0]: "no_dep"}
+    assert LOG_LEVELS == {values[f"PTO_HOST_LOG_{name.upper()}"][0]: name
+                          for name in ("debug", "info", "warn", "error", "always")}
+
 
 API_PROGRAM = r"""
 #include "pto_orchestration_api.h"
@@ -270,7 +333,7 @@ def test_orchestration_api_calls_through_the_bound_ops(tmp_path):
     (tmp_path / "orch.cpp").write_text(API_PROGRAM)
     run(orch_cmd("orch.cpp", "orch.so"), tmp_path)
     lib = load_orch(tmp_path / "orch.so")
-    assert lib.pto_host_runtime_abi_version() == 1
+    assert lib.pto_host_runtime_abi_version() == ABI_VERSION == 1
 
     rec = Recorder()
     assert lib.pto_host_bind_runtime(ctypes.byref(rec.ops)) == 0
@@ -319,8 +382,12 @@ def test_bind_rejects_a_mismatched_table(tmp_path):
     rec = Recorder()
     rec.ops.abi_version = 99
     assert lib.pto_host_bind_runtime(ctypes.byref(rec.ops)) == -1
-    rec.ops.abi_version = 1
-    rec.ops.submit_task = SUBMIT()
+    rec.ops.abi_version = ABI_VERSION
+    rec.ops.struct_size -= 8  # the header compares struct_size with its sizeof(PTO2RuntimeOps)
+    assert lib.pto_host_bind_runtime(ctypes.byref(rec.ops)) == -1
+    rec.ops.struct_size = ctypes.sizeof(PTO2RuntimeOps)
+    assert lib.pto_host_bind_runtime(ctypes.byref(rec.ops)) == 0
+    rec.ops.submit_task = SUBMIT_FN()
     assert lib.pto_host_bind_runtime(ctypes.byref(rec.ops)) == -2
     assert lib.pto_host_bind_runtime(None) == 0
     nm = subprocess.run(["nm", "-D", "--defined-only", str(sub / "orchestration" / "main.so")],
@@ -357,7 +424,7 @@ def test_synth_program_runs_to_its_golden(tmp_path, intermediate):
     assert lib.pto_host_bind_runtime(ctypes.byref(rec.ops)) == 0
     tensors, _raw = aligned_tensors(2)
     for t, name in zip(tensors, ("a", "out")):
-        describe_1d(t, inputs[name].data_ptr(), inputs[name].numel())
+        fill_from_torch(t, inputs[name])
     lib.aicpu_orchestration_entry(ctypes.byref(ChipTaskArgs(ctypes.addressof(tensors), None, 2, 0)))
     assert not rec.fatal and not rec.errors
     submits = [(e[1], e[2], e[3]) for e in rec.events if e[0] == "submit"]
