@@ -15,6 +15,7 @@ _EXPORTS = {
     "replay": "replayer", "ReplayResult": "replayer", "RunConfig": "runconfig",
     "CompiledProgram": "program", "BenchmarkStats": "program", "benchmark": "program",
     "write_run_script": "runner_script",
+    "DistributedCompiledProgram": "program_l3", "DistributedConfig": "program_l3",
 }
 
 __all__ = ["__version__", *_EXPORTS]
