@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pypto_build import synth
+from pypto_build.runtime.abi import aligned_tensors
 
 PKG = Path(synth.__file__).resolve().parent
 INCLUDE = PKG / "runtime" / "host" / "include"
@@ -229,7 +230,13 @@ def compile_kernel(sub: Path, cpp: Path, out: str, defines: list[str]) -> Path:
 
 
 def chip_tensor_bytes(addr: int, elems: int, start_offset: int) -> bytes:
-    """A ChipTensor record (128 bytes) for a 1-D fp32 view, packed by hand."""
+    """A ChipTensor record (128 bytes) for a 1-D fp32 view, packed by hand.
+
+    Deliberately not pypto_build.runtime.abi.ChipTensor: this spells out the
+    documented layout on its own, so the kernels are checked against it
+    independently of the package's ctypes mirror (tests/test_host_headers.py
+    checks that mirror against tensor.h).
+    """
     shapes = (elems, 0, 0, 0, 0)
     strides = (1, 1, 1, 1, 1)
     rec = struct.pack("<QQQQiIBBBB5IQ5I36x", addr, (elems + start_offset) * 4, 2**64 - 1, start_offset,
@@ -243,11 +250,11 @@ def call_kernel(so: Path, a: list[float], out: list[float], *, offset: int = 3) 
     n = len(a)
     a_buf = (ctypes.c_float * (n + offset))(*([-1.0] * offset + a))
     out_buf = (ctypes.c_float * (n + offset))(*([-7.0] * offset + out))
-    recs = ctypes.create_string_buffer(128 * 2 + 64)
-    base = (ctypes.addressof(recs) + 63) // 64 * 64
-    ctypes.memmove(base, chip_tensor_bytes(ctypes.addressof(a_buf), n, offset), 128)
-    ctypes.memmove(base + 128, chip_tensor_bytes(ctypes.addressof(out_buf), n, offset), 128)
-    args = (ctypes.c_int64 * 3)(base, base + 128, n)
+    recs, _raw = aligned_tensors(2)  # ChipTensor is alignas(64)
+    a_rec, out_rec = ctypes.addressof(recs[0]), ctypes.addressof(recs[1])
+    ctypes.memmove(a_rec, chip_tensor_bytes(ctypes.addressof(a_buf), n, offset), 128)
+    ctypes.memmove(out_rec, chip_tensor_bytes(ctypes.addressof(out_buf), n, offset), 128)
+    args = (ctypes.c_int64 * 3)(a_rec, out_rec, n)
     lib = ctypes.CDLL(str(so))
     lib.kernel_entry.argtypes = [ctypes.POINTER(ctypes.c_int64)]
     lib.kernel_entry.restype = None
