@@ -270,16 +270,23 @@ def write_l3(
     kernels: int = 2,
     device_ids: tuple[int, ...] = (0, 1),
     pto: bool = False,
+    golden: bool = False,
 ) -> Path:
     """Write an L3 (distributed) build directory at `root`; return `root`.
 
     Root: `distributed_meta.json` (schema 2) and `orchestration/host_orch.py`
-    (one entry carrying `_pypto_distributed_entry = True`), no top-level
-    kernel_config.py / compiled_meta.json. One sub-build per chip under
-    `next_levels/<chip>/`, each like `write_l2` (orchestration named after the
-    chip) but without compiled_meta.json. The host program runs the chips in
-    sequence on each rank's row: chip 0 reads `a`, the last chip writes `out`.
-    `pto` as in `write_l2`, for every chip.
+    in the shape PyPTO's distributed codegen emits for a comm-free program
+    (its imports, the `(orch, _args, config, *, tensors, callables, sub_ids,
+    _keep, world_size, _domain_provider=None)` entry marked
+    `_pypto_distributed_entry = True`, `_alloc_intermediates`, per-rank views
+    into `tensors`, one `TaskArgs` per dispatch, `_submit_chip(..., rank)`),
+    no top-level kernel_config.py / compiled_meta.json. One sub-build per chip
+    under `next_levels/<chip>/`, each like `write_l2` (orchestration named
+    after the chip) but without compiled_meta.json. Params `a`, `out` are
+    [world, 16]; rank r runs the chips in sequence on row r: chip 0 reads
+    `a`, chip i > 0 reads the shared intermediate `mid_<i-1>`, the last chip
+    writes `out`. `pto` as in `write_l2`, for every chip; `golden` also
+    writes golden.py (fixed-seed inputs, the expected `out`).
     """
     root = Path(root)
     chips = tuple(chips)
@@ -307,47 +314,88 @@ def write_l3(
         },
     }
     write_text(root / "distributed_meta.json", json.dumps(meta, indent=2))
-    write_text(root / "orchestration" / "host_orch.py", _host_orch_py(chips, size))
+    write_text(root / "orchestration" / "host_orch.py", _host_orch_py(chips, world, size))
+    if golden:
+        write_text(root / "golden.py", _golden_l3_py(len(chips), kernels, world, size))
     return root
 
 
-def _host_orch_py(chips: tuple[str, ...], size: int) -> str:
+def _host_orch_py(chips: tuple[str, ...], world: int, size: int) -> str:
     lines = [
-        "# Host orchestration (PyPTO-style, written by pypto_build.synth).",
         "import torch",
-        "from simpler.task_interface import TaskArgs, TensorArgType",
+        "from simpler.task_interface import CallConfig, CommBufferSpec, DataType, TaskArgs, TensorArgType",
         "from pypto.runtime.tensor_arg import make_tensor_arg",
         "from pypto.runtime.distributed_runner import _submit_chip",
         "",
         "def _alloc_intermediates(tensors, world_size=1):",
     ]
-    if len(chips) > 1:
-        for i in range(len(chips) - 1):
-            lines.append(
-                f'    tensors["mid_{i}"] = torch.zeros((max(world_size, 1), {size}), dtype=torch.float32).share_memory_()'
-            )
-    else:
+    for i in range(len(chips) - 1):
+        lines.append(f'    tensors["mid_{i}"] = torch.zeros(({world}, {size}), dtype=torch.float32).share_memory_()')
+    if len(chips) == 1:
         lines.append("    return None")
     lines += [
         "",
-        "def host_orch(orch, _args, config, *, tensors, callables, sub_ids, _keep, world_size):",
-        "    for r__idx in range(0, world_size, 1):",
+        "def host_orch(orch, _args, config, *, tensors, callables, sub_ids, _keep, world_size, _domain_provider=None):",
+        "    t__tmp_v0 = world_size",
+        "    for rank__idx_v0 in range(0, t__tmp_v0, 1):",
     ]
+    tmp = 1
     for i, chip in enumerate(chips):
         src = "a" if i == 0 else f"mid_{i - 1}"
         dst = "out" if i == len(chips) - 1 else f"mid_{i}"
         ta = f"_ta_{i}"
         lines += [
-            f'        tensors["t__in_{i}"] = tensors["{src}"][r__idx, 0:{size}]',
-            f'        tensors["t__out_{i}"] = tensors["{dst}"][r__idx, 0:{size}]',
+            f'        tensors["t__tmp_v{tmp}"] = tensors["{src}"][rank__idx_v0, 0:{size}]',
+            f'        tensors["t__tmp_v{tmp + 1}"] = tensors["{dst}"][rank__idx_v0, 0:{size}]',
             f"        {ta} = TaskArgs()",
-            f'        {ta}.add_tensor(make_tensor_arg(orch._worker, tensors["t__in_{i}"]), TensorArgType.INPUT)',
-            f'        {ta}.add_tensor(make_tensor_arg(orch._worker, tensors["t__out_{i}"]), TensorArgType.OUTPUT_EXISTING)',
+            f'        {ta}.add_tensor(make_tensor_arg(orch._worker, tensors["t__tmp_v{tmp}"]), TensorArgType.INPUT)',
+            f'        {ta}.add_tensor(make_tensor_arg(orch._worker, tensors["t__tmp_v{tmp + 1}"]), '
+            "TensorArgType.OUTPUT_EXISTING)",
             f"        _keep.append({ta})",
-            f'        _submit_chip(orch, callables["{chip}"], {ta}, config, r__idx)',
+            f'        _submit_chip(orch, callables["{chip}"], {ta}, config, rank__idx_v0)',
         ]
+        tmp += 2
     lines += ["", "host_orch._pypto_distributed_entry = True", ""]
     return "\n".join(lines) + "\n"
+
+
+def _golden_l3_py(chips: int, kernels: int, world: int, size: int) -> str:
+    steps = ["        y = x * 1.0  # func_id 0"]
+    for func_id in range(1, kernels):
+        steps.append(f"        y = y * 0.5 + x * {float(func_id + 1)!r}  # func_id {func_id}")
+    body = "\n".join(steps)
+    return f'''"""
+Auto-generated golden script — do not edit by hand.
+
+Generated by pypto_build.synth (PyPTO golden.py format; inputs come from a
+fixed torch seed, so no data/ files are needed).
+"""
+
+import torch
+
+__outputs__ = ['out']
+RTOL = 1e-05
+ATOL = 1e-05
+
+def generate_inputs(params):
+    """Generate inputs as a list of (name, value) tuples."""
+    gen = torch.Generator().manual_seed({GOLDEN_SEED})
+    a = torch.randn(({world}, {size}), generator=gen, dtype=torch.float32)
+    out = torch.zeros(({world}, {size}), dtype=torch.float32)
+
+    return [
+        ("a", a),
+        ("out", out),
+    ]
+
+
+def compute_golden(tensors, params):
+    x = tensors["a"]
+    for _chip in range({chips}):  # every rank runs the chips in sequence on its own row
+{body}
+        x = y
+    tensors["out"][:] = x
+'''
 
 
 def write_multi_orch(

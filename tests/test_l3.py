@@ -1,0 +1,177 @@
+"""Distributed (L3) replay on the host runtime: pypto_build.runtime.l3.run_distributed."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from pypto_build import synth
+from pypto_build.api import build
+from pypto_build.golden import load_golden
+from pypto_build.runconfig import RunConfig
+from pypto_build.runtime.executor import ExecutorError
+from pypto_build.runtime.l3 import run_distributed
+
+from conftest import copy_dir
+
+HOST = RunConfig()
+ENTRY_LINE = "host_orch._pypto_distributed_entry = True"
+
+
+@pytest.fixture(scope="session")
+def built_l3g(tmp_path_factory) -> Path:
+    root = synth.write_l3(tmp_path_factory.mktemp("pristine3g") / "l3", golden=True)
+    build(root, jobs=2)
+    return root
+
+
+@pytest.fixture
+def l3g(built_l3g, tmp_path) -> Path:
+    return copy_dir(built_l3g, tmp_path / "l3")
+
+
+def inputs(root: Path) -> dict[str, torch.Tensor]:
+    return dict(load_golden(root).inputs())
+
+
+def run(root: Path, named: dict[str, torch.Tensor], config: RunConfig = HOST, lines: list | None = None) -> list[str]:
+    say = lines.append if lines is not None else (lambda _line: None)
+    return run_distributed(root, list(named.values()), config=config, device_ids=(0, 1), say=say)
+
+
+def expected_out(named: dict[str, torch.Tensor], chip_b_half: float = 0.5) -> torch.Tensor:
+    """Both chips: y = x; y = y * c + 2x (c = 0.5, or `chip_b_half` for chip_b)."""
+    x = named["a"]
+    for c in (0.5, chip_b_half):
+        x = x * 1.0 * c + x * 2.0
+    return x
+
+
+def edit_host_orch(root: Path, old: str, new: str) -> None:
+    path = root / "orchestration" / "host_orch.py"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_result_matches_golden_in_place_and_stand_ins_are_removed(l3g):
+    named = inputs(l3g)
+    out = named["out"]
+    ptr = out.data_ptr()
+    lines: list[str] = []
+    assert run(l3g, named, lines=lines) == []
+    assert out.data_ptr() == ptr and named["out"] is out  # written into the caller's own storage
+    golden = load_golden(l3g)
+    torch.testing.assert_close(out, golden.expected(named)["out"], rtol=golden.rtol, atol=golden.atol)
+    assert any("4 dispatch(es)" in line for line in lines)
+    assert not {"simpler", "pypto", "pypto.runtime.distributed_runner"} & set(sys.modules)
+
+
+def test_shared_caller_tensors_are_used_directly(l3g):
+    named = {k: v.share_memory_() for k, v in inputs(l3g).items()}
+    ptr = named["out"].data_ptr()
+    run(l3g, named)
+    assert named["out"].data_ptr() == ptr
+    torch.testing.assert_close(named["out"], expected_out(named))
+
+
+def test_unplaced_dispatches_go_round_robin_and_cross_rank_order_holds(l3g):
+    # _submit_chip(..., None): chip_a of a row runs on rank 0, chip_b (reading chip_a's row) on rank 1.
+    path = l3g / "orchestration" / "host_orch.py"
+    path.write_text(path.read_text().replace("config, rank__idx_v0)", "config, None)"))
+    named = inputs(l3g)
+    files = run(l3g, named, RunConfig(enable_dump_args=1))
+    torch.testing.assert_close(named["out"], expected_out(named))
+    programs = {Path(f).parent.relative_to(l3g / "dfx_outputs").as_posix(): json.loads(Path(f).read_text())
+                for f in files if f.endswith("dispatch_program.json")}
+    assert programs == {"rank0/d0": {"program": "chip_a"}, "rank0/d1": {"program": "chip_a"},
+                        "rank1/d0": {"program": "chip_b"}, "rank1/d1": {"program": "chip_b"}}
+
+
+@pytest.mark.parametrize("old,new,named_feature", [
+    ("    t__tmp_v0 = world_size\n",
+     "    t__tmp_v0 = world_size\n    with (_domain_provider or orch.allocate_domain)(name=\"comm_d0\", "
+     "workers=[*range(world_size)], window_size=32, buffers=[CommBufferSpec(name=\"b\", dtype=\"opaque\", "
+     "count=8, nbytes=32)]) as __comm_d0:\n        pass\n",
+     "communication domains (orch.allocate_domain)"),
+    ("import make_tensor_arg\n", "import make_tensor_arg\nfrom simpler.task_interface import Tensor\n",
+     "simpler.task_interface.Tensor"),
+    ("        _keep.append(_ta_0)\n", "        orch.submit_sub(sub_ids[\"sampler\"], _ta_0)\n",
+     "SubWorkers (orch.submit_sub)"),
+    ("TensorArgType.OUTPUT_EXISTING)", "TensorArgType.OUTPUT)", "runtime-allocated outputs"),
+])
+def test_unimplemented_feature_is_one_line_naming_it(l3, old, new, named_feature):
+    edit_host_orch(l3, old, new)
+    with pytest.raises(ExecutorError) as info:
+        run(l3, {"a": torch.zeros(2, 16), "out": torch.zeros(2, 16)})
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"host runtime: {named_feature}")
+    assert "not implemented for distributed programs" in message and "host_orch.py" in message
+    assert "simpler" not in sys.modules
+
+
+@pytest.mark.parametrize("extra,found", [("", "found 0"), ("host_orch._pypto_distributed_entry = True\n"
+                                                            "helper = lambda: None\n"
+                                                            "def other(*a, **k):\n    pass\n"
+                                                            "other._pypto_distributed_entry = True\n",
+                                                            "found 2: host_orch, other")])
+def test_entry_must_be_unique(l3, extra, found):
+    edit_host_orch(l3, ENTRY_LINE + "\n", extra)
+    with pytest.raises(ExecutorError, match=f"exactly one function marked `_pypto_distributed_entry = True`, "
+                                            f"{found}"):
+        run(l3, {"a": torch.zeros(2, 16), "out": torch.zeros(2, 16)})
+
+
+def test_host_orch_bug_names_its_line(l3):
+    edit_host_orch(l3, "    t__tmp_v0 = world_size\n", "    t__tmp_v0 = world_size\n    tensors[\"nope\"]\n")
+    with pytest.raises(ExecutorError, match=r"host_orch\.py:\d+: KeyError: 'nope'"):
+        run(l3, {"a": torch.zeros(2, 16), "out": torch.zeros(2, 16)})
+
+
+def test_bad_arguments_and_unbuilt_chip_are_clear(tmp_path):
+    root = synth.write_l3(tmp_path / "l3")  # not built
+    with pytest.raises(ExecutorError, match=r"takes 2 arguments \(a, out\), got 1"):
+        run_distributed(root, [torch.zeros(2, 16)], config=HOST, device_ids=(0, 1), say=lambda _l: None)
+    with pytest.raises(ExecutorError, match=r"rank [01] \(device [01]\), dispatch d0 \(chip_a\): .*build the dir"):
+        run(root, {"a": torch.zeros(2, 16), "out": torch.zeros(2, 16)})
+
+
+def test_diagnostics_per_rank_and_dispatch_replace_stale_dirs(l3g):
+    dfx = l3g / "dfx_outputs"
+    for stale in ("rank0/d7", "rank5/d0"):
+        (dfx / stale).mkdir(parents=True)
+        (dfx / stale / "old.json").write_text("{}")
+    (dfx / "rank0" / "notes").mkdir()
+    named = inputs(l3g)
+    files = run(l3g, named, RunConfig(enable_chip_swimlane=1, enable_dump_args=1))
+    assert not (dfx / "rank0/d7").exists() and not (dfx / "rank5/d0").exists()
+    assert (dfx / "rank0" / "notes").is_dir()  # only d<k> dirs are dispatch dirs
+    assert all(Path(f).is_file() for f in files)
+    for rank in (0, 1):
+        for k, chip in enumerate(("chip_a", "chip_b")):
+            leaf = dfx / f"rank{rank}" / f"d{k}"
+            assert json.loads((leaf / "dispatch_program.json").read_text()) == {"program": chip}
+            (swim,) = leaf.glob("merged_swimlane_*.json")
+            events = json.loads(swim.read_text())["traceEvents"]
+            assert {e["name"] for e in events if e.get("cat") in ("aic", "aiv")} == \
+                {f"{chip}_incore_0_aic", f"{chip}_incore_1_aiv"}
+            tasks = json.loads((leaf / "args_dump" / "args_dump.json").read_text())["tasks"]
+            assert [t["kernel"] for t in tasks] == [f"{chip}_incore_0_aic", f"{chip}_incore_1_aiv"]
+            assert tasks[0]["args"][0]["shape"] == [16]
+    assert len(files) == 12
+    torch.testing.assert_close(named["out"], expected_out(named))
+
+
+def test_editing_one_chip_kernel_and_rebuilding_changes_the_result(l3g):
+    kernel = synth.kernel_path(l3g / "next_levels" / "chip_b", 1)
+    kernel.write_text(kernel.read_text().replace("out[i] * 0.5f", "out[i] * 0.25f"))
+    result = build(l3g)
+    assert result.compiled  # only chip_b's kernel is rebuilt
+    named = inputs(l3g)
+    run(l3g, named)
+    torch.testing.assert_close(named["out"], expected_out(named, chip_b_half=0.25))
+    assert not torch.allclose(named["out"], expected_out(named))
