@@ -9,9 +9,9 @@ def task_test():
 
 
 def task_lint():
-    """Byte-compile everything and look for code written twice."""
+    """Byte-compile everything and run pyflakes (the examples are generated-style data, left out)."""
     return {"actions": ["python -m compileall -q pypto_build tests bench",
-                        "python -m pyflakes pypto_build tests bench"],
+                        "git ls-files '*.py' | grep -v '^pypto_build/examples/' | xargs python -m pyflakes"],
             "uptodate": [False]}
 
 

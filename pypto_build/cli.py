@@ -81,9 +81,12 @@ def _parser() -> argparse.ArgumentParser:
                                    "+ bias)) to DEST, replay it with validation, then edit one kernel and replay "
                                    "again to show that only that kernel recompiles. An existing copy is kept with "
                                    "your edits and just replayed.")
-    e.add_argument("dest", type=Path, nargs="?", default=Path("pypto_build_example"), metavar="DEST",
+    e.add_argument("dest", type=Path, nargs="?", default=None, metavar="DEST",
                    help="where the copy lives (default ./pypto_build_example)")
     e.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
+    e.add_argument("--l3", action="store_true",
+                   help="the distributed example instead: two chip programs on two ranks (default DEST "
+                        "./pypto_build_example_l3)")
 
     d = sub.add_parser("doit", help="run a doit command (list, info, forget, clean, ...) on DIR's graph",
                        description="Run one of doit's commands on the task graph of DIR, e.g. "
@@ -216,13 +219,16 @@ def _example(args) -> int:
     from .api import run_graph
     from .engine import load_graph
 
-    dest = args.dest
+    name, what, kernel = (("two_chips", "two chip programs on two ranks, comm-free",
+                           "next_levels/chip_b/kernels/aiv/chip_b_incore_1_aiv.cpp") if args.l3 else
+                          ("matmul_relu", "out = relu(a @ b + bias)", "kernels/aiv/matmul_relu_incore_1_aiv.cpp"))
+    dest = args.dest or Path("pypto_build_example_l3" if args.l3 else "pypto_build_example")
     fresh = not dest.exists()
     if fresh:
-        shutil.copytree(Path(__file__).resolve().parent / "examples" / "matmul_relu", dest)
-        for raw in (dest / "ptoas").glob("*.cpp"):
+        shutil.copytree(Path(__file__).resolve().parent / "examples" / name, dest)
+        for raw in dest.rglob("ptoas/*.cpp"):
             os.utime(raw)        # a fresh ir.compile() output: raw ptoas output newer than its .pto
-        print(f"pypto-build: copied the example (out = relu(a @ b + bias)) to {dest}")
+        print(f"pypto-build: copied the example ({what}) to {dest}")
 
     def replay_once() -> bool:
         graph = load_graph(dest.resolve(), "host", validate_on_replay=True)
@@ -231,14 +237,14 @@ def _example(args) -> int:
 
     if not replay_once():
         return 1
-    kernel = dest / "kernels" / "aiv" / "matmul_relu_incore_1_aiv.cpp"
+    kernel = dest / kernel
     if fresh:
         print(f"\npypto-build: now editing {kernel} (a comment) and replaying: only that kernel recompiles")
         with open(kernel, "a", encoding="utf-8") as handle:
             handle.write("// edited by `pypto-build example` to show an incremental rebuild\n")
         if not replay_once():
             return 1
-    print(f"\npypto-build: edit {dest}/kernels/*/*.cpp or {dest}/ptoas/*.pto, then run "
+    print(f"\npypto-build: edit the kernels (or ptoas/*.pto) under {dest}, then run "
           f"`pypto-build replay --validate {dest}`")
     return 0
 

@@ -404,18 +404,19 @@ def write_multi_orch(
     orchs: tuple[str, ...] = ("orch_a", "orch_b"),
     kernels: int = 2,
     pto: bool = False,
+    golden: bool = False,
 ) -> Path:
     """Write a multi-orch L2 parent at `root`; return `root`.
 
     No top-level markers; each `next_levels/<orch>/` is a complete L2
     sub-build written by `write_l2` (with its own compiled_meta.json);
-    `pto` as in `write_l2`.
+    `pto` and `golden` as in `write_l2`.
     """
     root = Path(root)
     orchs = tuple(orchs)
     if not orchs or len(set(orchs)) != len(orchs):
         raise ValueError(f"orchs must be non-empty and distinct, got {orchs!r}")
     for orch in orchs:
-        write_l2(root / "next_levels" / orch, kernels=kernels, orch_name=orch, pto=pto)
+        write_l2(root / "next_levels" / orch, kernels=kernels, orch_name=orch, pto=pto, golden=golden)
     return root
 

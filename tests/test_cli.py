@@ -103,3 +103,12 @@ def test_cli_reference_in_docs_matches_the_parser():
     from pypto_build.cli import reference
     committed = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
     assert committed == reference(), "regenerate docs/cli.md (command at its top)"
+
+
+def test_example_l3_replays_two_ranks_and_rebuilds_one_kernel(tmp_path):
+    dest = tmp_path / "ex3"
+    out = run("pypto-build", "example", "--l3", str(dest))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("Golden validation: PASSED") == 2 and "2 rank(s)" in out.stdout
+    second = out.stdout.split("now editing")[1]
+    assert "compile:chip_b/aiv/chip_b_incore_1_aiv" in second and "1 compiled, 5 up to date" in second
