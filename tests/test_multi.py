@@ -47,3 +47,18 @@ def test_distributed_program_from_dir_with_config_override(tmp_path):
         DistributedConfig(device_ids=[1, 1])
     with pytest.raises(FileNotFoundError, match="not a distributed"):
         DistributedCompiledProgram.from_dir(synth.write_l2(tmp_path / "l2"))
+
+
+def test_replay_api_and_doit_replay_on_an_l3_dir(tmp_path):
+    import subprocess
+    from pypto_build import replay
+    root = synth.write_l3(tmp_path / "l3", golden=True)
+    golden = load_golden(root)
+    names = [n for n, _ in golden.inputs()]
+    values = [v for _, v in golden.inputs()]
+    out = values[names.index("out")]
+    result = replay(root, *values, validate=True, progress=None)
+    assert result.validated == ["out"] and out.abs().sum() > 0
+    done = subprocess.run(["doit", "replay", "--validate"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Golden validation: PASSED" in done.stdout and "2 rank(s)" in done.stdout
