@@ -151,7 +151,7 @@ def _next_level_names(root: Path) -> list[str]:
 
 def confine(root: Path, path: Path, what: str) -> Path:
     """`path` with symlinks resolved; LayoutError when it leaves `root`."""
-    real_root = os.path.realpath(root)
+    real_root = _realpath(os.fspath(root))
     real = _realpath(os.fspath(path))
     if real != real_root and not real.startswith(real_root + os.sep):
         raise LayoutError(f"{path}: {what} resolves outside the build directory {root} (to {real}); "
@@ -170,7 +170,7 @@ def _realpath(path: str) -> str:
     lstat'ed. Paths with `..` or a symlinked file take the full resolution.
     """
     parent, name = os.path.split(os.path.abspath(path))
-    if name in ("", ".", "..") or ".." in Path(path).parts:
+    if name in ("", ".", "..") or ".." in path.split(os.sep):
         return os.path.realpath(path)
     real_parent = _real_dirs.get(parent)
     if real_parent is None:

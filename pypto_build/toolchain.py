@@ -113,11 +113,10 @@ class Platform:
 
 def argv_key(argv: tuple[str, ...], covered: dict[str, str]) -> str:
     """Digest of a command line with covered roots replaced by placeholders."""
-    def norm(arg: str) -> str:
-        for placeholder, root in covered.items():
-            arg = arg.replace(root, placeholder)
-        return arg
-    return text_digest(*(norm(a) for a in argv))
+    line = "\0".join(argv)
+    for placeholder, root in covered.items():
+        line = line.replace(root, placeholder)
+    return text_digest(line)
 
 
 def host_platform(env: dict | None = None) -> Platform:

@@ -62,15 +62,17 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
 def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: float) -> CompileUnit:
     src = kernel_source(sub, k, layout.root)
     incs = [_arg_path(layout.root, sub.path, d) for d in include_dirs(sub, k, layout.root)]
+    stem = src.stem
     if k.external:
         # External kernels have no sidecar next to their source (PyPTO §6.2); ours lives in the sub-build.
-        out_rel = f"cache/external/{k.func_id}_{k.core_type}_{src.stem}{platform.binary_suffix}"
+        out_rel = f"cache/external/{k.func_id}_{k.core_type}_{stem}{platform.binary_suffix}"
+        src_arg = source = str(src)
     else:
-        out_rel = _rel_to(sub.path, src.with_suffix(platform.binary_suffix))
-    src_arg = str(src) if k.external else _rel_to(sub.path, src)
+        src_arg = _rel_to(sub.path, src)
+        out_rel = os.path.splitext(src_arg)[0] + platform.binary_suffix
+        source = _join(sub.rel, src_arg)
     argv = kernel_argv(platform, k.core_type, src_arg, out_rel, incs)
-    source = str(src) if k.external else _join(sub.rel, _rel_to(sub.path, src))
-    unit_name = f"{k.core_type}/{src.stem}"
+    unit_name = f"{k.core_type}/{stem}"
     return _unit(f"compile:{sub.label(unit_name)}", "kernel", sub, source, out_rel, argv, platform, timeout)
 
 
@@ -103,7 +105,8 @@ def _check_unique(sub: SubBuild, units: list[CompileUnit]) -> None:
 
 
 def _rel_to(base: Path, path: Path) -> str:
-    return Path(os.path.relpath(path, base)).as_posix()
+    rel = os.path.relpath(path, base)
+    return rel if os.sep == "/" else Path(rel).as_posix()
 
 
 def _arg_path(root: Path, base: Path, path: Path) -> str:
