@@ -52,7 +52,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="also build next_levels/ sub-builds that orchestration/host_orch.py never references")
     b.add_argument("-k", "--keep-going", action="store_true", help="go on building other units after a failure")
     b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    b.add_argument("-n", "--dry-run", action="store_true",
+                   help="list what would run and why; run nothing, write nothing")
     b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    x = sub.add_parser("explain", help="say, for each stale unit, exactly what changed",
+                       description="For each unit that would run, say why: which input (and which header), the "
+                                   "command line, the compiler, which identity, a missing or modified output, or "
+                                   "--recompile. Runs nothing and writes nothing.")
+    x.add_argument("dir", type=Path, metavar="DIR")
+    x.add_argument("units", nargs="*", metavar="UNIT", help="only these tasks (e.g. compile:aiv/k0)")
+    x.add_argument("--all", action="store_true", help="also list the units that are up to date")
+    x.add_argument("--platform", default=None, help="target platform (default host)")
+    x.add_argument("--no-rebuild-from-pto", action="store_true", help="as for build")
 
     r = sub.add_parser("replay", help="build what changed, then run DIR on golden.py's inputs (host runtime)",
                        description="Build what changed (content-keyed), run the program on golden.py's inputs on "
@@ -153,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
             return _build(args)
         if args.verb == "example":
             return _example(args)
+        if args.verb == "explain":
+            return _explain(args, args.units, args.all)
         if args.verb in ("replay", "validate"):
             return _replay(args)
         if args.verb == "emit-runner":
@@ -175,8 +189,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _explain(args, units: list[str], all_tasks: bool) -> int:
+    from .engine import load_graph
+    from .explain import explain, format_lines
+    from .pto_plan import pto_options
+
+    graph = load_graph(args.dir.resolve(), args.platform, pto_options(False if args.no_rebuild_from_pto else None),
+                       include_stale=getattr(args, "include_stale", False))
+    for line in format_lines(explain(graph, units or None), all_tasks=all_tasks or bool(units)):
+        print(line)
+    return 0
+
+
 def _build(args) -> int:
     from .api import build
+    if args.dry_run:
+        return _explain(args, args.tasks, False)
     result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
                    keep_going=args.keep_going, tasks=args.tasks, ptoas=args.ptoas,
                    rebuild_from_pto=False if args.no_rebuild_from_pto else None, include_stale=args.include_stale,

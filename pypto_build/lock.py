@@ -16,20 +16,23 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
-def dir_lock(state_dir: Path, *, quiet: bool = False) -> Iterator[None]:
+def dir_lock(state_dir: Path, *, quiet: bool = False, shared: bool = False) -> Iterator[None]:
+    """Hold the directory's lock: exclusive for runs, shared (and writing nothing) for readers."""
     state_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
             if not quiet:
                 holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
                 print(f"pypto-build: waiting for another run on {state_dir.parent} (pid {holder})",
                       file=sys.stderr, flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+            fcntl.flock(fd, mode)
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
         os.close(fd)

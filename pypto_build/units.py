@@ -91,7 +91,8 @@ def _unit(task: str, kind: str, sub: SubBuild, source: str, out_rel: str, argv: 
           platform: Platform, timeout: float) -> CompileUnit:
     covered = platform.covered_roots()
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP),
-                       argv_key(argv, covered), tuple(covered.values()), timeout)
+                       # The compiler itself is its own input (identity), so the key covers only its arguments.
+                       argv_key(argv[len(platform.compiler.command):], covered), tuple(covered.values()), timeout)
 
 
 def _check_unique(sub: SubBuild, units: list[CompileUnit]) -> None:

@@ -1,0 +1,109 @@
+"""`pypto-build explain` and `build --dry-run`: the reason for each kind of staleness, and nothing written."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import edit
+from pypto_build import synth
+from pypto_build.api import build
+from pypto_build.engine import load_graph
+from pypto_build.explain import explain
+
+K0, K1 = "compile:aic/main_incore_0_aic", "compile:aiv/main_incore_1_aiv"
+
+
+def reasons(root: Path) -> dict[str, str]:
+    return {e.task: e.reason for e in explain(load_graph(root)) if e.status != "up-to-date"}
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            st = os.stat(p)
+            out[p] = (st.st_mtime_ns, st.st_size, hashlib.sha256(Path(p).read_bytes()).hexdigest())
+    return out
+
+
+def test_never_built_creates_nothing(tmp_path):
+    root = synth.write_l2(tmp_path / "d", kernels=2)
+    before = snapshot(root)
+    assert set(reasons(root).values()) == {"never built"}
+    assert snapshot(root) == before and not (root / ".pypto_build").exists()
+
+
+def test_up_to_date_says_nothing_would_run(l2):
+    assert reasons(l2) == {}
+
+
+@pytest.mark.parametrize("kind", ["source", "header", "flags", "compiler", "tampered", "missing", "recompile",
+                                  "identity"])
+def test_each_kind_of_staleness_and_nothing_written(l2, tmp_path, monkeypatch, kind):
+    if kind == "source":
+        edit(synth.kernel_path(l2, 1))
+        expect = {K1: "changed: kernels/aiv/main_incore_1_aiv.cpp"}
+    elif kind == "header":
+        edit(l2 / "kernels/common.h")
+        expect = {K0: "header kernels/common.h changed"}
+    elif kind == "flags":
+        monkeypatch.setenv("CXXFLAGS", "-DX=1")
+        expect = {K0: "command line changed", "orch:main": "command line changed"}
+    elif kind == "compiler":
+        wrapper = tmp_path / "cxx"
+        wrapper.write_text('#!/bin/sh\nexec g++ "$@"\n')
+        wrapper.chmod(0o755)
+        monkeypatch.setenv("CXX", str(wrapper))
+        expect = {K1: "compiler changed"}
+    elif kind == "tampered":
+        so = l2 / "kernels/aiv/main_incore_1_aiv.so"
+        so.write_bytes(so.read_bytes() + b"x")
+        expect = {K1: "output kernels/aiv/main_incore_1_aiv.so modified since it was built"}
+    elif kind == "missing":
+        (l2 / "orchestration/main.so").unlink()
+        expect = {"orch:main": "output orchestration/main.so missing"}
+    elif kind == "recompile":
+        build(l2, recompile=True, tasks=["orch:main"])          # marks every unit, builds only orch:main
+        expect = {K1: "forced by --recompile"}
+    else:
+        repo = tmp_path / "pto-isa"
+        (repo / "include").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+        monkeypatch.setenv("PTO_ISA_ROOT", str(repo))
+        expect = {K0: "command line changed"}
+        got = reasons(l2)
+        assert "not a git checkout" not in got[K0]
+        assert got["stamp:."].startswith("no stamp: PTO-ISA identity unknown")
+    before = snapshot(l2)
+    got = reasons(l2)
+    for task, reason in expect.items():
+        assert got[task] == reason, got
+    if kind in ("source", "header", "tampered", "missing"):
+        assert got["stamp:."].startswith("after ")
+    assert snapshot(l2) == before, "explaining wrote nothing"
+
+
+def test_pto_edit_explains_ptoas_then_splice(tmp_path):
+    root = synth.write_l2(tmp_path / "p", kernels=3, pto=True)
+    build(root)
+    pto = synth.pto_path(root, "main_incore_2_aic")
+    pto.write_text(pto.read_text() + "// edited\n")
+    got = reasons(root)
+    assert got["ptoas:main_incore_2_aic"] == "changed: ptoas/main_incore_2_aic.pto"
+    assert got["splice:main_incore_2_aic"] == "after ptoas:main_incore_2_aic"
+
+
+def test_cli_explain_and_dry_run(l2):
+    edit(synth.kernel_path(l2, 1))
+    out = subprocess.run(["pypto-build", "explain", str(l2)], capture_output=True, text=True)
+    assert out.returncode == 0 and f"{K1}: changed: kernels/aiv/main_incore_1_aiv.cpp" in out.stdout
+    dry = subprocess.run(["pypto-build", "build", "--dry-run", str(l2)], capture_output=True, text=True)
+    assert dry.stdout.splitlines()[-1] == "pypto-build: 2 would run, 3 up to date"
+    one = subprocess.run(["pypto-build", "explain", str(l2), "orch:main"], capture_output=True, text=True)
+    assert one.stdout.splitlines()[0] == "orch:main: up to date"
+    assert build(l2).compiled == [K1], "the dry run changed nothing"
