@@ -54,7 +54,7 @@ class BuildResult:
 def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bool = False,
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
           rebuild_from_pto: bool | None = None, ptoas: str | None = None, include_stale: bool = False,
-          check: bool = True) -> BuildResult:
+          trace: str | Path | None = None, check: bool = True) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
@@ -64,6 +64,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     `rebuild_from_pto=False` (or PYPTO_REBUILD_FROM_PTO=0) disables the .pto stage;
     `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH).
     `include_stale` also builds L3 `next_levels/` sub-builds the host driver never references.
+    `trace` writes a Chrome-trace/Perfetto timeline of the run (one span per task, per worker).
     """
     from . import noop
     from .pto_plan import pto_options
@@ -72,14 +73,14 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     root = Path(work_dir).resolve()
     options = pto_options(rebuild_from_pto, ptoas)
     platform = platform or default_platform()
-    if not tasks and not recompile and not include_stale:
+    if not tasks and not recompile and not include_stale and trace is None:
         hit = noop.check(root, noop.key(platform, options.enabled, options.ptoas))
         if hit is not None:
             return _noop_result(root, platform, hit, progress)
     from .engine import load_graph
     graph = load_graph(root, platform, options, include_stale=include_stale)
     return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
-                     progress=progress, check=check)
+                     progress=progress, check=check, trace=trace)
 
 
 def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) -> BuildResult:
@@ -111,7 +112,8 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
 
 
 def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile: bool = False,
-              keep_going: bool = False, progress: TextIO | None = None, check: bool = True) -> BuildResult:
+              keep_going: bool = False, progress: TextIO | None = None, check: bool = True,
+              trace: str | Path | None = None) -> BuildResult:
     """Run (part of) a planned graph through doit and collect what happened."""
     from .engine import BuildDirLoader, BuildDirMain
     from .reporter import BuildReporter
@@ -128,6 +130,9 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
     argv += list(tasks or [])
     with _one_run:
         rc = BuildDirMain(loader).run(argv)
+    if trace is not None:
+        from .timeline import write_trace
+        write_trace(reporter.spans, Path(trace))
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
     from .engine import stale_lines

@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="also build next_levels/ sub-builds that orchestration/host_orch.py never references")
     b.add_argument("-k", "--keep-going", action="store_true", help="go on building other units after a failure")
     b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    b.add_argument("--trace", type=Path, default=None, metavar="FILE",
+                   help="write a Chrome-trace/Perfetto timeline of the run (one span per task, per worker)")
     b.add_argument("-n", "--dry-run", action="store_true",
                    help="list what would run and why; run nothing, write nothing")
     b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -65,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     x.add_argument("--all", action="store_true", help="also list the units that are up to date")
     x.add_argument("--platform", default=None, help="target platform (default host)")
     x.add_argument("--no-rebuild-from-pto", action="store_true", help="as for build")
+
+    c = sub.add_parser("compdb", help="write compile_commands.json (for clangd) of every compile unit",
+                       description="Write DIR/compile_commands.json (or -o FILE): the exact command of every kernel "
+                                   "and orchestration compile, for clangd and other tools. Runs nothing.")
+    c.add_argument("dir", type=Path, metavar="DIR")
+    c.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
+    c.add_argument("--platform", default=None, help="target platform (default host)")
 
     r = sub.add_parser("replay", help="build what changed, then run DIR on golden.py's inputs (host runtime)",
                        description="Build what changed (content-keyed), run the program on golden.py's inputs on "
@@ -167,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
             return _example(args)
         if args.verb == "explain":
             return _explain(args, args.units, args.all)
+        if args.verb == "compdb":
+            from .engine import load_graph
+            from .timeline import write_compdb
+            print(write_compdb(load_graph(args.dir.resolve(), args.platform), args.output))
+            return 0
         if args.verb in ("replay", "validate"):
             return _replay(args)
         if args.verb == "emit-runner":
@@ -208,6 +222,7 @@ def _build(args) -> int:
     result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
                    keep_going=args.keep_going, tasks=args.tasks, ptoas=args.ptoas,
                    rebuild_from_pto=False if args.no_rebuild_from_pto else None, include_stale=args.include_stale,
+                   trace=args.trace,
                    progress=None if args.quiet else sys.stdout, check=False)
     if result.failures:
         return 1

@@ -37,10 +37,26 @@ class BuildReporter:
         self.errors: list[str] = []
         self.not_applied: list[str] = []    # .pto units whose edits could not be applied
         self.spliced: list[str] = []        # kernel files re-spliced this run
+        self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
+        self._lane: dict[str, int] = {}
+        self._t0 = time.monotonic()
+        self.total = 0
+        self.done = 0
+        self.tty = not quiet and hasattr(self.out, "isatty") and self.out.isatty()
 
     # doit reporter interface ---------------------------------------------
     def initialize(self, tasks, selected_tasks):
-        pass
+        """Count the units this run will look at, for the [done/total] status line."""
+        seen: set[str] = set()
+        todo = list(selected_tasks or [])
+        while todo:
+            name = todo.pop()
+            task = tasks.get(name)
+            if task is None or name in seen:
+                continue
+            seen.add(name)
+            todo.extend(task.task_dep)
+        self.total = sum(1 for n in seen if tasks[n].actions)
 
     def get_status(self, task):
         pass
@@ -49,6 +65,8 @@ class BuildReporter:
         if not task.actions:
             return
         self._start[task.name] = time.monotonic()
+        busy = set(self._lane.values())
+        self._lane[task.name] = next(i for i in range(len(busy) + 1) if i not in busy)
         reason = getattr(Globals.dep_manager, "reasons", {}).get(task.name, "")
         self.outcomes[task.name] = Outcome("running", reason)
         if not task.name.startswith(PTO_STAGE):      # those print PyPTO's own lines when done
@@ -83,6 +101,7 @@ class BuildReporter:
         if not task.actions:
             return
         self.outcomes[task.name] = Outcome("up-to-date")
+        self._progress(task.name)
         if task.name.startswith("validate:"):
             values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
             self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} (cached: binaries, "
@@ -103,6 +122,8 @@ class BuildReporter:
         pass
 
     def complete_run(self):
+        if self.tty:
+            self.out.write("\r\x1b[K")
         if not self.quiet:
             for line in self.pto_summary():
                 print(line, file=self.out)
@@ -137,12 +158,26 @@ class BuildReporter:
 
     def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:
         started = self._start.pop(name, None)
+        lane = self._lane.pop(name, 0)
+        if started is not None:
+            self.spans.append((name, lane, started - self._t0, time.monotonic() - self._t0))
+        self._progress(name)
         prev = self.outcomes.get(name)
         out = Outcome(status, reason or (prev.reason if prev else ""),
                       time.monotonic() - started if started else 0.0, message)
         self.outcomes[name] = out
         return out
 
+    def _progress(self, name: str) -> None:
+        """On a terminal, one status line `[done/total] unit` rewritten in place."""
+        self.done += 1
+        if self.tty:
+            self.out.write(f"\r\x1b[K[{self.done}/{max(self.total, self.done)}] {name}")
+            self.out.flush()
+
     def _line(self, text: str, err: bool = False) -> None:
-        if not self.quiet:
-            print(text, file=sys.stderr if err else self.out, flush=True)
+        if self.quiet:
+            return
+        if self.tty:
+            self.out.write("\r\x1b[K")
+        print(text, file=sys.stderr if err else self.out, flush=True)
