@@ -1,0 +1,320 @@
+"""A local content-addressed cache of built binaries (like ccache), shareable by processes.
+
+Layout under the cache directory::
+
+    .lock            flocked for accounting, eviction and clean (never deleted); holds the
+                     persisted counters and tracked total size as JSON padded to 256 bytes
+    ab/abcdef...     one entry per key, sharded by the key's first two hex digits:
+                     a 36-byte header (magic, flags, xxh3-128 of the data, data length) + the data
+    ab/.abcdef....tmp  a writer's private temp file, renamed onto the entry when complete
+
+Writers fill a unique temp file and `os.replace` it onto the entry, so readers see
+an old or new entry, never a torn one; concurrent writers of one key store identical
+content and the last one wins. A reader verifies length and digest while copying,
+so a truncated or flipped entry is reported once, removed and counted. Entry mtimes
+(set explicitly, in ns) record the last store or hit; eviction drops the oldest first.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import struct
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+import xxhash
+
+_HEADER = struct.Struct("<8sI16sQ")      # magic, flags, raw xxh3-128 digest, data length
+_MAGIC = b"PTOAC\x00\x00\x01"
+_EXEC = 1                                # flag: the stored file was executable
+_CHUNK = 1 << 20
+_KEY_RE = re.compile(r"[0-9a-f]{16,128}")
+_SHARD_RE = re.compile(r"[0-9a-f]{2}")
+_STALE_TMP_S = 3600                      # temp files older than this are crash leftovers
+_STATS_SIZE = 256                        # bytes of padded JSON counters in .lock
+_COUNTERS = ("hits", "misses", "stores", "corrupt", "evicted")
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Entries and bytes on disk now, plus counters persisted across processes."""
+    entries: int
+    bytes: int
+    max_bytes: int
+    hits: int
+    misses: int
+    stores: int
+    corrupt: int
+    evicted: int
+
+
+def parse_size(text: str) -> int:
+    """Bytes for "500M", "5G", "1.5G", "64KiB" or a plain byte count (binary units)."""
+    match = _SIZE_RE.fullmatch(text)
+    if not match:
+        raise ValueError(f"invalid cache size {text!r} (expected e.g. 500M, 5G or a byte count)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def _default_warn(message: str) -> None:
+    print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _unlink(path: Path | str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class ArtifactCache:
+    """The local store: `get` restores a binary by key, `put` stores one."""
+
+    def __init__(self, directory: Path, *, max_bytes: int = 5 * 2**30,
+                 warn: Callable[[str], None] | None = None) -> None:
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.warn = warn or _default_warn
+
+    @classmethod
+    def from_env(cls, directory: str | Path | None = None,
+                 env: Mapping[str, str] | None = None) -> "ArtifactCache | None":
+        """The cache at `directory` (--cache-dir), else $PYPTO_BUILD_CACHE, else None."""
+        env = os.environ if env is None else env
+        where = directory or env.get("PYPTO_BUILD_CACHE") or None
+        if where is None:
+            return None
+        size = env.get("PYPTO_BUILD_CACHE_SIZE", "").strip()
+        kwargs = {"max_bytes": parse_size(size)} if size else {}
+        return cls(Path(os.path.expanduser(str(where))), **kwargs)
+
+    # -- paths and locking ---------------------------------------------------------
+    def entry_path(self, key: str) -> Path:
+        """Where entry `key` lives; ValueError unless `key` is 16..128 hex digits."""
+        if not isinstance(key, str) or not _KEY_RE.fullmatch(key.lower()):
+            raise ValueError(f"invalid cache key {key!r} (expected 16..128 hex digits)")
+        key = key.lower()
+        return self.directory / key[:2] / key
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[int]:
+        """Hold the exclusive flock on `<dir>/.lock` (a fresh fd, so threads and forks exclude too)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _read_counters(fd: int) -> dict[str, int]:
+        """The counters kept in the lock file (zeros if it is new or damaged)."""
+        try:
+            data = json.loads(os.pread(fd, _STATS_SIZE, 0) or b"{}")
+            return {name: int(data.get(name, 0)) for name in (*_COUNTERS, "bytes")}
+        except (ValueError, TypeError, AttributeError):
+            return dict.fromkeys((*_COUNTERS, "bytes"), 0)
+
+    @staticmethod
+    def _write_counters(fd: int, counters: dict[str, int]) -> None:
+        """One fixed-size pwrite (whitespace-padded), so no truncate and no torn tail."""
+        os.pwrite(fd, json.dumps(counters).encode().ljust(_STATS_SIZE), 0)
+
+    def _bump(self, fd: int, **deltas: int) -> dict[str, int]:
+        """Add `deltas` to the persisted counters (caller holds the lock); return them."""
+        counters = self._read_counters(fd)
+        for name, delta in deltas.items():
+            counters[name] = max(0, counters[name] + delta)
+        self._write_counters(fd, counters)
+        return counters
+
+    def _count(self, **deltas: int) -> None:
+        """Bump counters under the lock; a failure only warns (statistics are not worth a build)."""
+        try:
+            with self._locked() as fd:
+                self._bump(fd, **deltas)
+        except OSError as exc:
+            self.warn(f"cache statistics in {self.directory} not updated: {exc}")
+
+    # -- get / put --------------------------------------------------------------------
+    def get(self, key: str, dest: Path) -> bool:
+        """Restore entry `key` onto `dest` atomically; False on a miss or a corrupt entry."""
+        path, dest = self.entry_path(key), Path(dest)
+        try:
+            handle = open(path, "rb")
+        except FileNotFoundError:
+            self._count(misses=1)
+            return False
+        except OSError as exc:
+            self.warn(f"cache entry {path} unreadable: {exc}")
+            self._count(misses=1)
+            return False
+        tmp = None
+        with handle:
+            try:
+                st = os.fstat(handle.fileno())
+                raw = handle.read(_HEADER.size)
+                magic, flags, digest, length = (_HEADER.unpack(raw) if len(raw) == _HEADER.size
+                                                else (b"", 0, b"", -1))
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+                hasher, copied = xxhash.xxh3_128(), 0
+                with os.fdopen(fd, "wb") as out:
+                    while chunk := handle.read(min(_CHUNK, length - copied + 1)):
+                        hasher.update(chunk)
+                        out.write(chunk)
+                        copied += len(chunk)
+                        if copied > length:
+                            break
+                    reason = ("bad header" if magic != _MAGIC else
+                              f"{copied} data bytes, header says {length}" if copied != length else
+                              "digest mismatch" if hasher.digest() != digest else None)
+                    if reason is None:
+                        os.fchmod(out.fileno(), 0o755 if flags & _EXEC or dest.suffix == ".so" else 0o644)
+                if reason is not None:
+                    _unlink(tmp)
+                    self._drop_corrupt(path, st, reason)
+                    return False
+                os.replace(tmp, dest)
+            except OSError as exc:
+                if tmp is not None:
+                    _unlink(tmp)
+                self.warn(f"cache entry {path} not restored to {dest}: {exc}")
+                self._count(misses=1)
+                return False
+        now = time.time_ns()
+        with contextlib.suppress(OSError):
+            os.utime(path, ns=(now, now))          # most recently used
+        self._count(hits=1)
+        return True
+
+    def _drop_corrupt(self, path: Path, st: os.stat_result, reason: str) -> None:
+        """Warn once about a corrupt entry and remove it unless a writer has replaced it meanwhile."""
+        self.warn(f"ignoring corrupt cache entry {path} ({reason}); removed")
+        try:
+            with self._locked() as fd:
+                freed = 0
+                with contextlib.suppress(FileNotFoundError):
+                    now = os.stat(path)
+                    if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                        os.unlink(path)
+                        freed = st.st_size
+                self._bump(fd, corrupt=1, misses=1, bytes=-freed)
+        except OSError as exc:
+            self.warn(f"corrupt cache entry {path} not removed: {exc}")
+
+    def put(self, key: str, src: Path) -> None:
+        """Store a copy of `src` under `key` atomically; I/O failures (full disk, races) only warn."""
+        path = self.entry_path(key)
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "wb") as out, open(src, "rb") as handle:
+                flags = _EXEC if os.fstat(handle.fileno()).st_mode & 0o111 else 0
+                out.write(b"\0" * _HEADER.size)
+                hasher, length = xxhash.xxh3_128(), 0
+                while chunk := handle.read(_CHUNK):
+                    hasher.update(chunk)
+                    out.write(chunk)
+                    length += len(chunk)
+                out.flush()
+                os.pwrite(out.fileno(), _HEADER.pack(_MAGIC, flags, hasher.digest(), length), 0)
+                os.fchmod(out.fileno(), 0o644)
+            now = time.time_ns()
+            os.utime(tmp, ns=(now, now))
+            size = _HEADER.size + length
+            with self._locked() as fd:
+                try:
+                    old = os.stat(path).st_size
+                except FileNotFoundError:
+                    old = 0
+                os.replace(tmp, path)
+                tmp = None
+                counters = self._bump(fd, stores=1, bytes=size - old)
+                if counters["bytes"] > self.max_bytes:
+                    self._evict_locked(fd)
+        except OSError as exc:
+            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else str(exc)
+            self.warn(f"cache entry {path} not stored: {what}")
+        finally:
+            if tmp is not None:
+                _unlink(tmp)
+
+    # -- management ---------------------------------------------------------------------
+    def _scan(self) -> tuple[list[tuple[int, str, int, Path]], list[Path]]:
+        """(mtime_ns, name, size, path) of every entry, and stale temp files."""
+        entries: list[tuple[int, str, int, Path]] = []
+        stale: list[Path] = []
+        cutoff = time.time() - _STALE_TMP_S
+        try:
+            with os.scandir(self.directory) as it:
+                top = list(it)
+        except FileNotFoundError:
+            return entries, stale
+        for shard in (d for d in top if _SHARD_RE.fullmatch(d.name) and d.is_dir()):
+            with contextlib.suppress(FileNotFoundError), os.scandir(shard.path) as it:
+                for item in it:
+                    with contextlib.suppress(FileNotFoundError):
+                        if _KEY_RE.fullmatch(item.name) and item.name.startswith(shard.name):
+                            st = item.stat(follow_symlinks=False)
+                            entries.append((st.st_mtime_ns, item.name, st.st_size, Path(item.path)))
+                        elif item.name.endswith(".tmp") and item.stat().st_mtime < cutoff:
+                            stale.append(Path(item.path))
+        return entries, stale
+
+    def _evict_locked(self, fd: int) -> int:
+        entries, stale = self._scan()
+        for path in stale:
+            _unlink(path)
+        total = sum(size for _, _, size, _ in entries)
+        freed = count = 0
+        for _, _, size, path in sorted(entries):
+            if total - freed <= self.max_bytes:
+                break
+            _unlink(path)
+            freed += size
+            count += 1
+        counters = self._read_counters(fd)
+        counters["evicted"] += count
+        counters["bytes"] = total - freed           # resynchronise the tracked size with the disk
+        self._write_counters(fd, counters)
+        return freed
+
+    def evict(self) -> int:
+        """Remove least-recently-used entries until the total is <= max_bytes; return bytes freed."""
+        with self._locked() as fd:
+            return self._evict_locked(fd)
+
+    def clean(self) -> int:
+        """Remove every entry (and stale temp files); return the bytes freed."""
+        with self._locked() as fd:
+            entries, stale = self._scan()
+            freed = 0
+            for path in stale:
+                _unlink(path)
+            for _, _, size, path in entries:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    freed += size
+            counters = self._read_counters(fd)
+            counters["bytes"] = 0
+            self._write_counters(fd, counters)
+            return freed
+
+    def stats(self) -> CacheStats:
+        """Entries and bytes on disk now, with the persisted counters."""
+        with self._locked() as fd:
+            entries, _ = self._scan()
+            counters = self._read_counters(fd)
+        return CacheStats(entries=len(entries), bytes=sum(size for _, _, size, _ in entries),
+                          max_bytes=self.max_bytes, **{name: counters[name] for name in _COUNTERS})
