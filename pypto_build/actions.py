@@ -13,25 +13,34 @@ from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
-from . import atomic
+from . import atomic, compile_cache
 from .checker import make_state
 from .depfile import parse_depfile
 from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
 
-def run_compile(unit: CompileUnit, compiler_id: str, context: str | None):
+def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler
     and context digests, the state of every header the compiler read, and the
     state of the output. On failure returns TaskFailed with the command and the
-    compiler's message; other outputs are untouched.
+    compiler's message; other outputs are untouched. With an artefact cache (and
+    a known identity) a matching binary is restored instead of compiled, and a
+    fresh one is stored.
     """
     sub = Path(unit.sub_rel)
     remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
     out = Path(unit.output)
     out.parent.mkdir(parents=True, exist_ok=True)
+    cache = compile_cache.open_cache(cache_dir) if context is not None else None
+    base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
+    if cache is not None:
+        start_ns = time.time_ns()
+        hit = compile_cache.lookup(cache, base, unit.sub_rel, out)
+        if hit is not None:
+            return {**_values(unit, compiler_id, context, hit, start_ns), "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     out_arg = os.path.relpath(out, sub)
@@ -58,6 +67,13 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None):
     finally:
         for leftover in (tmp_out, tmp_dep):
             leftover.unlink(missing_ok=True)
+    values = _values(unit, compiler_id, context, headers, start_ns)
+    if cache is not None and all(state[4] is not None for state in values["headers"].values()):
+        compile_cache.store(cache, base, unit.sub_rel, list(values["headers"]), out)
+    return values
+
+
+def _values(unit: CompileUnit, compiler_id: str, context: str | None, headers: list[str], start_ns: int) -> dict:
     return {
         "argv": unit.argv_key,
         "compiler": compiler_id,

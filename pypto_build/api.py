@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,11 @@ class BuildResult:
         return [n for n in self.names("ran") if n.startswith(("compile:", "orch:"))]
 
     @property
+    def from_cache(self) -> list[str]:
+        """Compile and orchestration tasks whose binary was restored from the artefact cache."""
+        return self.names("from-cache")
+
+    @property
     def failures(self) -> list[UnitResult]:
         return [u for u in self.units if u.status == "failed"]
 
@@ -54,7 +60,8 @@ class BuildResult:
 def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bool = False,
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
           rebuild_from_pto: bool | None = None, ptoas: str | None = None, include_stale: bool = False,
-          trace: str | Path | None = None, check: bool = True) -> BuildResult:
+          trace: str | Path | None = None, cache_dir: str | Path | None = None,
+          check: bool = True) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
@@ -65,6 +72,8 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH).
     `include_stale` also builds L3 `next_levels/` sub-builds the host driver never references.
     `trace` writes a Chrome-trace/Perfetto timeline of the run (one span per task, per worker).
+    `cache_dir` (else $PYPTO_BUILD_CACHE) is an artefact cache: binaries whose inputs match an entry
+    are restored instead of compiled (`result.from_cache`), fresh ones are stored.
     """
     from . import noop
     from .pto_plan import pto_options
@@ -78,7 +87,8 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
         if hit is not None:
             return _noop_result(root, platform, hit, progress)
     from .engine import load_graph
-    graph = load_graph(root, platform, options, include_stale=include_stale)
+    graph = load_graph(root, platform, options, include_stale=include_stale,
+                       cache_dir=os.fspath(cache_dir) if cache_dir else None)
     return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
                      progress=progress, check=check, trace=trace)
 

@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also build next_levels/ sub-builds that orchestration/host_orch.py never references")
     b.add_argument("-k", "--keep-going", action="store_true", help="go on building other units after a failure")
     b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    b.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="artefact cache: restore binaries whose inputs match instead of compiling, store fresh ones "
+                        "(default $PYPTO_BUILD_CACHE; size limit $PYPTO_BUILD_CACHE_SIZE, default 5G)")
     b.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write a Chrome-trace/Perfetto timeline of the run (one span per task, per worker)")
     b.add_argument("-n", "--dry-run", action="store_true",
@@ -74,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("dir", type=Path, metavar="DIR")
     c.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
     c.add_argument("--platform", default=None, help="target platform (default host)")
+
+    k = sub.add_parser("cache", help="show or empty the artefact cache (stats | clean)",
+                       description="stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. "
+                                   "clean: remove every entry.")
+    k.add_argument("action", choices=("stats", "clean"))
+    k.add_argument("--cache-dir", default=None, metavar="DIR", help="default $PYPTO_BUILD_CACHE")
 
     r = sub.add_parser("replay", help="build what changed, then run DIR on golden.py's inputs (host runtime)",
                        description="Build what changed (content-keyed), run the program on golden.py's inputs on "
@@ -176,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             return _example(args)
         if args.verb == "explain":
             return _explain(args, args.units, args.all)
+        if args.verb == "cache":
+            return _cache(args)
         if args.verb == "compdb":
             from .engine import load_graph
             from .timeline import write_compdb
@@ -203,6 +214,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _cache(args) -> int:
+    from .artifact_cache import ArtifactCache
+    cache = ArtifactCache.from_env(args.cache_dir)
+    if cache is None:
+        raise PyptoBuildError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
+    if args.action == "clean":
+        print(f"pypto-build: removed {cache.clean()} bytes from {cache.directory}")
+        return 0
+    st = cache.stats()
+    print(f"cache {cache.directory}: {st.entries} entries, {st.bytes} of {st.max_bytes} bytes; "
+          f"{st.hits} hits, {st.misses} misses, {st.stores} stores, {st.corrupt} corrupt, {st.evicted} evicted")
+    return 0
+
+
 def _explain(args, units: list[str], all_tasks: bool) -> int:
     from .engine import load_graph
     from .explain import explain, format_lines
@@ -222,7 +247,7 @@ def _build(args) -> int:
     result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
                    keep_going=args.keep_going, tasks=args.tasks, ptoas=args.ptoas,
                    rebuild_from_pto=False if args.no_rebuild_from_pto else None, include_stale=args.include_stale,
-                   trace=args.trace,
+                   trace=args.trace, cache_dir=args.cache_dir,
                    progress=None if args.quiet else sys.stdout, check=False)
     if result.failures:
         return 1

@@ -18,7 +18,7 @@ PTO_STAGE = ("ptoas:", "splice:")
 
 @dataclass
 class Outcome:
-    status: str          # "ran" | "up-to-date" | "failed" | "skipped"
+    status: str          # "ran" | "from-cache" | "up-to-date" | "failed" | "skipped"
     reason: str = ""
     seconds: float = 0.0
     message: str = ""
@@ -80,7 +80,7 @@ class BuildReporter:
             self.not_applied.append(values["not_applied"])
             self._finish(task.name, "skipped", "ptoas not found")
             return
-        self._finish(task.name, "ran")
+        self._finish(task.name, "from-cache" if values.get("cache") == "hit" else "ran")
         self.spliced += values.get("spliced") or []
         for line in values.get("lines") or []:
             self._line(line)
@@ -149,6 +149,9 @@ class BuildReporter:
         compiled = sum(self.count("ran", k) for k in units)
         current = sum(self.count("up-to-date", k) for k in units)
         parts = [f"{compiled} compiled", f"{current} up to date"]
+        cached = sum(self.count("from-cache", k) for k in units)
+        if cached:
+            parts.insert(1, f"{cached} from cache")
         for status in ("failed", "skipped"):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")

@@ -20,7 +20,8 @@ def copy_dir(src: Path, dst: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
-    for var in ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PYPTO_BUILD_PLATFORM", "PYPTO_COMPILER_TIMEOUT"):
+    for var in ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PYPTO_BUILD_PLATFORM", "PYPTO_COMPILER_TIMEOUT",
+                "PYPTO_BUILD_CACHE", "PYPTO_BUILD_CACHE_SIZE"):
         monkeypatch.delenv(var, raising=False)
 
 
