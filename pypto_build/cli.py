@@ -78,6 +78,17 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
     c.add_argument("--platform", default=None, help="target platform (default host)")
 
+    ci = sub.add_parser("ci", help="build and validate many build directories; go on past failures; reports",
+                        description="Build every DIR (and validate those with a golden.py; a verdict is reused "
+                                    "while nothing changed), continuing past failures; exit 1 if any failed.")
+    ci.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    ci.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="compiles at a time within a directory")
+    ci.add_argument("--cache-dir", default=None, metavar="DIR", help="artefact cache (default $PYPTO_BUILD_CACHE)")
+    ci.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")
+    ci.add_argument("--json", type=Path, default=None, metavar="FILE",
+                    help="per directory and per unit: status, reason, duration, cache hits")
+    ci.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+
     k = sub.add_parser("cache", help="show or empty the artefact cache (stats | clean)",
                        description="stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. "
                                    "clean: remove every entry.")
@@ -187,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             return _explain(args, args.units, args.all)
         if args.verb == "cache":
             return _cache(args)
+        if args.verb == "ci":
+            return _ci(args)
         if args.verb == "compdb":
             from .engine import load_graph
             from .timeline import write_compdb
@@ -212,6 +225,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
         return 130
+
+
+def _ci(args) -> int:
+    from .ci import run_ci, write_json, write_junit
+    result = run_ci(args.dirs, jobs=args.jobs, cache_dir=args.cache_dir, progress=None if args.quiet else sys.stdout)
+    if args.junit_xml:
+        write_junit(result, args.junit_xml)
+    if args.json:
+        write_json(result, args.json)
+    for d in result.dirs:
+        verdict = "ok" if d.ok else "FAILED"
+        extra = " (verdict reused)" if d.cached_verdict else ""
+        print(f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.error.splitlines()[0]}"))
+    failed = sum(1 for d in result.dirs if not d.ok)
+    print(f"pypto-build ci: {len(result.dirs) - failed} ok, {failed} failed")
+    return 0 if result.ok else 1
 
 
 def _cache(args) -> int:

@@ -29,7 +29,7 @@ def run_validate(sub_rel: str, config: RunConfig):
     try:
         checked, _dfx = _run(sub_rel, config, True, lines.append)
     except (PyptoBuildError, AssertionError, TypeError, ValueError) as exc:
-        return TaskFailed(f"validation of {sub_rel} failed: {exc}")
+        return TaskFailed(f"validation of {Path(sub_rel).resolve()} failed: {exc}")
     verdict = "PASSED" if checked else "no outputs declared in golden.py __outputs__ (nothing compared)"
     return {"verdict": verdict, "outputs": checked, "config": config.key(), "lines": lines}
 

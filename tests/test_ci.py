@@ -1,0 +1,56 @@
+"""`pypto-build ci`: many directories, failures do not stop the run, reports match what happened."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from pypto_build import synth
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture
+def dirs(tmp_path) -> list[Path]:
+    good = synth.write_l2(tmp_path / "good", kernels=2, golden=True)
+    plain = synth.write_l2(tmp_path / "plain", kernels=2)
+    wrong = synth.write_l2(tmp_path / "wrong", kernels=2, golden=True)
+    k = synth.kernel_path(wrong, 1)
+    k.write_text(k.read_text().replace("0.5f", "0.75f"))
+    return [good, plain, wrong, tmp_path / "missing"]
+
+
+def ci(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["pypto-build", "ci", "-q", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_ci_goes_on_past_failures_and_reports(dirs, tmp_path):
+    junit, report = tmp_path / "j.xml", tmp_path / "r.json"
+    out = ci(*map(str, dirs), "--junit-xml", str(junit), "--json", str(report))
+    assert out.returncode == 1
+    assert out.stdout.splitlines()[-1] == "pypto-build ci: 2 ok, 2 failed"
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == "4" and suite.get("failures") == "2"
+    failed = {c.get("name"): c.find("failure") for c in suite.findall("testcase")}
+    assert failed[str(dirs[0])] is None and failed[str(dirs[1])] is None
+    assert "Output 'out' does not match golden" in failed[str(dirs[2])].get("message")
+    assert "not a directory" in failed[str(dirs[3])].get("message")
+    data = json.loads(report.read_text())
+    by_path = {d["path"]: d for d in data["directories"]}
+    good = by_path[str(dirs[0])]
+    assert good["ok"] and good["kind"] == "validate"
+    assert {u["task"]: u["status"] for u in good["units"]}["validate:."] == "ran"
+    assert by_path[str(dirs[1])]["kind"] == "build" and not data["ok"]
+
+
+def test_unchanged_directories_reuse_their_verdict(dirs, tmp_path):
+    assert ci(str(dirs[0]), str(dirs[1])).returncode == 0
+    report = tmp_path / "again.json"
+    out = ci(str(dirs[0]), str(dirs[1]), "--json", str(report))
+    assert out.returncode == 0 and "ok validate" in out.stdout and "(verdict reused)" in out.stdout
+    data = json.loads(report.read_text())
+    assert data["directories"][0]["cached_verdict"] is True
+    assert all(u["status"] == "up-to-date" for d in data["directories"] for u in d["units"])
