@@ -20,7 +20,8 @@ from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
 
-def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None):
+def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None,
+                remote: str | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler
@@ -34,7 +35,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
     out = Path(unit.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cache = compile_cache.open_cache(cache_dir) if context is not None else None
+    cache = compile_cache.open_cache(cache_dir, remote) if context is not None else None
     base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
     if cache is not None:
         start_ns = time.time_ns()

@@ -61,7 +61,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
           rebuild_from_pto: bool | None = None, ptoas: str | None = None, include_stale: bool = False,
           trace: str | Path | None = None, cache_dir: str | Path | None = None,
-          check: bool = True) -> BuildResult:
+          remote_cache: str | None = None, check: bool = True) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
@@ -73,7 +73,8 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     `include_stale` also builds L3 `next_levels/` sub-builds the host driver never references.
     `trace` writes a Chrome-trace/Perfetto timeline of the run (one span per task, per worker).
     `cache_dir` (else $PYPTO_BUILD_CACHE) is an artefact cache: binaries whose inputs match an entry
-    are restored instead of compiled (`result.from_cache`), fresh ones are stored.
+    are restored instead of compiled (`result.from_cache`), fresh ones are stored; `remote_cache` (else
+    $PYPTO_BUILD_REMOTE_CACHE) adds a Bazel-HTTP cache behind it (a dead one: one warning, local build).
     """
     from . import noop
     from .pto_plan import pto_options
@@ -88,7 +89,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
             return _noop_result(root, platform, hit, progress)
     from .engine import load_graph
     graph = load_graph(root, platform, options, include_stale=include_stale,
-                       cache_dir=os.fspath(cache_dir) if cache_dir else None)
+                       cache_dir=os.fspath(cache_dir) if cache_dir else None, remote_cache=remote_cache)
     return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
                      progress=progress, check=check, trace=trace)
 

@@ -43,7 +43,7 @@ class CiResult:
         return all(d.ok for d in self.dirs)
 
 
-def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None,
+def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
            progress: TextIO | None = None) -> CiResult:
     """Build (and validate where there is a golden) every directory; never stops at a failure."""
     from .api import run_graph
@@ -57,7 +57,8 @@ def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None,
         if progress is not None:
             print(f"== {root}", file=progress, flush=True)
         try:
-            graph = load_graph(root, cache_dir=cache_dir)
+            graph = load_graph(root, cache_dir=cache_dir, remote_cache=remote_cache)
+            remote_cache = graph.remote_cache        # unreachable: warned once, not asked again
             validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
             tasks = ["validate"] if validating else None
             result = run_graph(graph, tasks=tasks, jobs=jobs, keep_going=True, progress=progress, check=False)

@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="artefact cache: restore binaries whose inputs match instead of compiling, store fresh ones "
                         "(default $PYPTO_BUILD_CACHE; size limit $PYPTO_BUILD_CACHE_SIZE, default 5G)")
+    b.add_argument("--remote-cache", default=None, metavar="URL",
+                   help="Bazel HTTP cache (GET/PUT /ac/, /cas/) behind the local one (default "
+                        "$PYPTO_BUILD_REMOTE_CACHE); unreachable: one warning, local build")
     b.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write a Chrome-trace/Perfetto timeline of the run (one span per task, per worker)")
     b.add_argument("-n", "--dry-run", action="store_true",
@@ -84,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     ci.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
     ci.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="compiles at a time within a directory")
     ci.add_argument("--cache-dir", default=None, metavar="DIR", help="artefact cache (default $PYPTO_BUILD_CACHE)")
+    ci.add_argument("--remote-cache", default=None, metavar="URL", help="Bazel HTTP cache behind the local one")
     ci.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")
     ci.add_argument("--json", type=Path, default=None, metavar="FILE",
                     help="per directory and per unit: status, reason, duration, cache hits")
@@ -229,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _ci(args) -> int:
     from .ci import run_ci, write_json, write_junit
-    result = run_ci(args.dirs, jobs=args.jobs, cache_dir=args.cache_dir, progress=None if args.quiet else sys.stdout)
+    result = run_ci(args.dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
+                    progress=None if args.quiet else sys.stdout)
     if args.junit_xml:
         write_junit(result, args.junit_xml)
     if args.json:
@@ -276,7 +281,7 @@ def _build(args) -> int:
     result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
                    keep_going=args.keep_going, tasks=args.tasks, ptoas=args.ptoas,
                    rebuild_from_pto=False if args.no_rebuild_from_pto else None, include_stale=args.include_stale,
-                   trace=args.trace, cache_dir=args.cache_dir,
+                   trace=args.trace, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
                    progress=None if args.quiet else sys.stdout, check=False)
     if result.failures:
         return 1

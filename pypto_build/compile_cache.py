@@ -82,6 +82,14 @@ def _from_sub(sub_rel: str, path: str) -> str:
     return path if os.path.isabs(path) or sub_rel == "." else os.path.normpath(os.path.join(sub_rel, path))
 
 
-def open_cache(directory: str | None) -> ArtifactCache | None:
-    """The cache of a run: `--cache-dir` or $PYPTO_BUILD_CACHE; warnings go to stderr."""
-    return ArtifactCache.from_env(directory) if directory else None
+def open_cache(directory: str | None, remote: str | None = None):
+    """The cache of a run: local `--cache-dir`, remote `--remote-cache` (local first), or None."""
+    import sys
+
+    from .remote_cache import RemoteCache, TieredCache
+
+    local = ArtifactCache.from_env(directory) if directory else None
+    if not remote:
+        return local
+    warn = (lambda msg: print(f"pypto-build: warning: {msg}", file=sys.stderr, flush=True))
+    return TieredCache(local, RemoteCache(remote, warn=warn))

@@ -56,21 +56,34 @@ opt_include_stale = {"section": "pypto_build", "name": "include_stale", "long": 
                      "default": False, "help": "also build next_levels/ sub-builds the host driver never references"}
 opt_cache_dir = {"section": "pypto_build", "name": "cache_dir", "long": "cache-dir", "type": str, "default": "",
                  "help": "artefact cache to restore binaries from and store them to (default $PYPTO_BUILD_CACHE)"}
+opt_remote = {"section": "pypto_build", "name": "remote_cache", "long": "remote-cache", "type": str, "default": "",
+              "help": "Bazel-HTTP remote cache URL (default $PYPTO_BUILD_REMOTE_CACHE)"}
 opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompile", "type": bool,
                  "default": False, "help": "mark every compile target out of date (sources are never deleted)"}
 
 
 def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
                run: RunConfig | None = None, validate_on_replay: bool = False,
-               include_stale: bool = False, cache_dir: str | None = None) -> Graph:
+               include_stale: bool = False, cache_dir: str | None = None, remote_cache: str | None = None) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed).
 
-    `cache_dir` (else $PYPTO_BUILD_CACHE) is the artefact cache compiles restore from and store to.
+    `cache_dir` (else $PYPTO_BUILD_CACHE) is the artefact cache compiles restore from and store to;
+    `remote_cache` (else $PYPTO_BUILD_REMOTE_CACHE) a Bazel-HTTP cache URL, checked once here: an
+    unreachable one is dropped with one warning and the build goes on locally.
     """
+    from .remote_cache import RemoteCache, remote_from_env
+
     layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
+    remote = remote_from_env(remote_cache)
+    if remote:
+        why = RemoteCache(remote, timeout=2.0).ping()
+        if why:
+            print(f"pypto-build: warning: remote cache unreachable ({why}); building locally", file=sys.stderr)
+            remote = None
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
-                       run, validate_on_replay, os.path.abspath(os.path.expanduser(cache)) if cache else None)
+                       run, validate_on_replay, os.path.abspath(os.path.expanduser(cache)) if cache else None,
+                       remote)
 
 
 def _opt(name: str, long: str, type_, default, help_: str, **extra) -> dict:
@@ -113,7 +126,8 @@ def run_config_from(opts: dict) -> RunConfig:
 class BuildDirLoader(TaskLoader2):
     """Loads the task graph of one build directory."""
 
-    cmd_options = (opt_build_dir, opt_platform, opt_no_pto, opt_ptoas, opt_include_stale, opt_cache_dir)
+    cmd_options = (opt_build_dir, opt_platform, opt_no_pto, opt_ptoas, opt_include_stale, opt_cache_dir,
+                   opt_remote)
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None,
                  reporter: object = None, quiet: bool = False):
@@ -128,6 +142,7 @@ class BuildDirLoader(TaskLoader2):
         self.validate_on_replay = False
         self.include_stale = False
         self.cache_dir: str | None = None
+        self.remote_cache: str | None = None
 
     def setup(self, opt_values):
         if self.root is None:
@@ -141,6 +156,7 @@ class BuildDirLoader(TaskLoader2):
             self.validate_on_replay = bool(opt_values.get("validate"))
             self.include_stale = bool(opt_values.get("include_stale"))
             self.cache_dir = opt_values.get("cache_dir") or None
+            self.remote_cache = opt_values.get("remote_cache") or None
 
     @property
     def dep_file(self) -> Path:
@@ -154,7 +170,7 @@ class BuildDirLoader(TaskLoader2):
         if self.graph is None:
             try:
                 self.graph = load_graph(self.root, self.platform, self.pto, self.run, self.validate_on_replay,
-                                        self.include_stale, self.cache_dir)
+                                        self.include_stale, self.cache_dir, self.remote_cache)
             except PyptoBuildError as exc:
                 raise InvalidCommand(str(exc)) from None
         if not self.quiet:

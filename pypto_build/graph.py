@@ -32,6 +32,7 @@ class Graph:
     run: RunConfig
     validate_on_replay: bool = False
     cache_dir: str | None = None        # artefact cache (absolute), or None
+    remote_cache: str | None = None     # Bazel-HTTP remote cache URL (None when absent or unreachable)
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -49,9 +50,9 @@ class Graph:
 
 def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None,
                 run: RunConfig | None = None, validate_on_replay: bool = False,
-                cache_dir: str | None = None) -> Graph:
+                cache_dir: str | None = None, remote_cache: str | None = None) -> Graph:
     return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()),
-                 run or RunConfig(), validate_on_replay, cache_dir)
+                 run or RunConfig(), validate_on_replay, cache_dir, remote_cache)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
-                "actions": [(run_compile, [unit, compiler_id, ctx, graph.cache_dir])],
+                "actions": [(run_compile, [unit, compiler_id, ctx, graph.cache_dir, graph.remote_cache])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
                 "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output)],
