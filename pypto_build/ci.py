@@ -1,7 +1,8 @@
 """`pypto-build ci DIR...`: build and validate many build directories, go on past failures, report.
 
-Each directory is its own graph and state (its `.pypto_build/`); they run one
-after another, each with `-j` compiles at a time. A directory with a golden is
+Each directory is its own graph and state (its `.pypto_build/`); with `-j N`
+up to N directories run at once, each in its own process (doit and the build
+root as working directory are per process). A directory with a golden is
 validated (the verdict is reused while nothing it depends on changed); one
 without is built. Reports: JUnit XML (one test case per directory) and JSON
 (per directory and per unit: status, reason, seconds, cache hits).
@@ -9,8 +10,9 @@ without is built. Reports: JUnit XML (one test case per directory) and JSON
 from __future__ import annotations
 
 import json
+import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 from xml.etree import ElementTree as ET
@@ -46,30 +48,49 @@ class CiResult:
 def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
            progress: TextIO | None = None) -> CiResult:
     """Build (and validate where there is a golden) every directory; never stops at a failure."""
+    from .remote_cache import RemoteCache, remote_from_env
+
+    remote = remote_from_env(remote_cache)
+    if remote:
+        why = RemoteCache(remote, timeout=2.0).ping()
+        if why:
+            print(f"pypto-build: warning: remote cache unreachable ({why}); building locally", file=sys.stderr)
+            remote = None
+    roots = [Path(d).resolve() for d in dirs]
+    if jobs <= 1 or len(roots) <= 1:
+        return CiResult([_one(r, cache_dir, remote, progress) for r in roots])
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(_one, roots, [cache_dir] * len(roots), [remote] * len(roots)))
+    if progress is not None:
+        for r in results:
+            print(f"== {r.path}: {'ok' if r.ok else 'FAILED'}", file=progress)
+    return CiResult(results)
+
+
+def _one(root: Path, cache_dir: str | None, remote: str | None, progress: TextIO | None = None) -> DirResult:
+    """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
     from .api import run_graph
     from .engine import load_graph
     from .graph import run_targets
 
-    out = CiResult()
-    for d in dirs:
-        start = time.monotonic()
-        root = Path(d).resolve()
-        if progress is not None:
-            print(f"== {root}", file=progress, flush=True)
-        try:
-            graph = load_graph(root, cache_dir=cache_dir, remote_cache=remote_cache)
-            remote_cache = graph.remote_cache        # unreachable: warned once, not asked again
-            validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
-            tasks = ["validate"] if validating else None
-            result = run_graph(graph, tasks=tasks, jobs=jobs, keep_going=True, progress=progress, check=False)
-            failures = result.failures
-            error = failures[0].message if failures else ("" if result.ok else f"doit exit status {result.returncode}")
-            cached = validating and bool(result.names("up-to-date", "validate:")) and not result.names("ran", "validate:")
-            out.dirs.append(DirResult(root, not error, time.monotonic() - start, "validate" if validating else "build",
-                                      error, result, cached))
-        except PyptoBuildError as exc:
-            out.dirs.append(DirResult(root, False, time.monotonic() - start, error=str(exc)))
-    return out
+    start = time.monotonic()
+    if progress is not None:
+        print(f"== {root}", file=progress, flush=True)
+    try:
+        graph = load_graph(root, cache_dir=cache_dir)
+        graph = replace(graph, remote_cache=remote)
+        validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
+        result = run_graph(graph, tasks=["validate"] if validating else None, keep_going=True, progress=progress,
+                           check=False)
+        failures = result.failures
+        error = failures[0].message if failures else ("" if result.ok else f"doit exit status {result.returncode}")
+        cached = validating and bool(result.names("up-to-date", "validate:")) and not result.names("ran", "validate:")
+        return DirResult(root, not error, time.monotonic() - start, "validate" if validating else "build",
+                         error, result, cached)
+    except PyptoBuildError as exc:
+        return DirResult(root, False, time.monotonic() - start, error=str(exc))
 
 
 def write_junit(ci: CiResult, path: Path) -> None:

@@ -85,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
                         description="Build every DIR (and validate those with a golden.py; a verdict is reused "
                                     "while nothing changed), continuing past failures; exit 1 if any failed.")
     ci.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    ci.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="compiles at a time within a directory")
+    ci.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="directories built at once")
     ci.add_argument("--cache-dir", default=None, metavar="DIR", help="artefact cache (default $PYPTO_BUILD_CACHE)")
     ci.add_argument("--remote-cache", default=None, metavar="URL", help="Bazel HTTP cache behind the local one")
     ci.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")

@@ -54,3 +54,12 @@ def test_unchanged_directories_reuse_their_verdict(dirs, tmp_path):
     data = json.loads(report.read_text())
     assert data["directories"][0]["cached_verdict"] is True
     assert all(u["status"] == "up-to-date" for d in data["directories"] for u in d["units"])
+
+
+def test_ci_runs_directories_in_parallel_with_the_same_verdicts(dirs, tmp_path):
+    report = tmp_path / "par.json"
+    out = ci(*map(str, dirs), "-j", "2", "--json", str(report))
+    assert out.returncode == 1 and out.stdout.splitlines()[-1] == "pypto-build ci: 2 ok, 2 failed"
+    data = json.loads(report.read_text())
+    assert [d["ok"] for d in data["directories"]] == [True, True, False, False]
+    assert [d["path"] for d in data["directories"]] == [str(p) for p in dirs]
