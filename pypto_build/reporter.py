@@ -125,6 +125,9 @@ class BuildReporter:
         if self.tty:
             self.out.write("\r\x1b[K")
         if not self.quiet:
+            for name, o in sorted(self.outcomes.items()):
+                if o.status == "skipped":
+                    print(f"skipped {name}: {o.reason}", file=self.out)
             for line in self.pto_summary():
                 print(line, file=self.out)
             print(self.summary(), file=self.out, flush=True)

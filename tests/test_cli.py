@@ -112,3 +112,11 @@ def test_example_l3_replays_two_ranks_and_rebuilds_one_kernel(tmp_path):
     assert out.stdout.count("Golden validation: PASSED") == 2 and "2 rank(s)" in out.stdout
     second = out.stdout.split("now editing")[1]
     assert "compile:chip_b/aiv/chip_b_incore_1_aiv" in second and "1 compiled, 5 up to date" in second
+
+
+def test_summary_says_what_was_skipped_and_why(l2):
+    edit(synth.kernel_path(l2, 1), "\nnot C++\n")
+    out = run("pypto-build", "build", "-k", str(l2))
+    assert out.returncode == 1
+    assert "skipped stamp:.: a unit it depends on failed" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date, 1 failed, 1 skipped"
