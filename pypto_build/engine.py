@@ -64,19 +64,21 @@ opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompi
 
 def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
                run: RunConfig | None = None, validate_on_replay: bool = False,
-               include_stale: bool = False, cache_dir: str | None = None, remote_cache: str | None = None) -> Graph:
+               include_stale: bool = False, cache_dir: str | None = None, remote_cache: str | None = None,
+               check_remote: bool = True) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed).
 
     `cache_dir` (else $PYPTO_BUILD_CACHE) is the artefact cache compiles restore from and store to;
     `remote_cache` (else $PYPTO_BUILD_REMOTE_CACHE) a Bazel-HTTP cache URL, checked once here: an
-    unreachable one is dropped with one warning and the build goes on locally.
+    unreachable one is dropped with one warning and the build goes on locally. With
+    `check_remote=False` the given URL (or None) is taken as already checked.
     """
     from .remote_cache import RemoteCache, remote_from_env
 
     layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
-    remote = remote_from_env(remote_cache)
-    if remote:
+    remote = remote_from_env(remote_cache) if check_remote else remote_cache
+    if remote and check_remote:
         why = RemoteCache(remote, timeout=2.0).ping()
         if why:
             print(f"pypto-build: warning: remote cache unreachable ({why}); building locally", file=sys.stderr)
