@@ -35,6 +35,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
     out = Path(unit.output)
     out.parent.mkdir(parents=True, exist_ok=True)
+    atomic.remove_stale_temps(out)            # left by a run that was killed while compiling this unit
     cache = compile_cache.open_cache(cache_dir, remote) if context is not None else None
     base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
     if cache is not None:

@@ -46,3 +46,19 @@ def write_text(target: Path, text: str, *, mode: int = 0o644) -> None:
 def replace_into(tmp: Path, target: Path) -> None:
     """Move a finished temp file onto `target` atomically (same filesystem)."""
     os.replace(tmp, target)
+
+
+def remove_stale_temps(target: Path) -> int:
+    """Remove temp files an interrupted writer of `target` left (`.<name>.*.tmp*`); returns how many.
+
+    Only called under the directory lock, by the one task that owns `target`.
+    """
+    target = Path(target)
+    removed = 0
+    for stale in target.parent.glob(f".{target.name}.*.tmp*"):
+        try:
+            stale.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed

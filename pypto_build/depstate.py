@@ -16,8 +16,12 @@ from .checker import is_modified, make_state, refreshed
 
 
 class ContentDependency(Dependency):
-    def __init__(self, *args, adopt: bool = False, **kwargs):
+    def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        # commit each success at once (sqlite3 backend): a killed run keeps its finished units
+        self.checkpoint = checkpoint and hasattr(self.backend, "_conn") and hasattr(self.backend, "_dirty")
+        if self.checkpoint:
+            self.backend._conn.execute("PRAGMA synchronous=NORMAL")    # no WAL: the file alone is the state
         self._snapshots: dict[str, dict[str, list]] = {}
         self.reasons: dict[str, str] = {}
         self.adopt = adopt          # only a build adopts; inspecting commands never write
@@ -105,3 +109,14 @@ class ContentDependency(Dependency):
             if state is not None:
                 self._set(task.name, dep, state)
         self._set(task.name, "deps:", tuple(task.file_dep))
+        if self.checkpoint:
+            self._commit()                      # doit otherwise writes state only at the end of the run
+
+    def _commit(self) -> None:
+        """Write the dirty rows now and keep the connection (SqliteDB.dump would close it)."""
+        db = self.backend
+        for task_id in db._dirty:
+            db._conn.execute("insert or replace into doit values (?,?)",
+                             (task_id, db.codec.encode(db._cache[task_id])))
+        db._conn.commit()
+        db._dirty = set()

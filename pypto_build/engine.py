@@ -237,7 +237,7 @@ class BuildDirCommand:
         with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
             noop.invalidate(root)          # the state is about to change (or be read by doit)
             self.dep_manager = ContentDependency(SqliteDB, str(self.loader.dep_file), checker_cls=XXHChecker,
-                                                 adopt=self.adopts)
+                                                 adopt=self.adopts, checkpoint=self.adopts)
             rc = super().execute(params, args)
             if rc == 0 and self.adopts and not args:
                 record_noop(self.loader.graph, self.task_list)

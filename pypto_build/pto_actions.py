@@ -32,6 +32,7 @@ def run_ptoas(unit: PtoUnit):
     sub = Path(unit.sub_rel)
     raw = Path(unit.raw)
     level = infer_level(Path(unit.pto).read_text(encoding="utf-8", errors="replace"))
+    atomic.remove_stale_temps(raw)
     tmp = atomic.temp_path_for(raw, suffix=".tmp.cpp")       # ptoas may want a .cpp name
     argv = ptoas_argv(unit.ptoas, os.path.relpath(unit.pto, sub), os.path.relpath(tmp, sub), level)
     try:
