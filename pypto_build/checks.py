@@ -87,9 +87,6 @@ class StampCheck:
             self.reason = ""
         return not self.reason
 
-    def refresh(self, values: dict) -> None:
-        return None
-
     def __repr__(self) -> str:
         return self.reason or "stamp current"
 
@@ -134,9 +131,6 @@ class PtoasCheck:
                 return {"ptoas": "adopted"}
         except OSError:
             pass
-        return None
-
-    def refresh(self, values: dict) -> None:
         return None
 
     def __repr__(self) -> str:
@@ -187,9 +181,6 @@ class VerdictCheck:
         else:
             self.reason = ""
         return not self.reason
-
-    def refresh(self, values: dict) -> None:
-        return None
 
     def __repr__(self) -> str:
         return self.reason or "last verdict still valid"

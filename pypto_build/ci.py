@@ -10,7 +10,6 @@ without is built. Reports: JUnit XML (one test case per directory) and JSON
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,14 +47,9 @@ class CiResult:
 def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
            progress: TextIO | None = None) -> CiResult:
     """Build (and validate where there is a golden) every directory; never stops at a failure."""
-    from .remote_cache import RemoteCache, remote_from_env
+    from .remote_cache import reachable
 
-    remote = remote_from_env(remote_cache)
-    if remote:
-        why = RemoteCache(remote, timeout=2.0).ping()
-        if why:
-            print(f"pypto-build: warning: remote cache unreachable ({why}); building locally", file=sys.stderr)
-            remote = None
+    remote = reachable(remote_cache)
     roots = [Path(d).resolve() for d in dirs]
     if jobs <= 1 or len(roots) <= 1:
         return CiResult([_one(r, cache_dir, remote, progress) for r in roots])

@@ -73,16 +73,11 @@ def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None =
     unreachable one is dropped with one warning and the build goes on locally. With
     `check_remote=False` the given URL (or None) is taken as already checked.
     """
-    from .remote_cache import RemoteCache, remote_from_env
+    from .remote_cache import reachable
 
     layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
-    remote = remote_from_env(remote_cache) if check_remote else remote_cache
-    if remote and check_remote:
-        why = RemoteCache(remote, timeout=2.0).ping()
-        if why:
-            print(f"pypto-build: warning: remote cache unreachable ({why}); building locally", file=sys.stderr)
-            remote = None
+    remote = reachable(remote_cache) if check_remote else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, validate_on_replay, os.path.abspath(os.path.expanduser(cache)) if cache else None,
                        remote)

@@ -118,3 +118,16 @@ class TieredCache:
 def remote_from_env(url: str | None, env=None) -> str | None:
     env = os.environ if env is None else env
     return url or env.get("PYPTO_BUILD_REMOTE_CACHE") or None
+
+
+def reachable(url: str | None) -> str | None:
+    """`url` (else $PYPTO_BUILD_REMOTE_CACHE) if the server answers; else None, after one warning."""
+    import sys
+
+    url = remote_from_env(url)
+    if url:
+        why = RemoteCache(url, timeout=2.0).ping()
+        if why:
+            print(f"pypto-build: warning: remote cache unreachable ({why}); building locally", file=sys.stderr)
+            return None
+    return url
