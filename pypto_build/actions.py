@@ -16,6 +16,7 @@ from doit.exceptions import TaskFailed
 from . import atomic, compile_cache
 from .checker import make_state
 from .depfile import parse_depfile
+from .layout import inside
 from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
@@ -42,6 +43,10 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
         start_ns = time.time_ns()
         hit = compile_cache.lookup(cache, base, unit.sub_rel, out)
         if hit is not None:
+            escape = _escape(unit, Path("."), hit)       # an entry another directory's run stored
+            if escape:
+                out.unlink(missing_ok=True)
+                return TaskFailed(escape)
             return {**_values(unit, compiler_id, context, hit, start_ns), "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
@@ -64,7 +69,15 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
         if proc.returncode != 0:
             return TaskFailed(_failure(unit, (proc.stderr or proc.stdout).strip()
                                        or f"exit status {proc.returncode}"))
-        headers = _headers(tmp_dep, sub, unit.source, unit.covered)
+        deps = _read_depfile(tmp_dep)
+        if deps is None:
+            return TaskFailed(_failure(unit, "the compiler wrote no dependency file (-MMD -MF), so the headers "
+                                             "it read cannot be checked; use a gcc-compatible CXX"))
+        escape = _escape(unit, sub, deps)
+        if escape:
+            out.unlink(missing_ok=True)          # no binary built from an outside header stays installed
+            return TaskFailed(escape)
+        headers = _headers(deps, sub, unit.source, unit.covered)
         os.replace(tmp_out, out)
     finally:
         for leftover in (tmp_out, tmp_dep):
@@ -97,17 +110,33 @@ def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
     return {"stamp": stamp}
 
 
-def _headers(depfile: Path, sub: Path, source: str, covered: tuple[str, ...]) -> list[str]:
-    """Headers named by the depfile, as paths relative to the build root.
+def _read_depfile(depfile: Path) -> list[str] | None:
+    """Every file the compiler read (system headers aside), as written; None without a depfile."""
+    try:
+        return parse_depfile(depfile.read_text(encoding="utf-8", errors="surrogateescape"))
+    except OSError:
+        return None
+
+
+def _escape(unit: CompileUnit, sub: Path, deps: list[str]) -> str | None:
+    """One line about the first dependency outside the build directory and the unit's include roots."""
+    root = os.path.realpath(".")                 # actions run in the build root
+    for dep in deps:
+        real = os.path.realpath(os.path.join(sub, dep))
+        if not inside(real, root) and not any(inside(real, r) for r in unit.include_roots):
+            return (f"{unit.task}: {unit.source} includes {dep}, which resolves outside the build directory "
+                    f"(to {real}); keep headers inside the build directory (an external kernel may also use "
+                    "its own directory and its extra_include_dirs) — binary not installed")
+    return None
+
+
+def _headers(deps: list[str], sub: Path, source: str, covered: tuple[str, ...]) -> list[str]:
+    """The depfile's headers, as paths relative to the build root.
 
     Headers under `covered` roots are left out: an identity covers them.
     """
-    try:
-        text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return []
     found = []
-    for dep in parse_depfile(text):
+    for dep in deps:
         path = dep if os.path.isabs(dep) else os.path.normpath(os.path.join(sub, dep))
         if any(path.startswith(root + os.sep) for root in covered):
             continue
@@ -117,5 +146,9 @@ def _headers(depfile: Path, sub: Path, source: str, covered: tuple[str, ...]) ->
 
 
 def _failure(unit: CompileUnit, message: str) -> str:
+    """One line (the source, the compiler's first error, the fix), then the command and the full output."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    first = next((line for line in lines if "error" in line), lines[0] if lines else "failed")
     cmd = " ".join(unit.argv)
-    return f"{unit.task}: compiling {unit.source} failed\n  command (in {unit.sub_rel}): {cmd}\n{message}"
+    return (f"{unit.source}: compiling failed: {first[:400]} — fix it and rebuild ({unit.task})\n"
+            f"  command (in {unit.sub_rel}): {cmd}\n{message}")

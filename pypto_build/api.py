@@ -131,8 +131,8 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
 
     root = graph.layout.root
     quiet = progress is None
-    reporter = BuildReporter(progress or io.StringIO(), quiet=quiet)
-    loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet)
+    reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
+    loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet, keep_errors=True)
     argv = ["build", "-n", str(max(1, jobs)) if jobs > 1 else "0"]
     if recompile:
         argv.append("--recompile")
@@ -141,6 +141,8 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
     argv += list(tasks or [])
     with _one_run:
         rc = BuildDirMain(loader).run(argv)
+    if loader.error is not None:
+        raise loader.error
     if trace is not None:
         from .timeline import write_trace
         write_trace(reporter.spans, Path(trace))
@@ -155,8 +157,8 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
         raise PyptoBuildError(f"{root}: doit could not run the graph: {'; '.join(reporter.errors) or 'see stderr'}")
     if check and result.failures:
         first = result.failures[0]
-        raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.message}",
-                         list(result.failures), result)
+        raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.task}: "
+                         f"{first.message.partition(chr(10))[0]}", list(result.failures), result)
     if check and rc != 0:
         raise BuildError(f"{root}: build did not complete (doit exit status {rc}): "
                          f"{'; '.join(reporter.errors)}", [], result)

@@ -228,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
-        return 130
+        from .lock import exit_now
+        exit_now(130)
 
 
 def _ci(args) -> int:
@@ -284,6 +285,9 @@ def _build(args) -> int:
                    trace=args.trace, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
                    progress=None if args.quiet else sys.stdout, check=False)
     if result.failures:
+        if args.quiet:      # the reporter said nothing: one line per failed unit, as without -q
+            for u in result.failures:
+                print(f"pypto-build: FAILED {u.task}: {u.message.partition(chr(10))[0]}", file=sys.stderr)
         return 1
     return 0 if result.ok else 1
 
@@ -357,7 +361,8 @@ def _doit(args) -> int:
         print("pypto-build: error: doit needs a build directory: pypto-build doit <command> DIR [...]",
               file=sys.stderr)
         return 2
-    directory, rest = Path(args.args[0]), args.args[1:]
+    rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)
+    directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))
     if not directory.is_dir():
         raise PyptoBuildError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
     return BuildDirMain(BuildDirLoader(directory)).run([args.command, *rest])

@@ -12,7 +12,9 @@ directory lock, with the content dependency manager and the xxhash checker.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from doit.cmd_info import Info
 from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
-from doit.dependency import SqliteDB
+from doit.dependency import DatabaseException, SqliteDB
 from doit.doit_cmd import DoitMain
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
@@ -35,7 +37,7 @@ from .depstate import ContentDependency
 from .errors import PyptoBuildError
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
 from .layout import STATE_DIR, load_layout
-from .lock import dir_lock, sigterm_as_interrupt
+from .lock import dir_lock, exit_now, sigterm_as_interrupt
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
 from .reporter import BuildReporter
@@ -127,12 +129,14 @@ class BuildDirLoader(TaskLoader2):
                    opt_remote)
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None,
-                 reporter: object = None, quiet: bool = False):
+                 reporter: object = None, quiet: bool = False, keep_errors: bool = False):
         super().__init__()
         self.root = Path(root).resolve() if root else None
         self.graph = graph
         self.reporter = reporter
         self.quiet = quiet
+        self.keep_errors = keep_errors             # True: a PyptoBuildError is kept in `error` for the caller
+        self.error: PyptoBuildError | None = None
         self.platform: str | None = graph.platform.name if graph else None
         self.pto: PtoOptions | None = None
         self.run: RunConfig | None = None
@@ -163,13 +167,18 @@ class BuildDirLoader(TaskLoader2):
         return {"check_file_uptodate": XXHChecker, "backend": "sqlite3", "dep_file": str(self.dep_file),
                 "default_tasks": list(DEFAULT_TASKS), "reporter": self.reporter or BuildReporter}
 
-    def load_tasks(self, cmd, pos_args):
+    def plan(self) -> Graph:
+        """Read the build directory and plan its graph once (bad input raises PyptoBuildError)."""
         if self.graph is None:
-            try:
-                self.graph = load_graph(self.root, self.platform, self.pto, self.run, self.validate_on_replay,
-                                        self.include_stale, self.cache_dir, self.remote_cache)
-            except PyptoBuildError as exc:
-                raise InvalidCommand(str(exc)) from None
+            self.graph = load_graph(self.root, self.platform, self.pto, self.run, self.validate_on_replay,
+                                    self.include_stale, self.cache_dir, self.remote_cache)
+        return self.graph
+
+    def load_tasks(self, cmd, pos_args):
+        try:
+            self.plan()
+        except PyptoBuildError as exc:
+            raise InvalidCommand(str(exc)) from None
         if not self.quiet:
             if self.graph.pto.skipped_line:
                 print(self.graph.pto.skipped_line)
@@ -218,6 +227,16 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
 
 
+def open_state(dep_file: Path, adopt: bool) -> ContentDependency:
+    """The doit state of a build directory (`adopt`: a building command); one clear error when unreadable."""
+    try:
+        return ContentDependency(SqliteDB, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt)
+    except (DatabaseException, sqlite3.DatabaseError) as exc:
+        reason = " ".join(str(exc).rsplit("Original error:", 1)[-1].split())
+        raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); remove {dep_file.parent} "
+                              "to start afresh (sources and binaries are kept; every unit rebuilds once)") from None
+
+
 class BuildDirCommand:
     """Mixin for doit commands: build root as cwd, directory lock, content state."""
 
@@ -227,13 +246,43 @@ class BuildDirCommand:
         if not isinstance(self.loader, BuildDirLoader):
             self.loader = BuildDirLoader()
         self.loader.setup(params)
+        try:
+            self.loader.plan()                  # bad input is refused before anything is written
+            return self._execute_locked(params, args)
+        except PyptoBuildError as exc:          # one line: doit's `ERROR: ...`, or the caller's
+            if self.loader.keep_errors:
+                self.loader.error = exc
+                return 3
+            raise InvalidCommand(str(exc)) from None
+        except KeyboardInterrupt:
+            if self.loader.keep_errors:         # a library caller handles its own interrupts
+                raise
+            print("pypto-build: interrupted; finished units are kept", file=sys.stderr)   # `doit build`
+            exit_now(130)
+        except InvalidCommand as exc:
+            if not self.loader.keep_errors:
+                raise
+            self.loader.error = PyptoBuildError(
+                f"{self.loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build doit "
+                f"list --all {self.loader.root}`" if exc.not_found else " ".join(str(exc).split()))
+            return 3
+
+    def _execute_locked(self, params, args):
         root = self.loader.root
         state = root / STATE_DIR
         with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
             noop.invalidate(root)          # the state is about to change (or be read by doit)
-            self.dep_manager = ContentDependency(SqliteDB, str(self.loader.dep_file), checker_cls=XXHChecker,
-                                                 adopt=self.adopts, checkpoint=self.adopts)
-            rc = super().execute(params, args)
+            self.dep_manager = open_state(self.loader.dep_file, self.adopts)
+            before = set(multiprocessing.active_children())
+            try:
+                rc = super().execute(params, args)
+            except BaseException:
+                # A worker forked just as an interrupt arrived may never see it (or swallow doit's
+                # SIGTERM inside its fork hook); multiprocessing would join it at exit, forever.
+                # SIGKILL ours only: a library caller's own children are left alone.
+                for child in set(multiprocessing.active_children()) - before:
+                    child.kill()
+                raise
             if rc == 0 and self.adopts and not args:
                 record_noop(self.loader.graph, self.task_list)
             return rc
@@ -253,6 +302,8 @@ class Build(BuildDirCommand, Run):
     def __init__(self, task_loader=None, **kwargs):
         if not isinstance(task_loader, BuildDirLoader):
             task_loader = BuildDirLoader()
+        # A build directory is data: its doit.cfg / pyproject.toml must not redirect output or state.
+        kwargs["config"] = {}
         super().__init__(task_loader=task_loader, **kwargs)
 
     def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",

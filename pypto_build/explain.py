@@ -22,11 +22,7 @@ class Explanation:
 
 def explain(graph: Graph, only: list[str] | None = None) -> list[Explanation]:
     """The status and reason of every task of the build (or of `only`), in dispatch order."""
-    from doit.dependency import SqliteDB
-
-    from .checker import XXHChecker
-    from .depstate import ContentDependency
-    from .engine import BuildDirLoader, STATE_DB
+    from .engine import BuildDirLoader, STATE_DB, open_state
     from .layout import STATE_DIR
     from .lock import dir_lock
 
@@ -41,7 +37,7 @@ def explain(graph: Graph, only: list[str] | None = None) -> list[Explanation]:
         out = {t.name: Explanation(t.name, "run", "never built") for t in tasks}
     else:
         with dir_lock(root / STATE_DIR, quiet=True, shared=True), contextlib.chdir(root):
-            dep = ContentDependency(SqliteDB, str(state), checker_cls=XXHChecker, adopt=False)
+            dep = open_state(state, adopt=False)
             try:
                 for t in _ordered(tasks, by_name):
                     out[t.name] = _one(dep, t, by_name)

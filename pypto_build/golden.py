@@ -12,6 +12,8 @@ from pathlib import Path
 from types import ModuleType
 
 from .errors import PyptoBuildError
+from .meta import ProgramMeta
+from .pyexec import exec_file
 
 DEFAULT_TOL = 1e-5
 
@@ -42,13 +44,42 @@ class Golden:
         try:
             pairs = list(self.module.generate_inputs({"name": "Default"}))
         except Exception as exc:
-            raise GoldenError(f"{self.path}: generate_inputs() raised {type(exc).__name__}: {exc}; "
+            raise GoldenError(f"{self.path}: generate_inputs() raised {_one_line(exc)}; "
                               "fix golden.py or pass the inputs yourself (replay(dir, *tensors))") from None
         for i, pair in enumerate(pairs):
             if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
-                raise GoldenError(f"{self.path}: generate_inputs() item {i} is {pair!r}; expected a "
-                                  "(name, value) tuple — fix golden.py")
+                raise GoldenError(f"{self.path}: generate_inputs() item {i} is {_one_line(repr(pair), 80)}; "
+                                  "expected a (name, value) tuple — fix golden.py")
         return pairs
+
+    def check_inputs(self, pairs: list[tuple[str, object]], meta: ProgramMeta | None) -> None:
+        """Inputs against the sidecar's parameters (count; tensor or scalar; dtype; static dims), before a run."""
+        if meta is None:
+            return
+        import torch
+
+        from .runner_script import known_torch_dtype
+        side, params = meta.path.name, meta.params
+        if len(pairs) != len(params):
+            raise GoldenError(f"{self.path}: generate_inputs() returns {len(pairs)} input(s) "
+                              f"({', '.join(n for n, _ in pairs)}) but {side} declares {len(params)} parameter(s) "
+                              f"({', '.join(p.name for p in params)}); fix golden.py (or recompile via ir.compile() "
+                              "if the program changed)")
+        for (name, value), p in zip(pairs, params):
+            declared = f"{side} declares {p.name!r} as " + ("a scalar" if p.shape is None else
+                                                             f"{p.dtype} {list(p.shape)}")
+            if p.shape is None:
+                problem = "is a tensor" if isinstance(value, torch.Tensor) else None
+            elif not isinstance(value, torch.Tensor):
+                problem = f"is a {type(value).__name__}, not a tensor"
+            elif known_torch_dtype(p.dtype) and value.dtype != getattr(torch, known_torch_dtype(p.dtype)):
+                problem = f"is {value.dtype}"
+            elif len(value.shape) != len(p.shape) or any(d >= 0 and d != s for d, s in zip(p.shape, value.shape)):
+                problem = f"has shape {list(value.shape)}"
+            else:
+                problem = None
+            if problem:
+                raise GoldenError(f"{self.path}: input {name!r} {problem}, but {declared}; fix golden.py")
 
     def expected(self, named: dict[str, object]) -> dict[str, object]:
         """Expected outputs: compute_golden on clones of the outputs (the run's tensors stay as they are)."""
@@ -56,9 +87,15 @@ class Golden:
         try:
             self.module.compute_golden({**named, **expected}, {})
         except Exception as exc:
-            raise GoldenError(f"{self.path}: compute_golden() raised {type(exc).__name__}: {exc}; "
-                              "fix golden.py") from None
+            raise GoldenError(f"{self.path}: compute_golden() raised {_one_line(exc)}; fix golden.py") from None
         return expected
+
+
+def _one_line(what: object, limit: int = 300) -> str:
+    """An exception as `Type: message` (or any text) on one line, at most `limit` characters."""
+    text = f"{type(what).__name__}: {what}" if isinstance(what, BaseException) else str(what)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def load_golden(work_dir: Path) -> Golden:
@@ -72,15 +109,15 @@ def load_golden(work_dir: Path) -> Golden:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        exec_file(module, path)
     except Exception as exc:
-        raise GoldenError(f"{path}: importing golden.py raised {type(exc).__name__}: {exc}; fix golden.py") from None
+        raise GoldenError(f"{path}: importing golden.py raised {_one_line(exc)}; fix golden.py") from None
     finally:
         sys.modules.pop(name, None)
     for required in ("generate_inputs", "compute_golden"):
         if not callable(getattr(module, required, None)):
-            raise GoldenError(f"{path}: no {required}() function; golden.py must define generate_inputs(params) "
-                              "and compute_golden(tensors, params)")
+            raise GoldenError(f"{path}: no {required}() function; add it to golden.py (it must define "
+                              "generate_inputs(params) and compute_golden(tensors, params))")
     return Golden(path, module)
 
 

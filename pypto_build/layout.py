@@ -87,7 +87,8 @@ def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
     if _next_level_names(root):
         return BuildKind.MULTI_ORCH, markers
     raise LayoutError(f"{root}: not a build_output directory (missing kernel_config.py and "
-                      "orchestration/host_orch.py, and no next_levels/*/kernel_config.py)")
+                      "orchestration/host_orch.py, and no next_levels/*/kernel_config.py); pass the directory "
+                      "ir.compile() wrote (build_output/<jit_dir>/)")
 
 
 def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
@@ -113,12 +114,14 @@ def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
             if mentioned is not None:
                 stale = [n for n in names if n not in mentioned]
                 names = [n for n in names if n in mentioned]
+    confine_tree(root, root / STATE_DIR, "state folder")
     subs = []
-    for name in names:
+    for name in (*names, *stale):       # a leftover that escapes is refused too: replay could load it
         rel = "." if name == "." else f"next_levels/{name}"
         path = root if name == "." else root / "next_levels" / name
-        confine(root, path, f"sub-build {rel}")
-        subs.append(SubBuild(name, rel, path, read_kernel_config(path / KERNEL_CONFIG)))
+        confine(root, path / KERNEL_CONFIG, f"sub-build {rel}")
+        if name in names:
+            subs.append(SubBuild(name, rel, path, read_kernel_config(path / KERNEL_CONFIG)))
     return Layout(root, kind, markers, tuple(subs), tuple(f"next_levels/{n}" for n in stale))
 
 
@@ -149,21 +152,40 @@ def _next_level_names(root: Path) -> list[str]:
     return sorted(p.name for p in base.iterdir() if (p / KERNEL_CONFIG).is_file())
 
 
-def confine(root: Path, path: Path, what: str) -> Path:
+SOURCE_FIX = ("build directories must be self-contained — copy it into the directory, or mark an external "
+              "kernel with \"external\": True in kernel_config.py")
+OUTPUT_FIX = "replace the symbolic link with a real file or directory: pypto_build writes only inside the build directory"
+
+
+def confine(root: Path, path: Path, what: str, fix: str = SOURCE_FIX) -> Path:
     """`path` with symlinks resolved; LayoutError when it leaves `root`."""
-    real_root = _realpath(os.fspath(root))
-    real = _realpath(os.fspath(path))
-    if real != real_root and not real.startswith(real_root + os.sep):
-        raise LayoutError(f"{path}: {what} resolves outside the build directory {root} (to {real}); "
-                          "build directories must be self-contained — mark external kernels with "
-                          "\"external\": True in kernel_config.py")
+    real = real_path(os.fspath(path))
+    if not inside(real, real_path(os.fspath(root))):
+        raise LayoutError(f"{path}: {what} resolves outside the build directory {root} (to {real}); {fix}")
     return Path(real)
+
+
+def inside(real: str, real_root: str) -> bool:
+    """Whether the resolved path `real` is `real_root` or below it."""
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def confine_tree(root: Path, top: Path, what: str) -> None:
+    """Refuse a file or folder pypto_build writes into (`.pypto_build`, `dfx_outputs`, ...) when it,
+    or any symbolic link below it, resolves outside `root`. Links are not followed into."""
+    forget_resolved_dirs()              # a write site: resolve afresh
+    confine(root, top, what, OUTPUT_FIX)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in (*dirnames, *filenames):
+            entry = os.path.join(dirpath, name)
+            if os.path.islink(entry):
+                confine(root, Path(entry), f"entry of the {what}", OUTPUT_FIX)
 
 
 _real_dirs: dict[str, str] = {}
 
 
-def _realpath(path: str) -> str:
+def real_path(path: str) -> str:
     """os.path.realpath with the parent directory's resolution memoised for one planning pass.
 
     Thousands of kernels share a few directories; only the file itself is

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto_build.errors import ManifestError
+from pypto_build.limits import TooLarge, read_capped
 from pypto_build.manifest_ast import FIX, PATH_EXPECTED, Evaluator, manifest_error, one_line, short
 
 __all__ = ["KernelSpec", "OrchestrationSpec", "KernelConfig", "read_kernel_config", "parse_kernel_config",
@@ -287,7 +288,10 @@ def read_kernel_config(path: Path) -> KernelConfig:
     """Read and parse `kernel_config.py` at `path`; raises only `ManifestError`."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_capped(path)
+    except TooLarge as exc:
+        raise manifest_error(path, 1, f"kernel_config.py {exc}", "a generated kernel_config.py",
+                             "Restore the generated file or recompile via ir.compile() to regenerate it") from None
     except OSError as exc:
         reason = one_line(exc.strerror or exc, 200)
         raise manifest_error(path, 1, f"kernel_config.py cannot be read ({reason})", "a readable file",

@@ -14,6 +14,7 @@ from typing import Any
 
 from pypto_build import atomic
 from pypto_build.errors import MetaError
+from pypto_build.limits import TooLarge, read_capped
 
 __all__ = [
     "COMPILED_META_FILENAME",
@@ -28,6 +29,7 @@ __all__ = [
     "ProgramMeta",
     "load_compiled_meta",
     "load_distributed_meta",
+    "load_sidecar",
     "parse_meta",
     "dump_meta",
     "write_meta",
@@ -230,7 +232,9 @@ def _load(path: Path, schema: int, validate_config: bool) -> ProgramMeta:
     path = Path(path)
     checker = _Checker(path, schema)
     try:
-        data = path.read_bytes()
+        data = read_capped(path)
+    except TooLarge as exc:
+        raise checker.bad(None, str(exc)) from None
     except FileNotFoundError:
         raise
     except OSError as exc:  # a directory, permissions, I/O error
@@ -250,6 +254,16 @@ def load_compiled_meta(path: Path) -> ProgramMeta:
 def load_distributed_meta(path: Path, *, validate_config: bool = True) -> ProgramMeta:
     """Load `distributed_meta.json` (schema 2). Missing file -> FileNotFoundError."""
     return _load(path, DISTRIBUTED_META_SCHEMA, validate_config)
+
+
+def load_sidecar(directory: Path) -> ProgramMeta | None:
+    """The sidecar of a build or sub-build directory: compiled_meta.json, else distributed_meta.json
+    (validated); None when it has neither."""
+    for name, load in ((COMPILED_META_FILENAME, load_compiled_meta),
+                       (DISTRIBUTED_META_FILENAME, load_distributed_meta)):
+        if (Path(directory) / name).is_file():
+            return load(Path(directory) / name)
+    return None
 
 
 def dump_meta(meta: ProgramMeta) -> str:

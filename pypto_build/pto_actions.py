@@ -43,11 +43,18 @@ def run_ptoas(unit: PtoUnit):
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: timed out after {unit.timeout:g} s "
                               "(raise PYPTO_PTOAS_TIMEOUT); kernel files untouched, retried next run")
         except OSError as exc:
-            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: cannot run {unit.ptoas}: {exc}")
+            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: cannot run {unit.ptoas}: {exc}; "
+                              "check --ptoas / PTOAS_ROOT")
+        command = f"  command: {' '.join(argv)}"
         if proc.returncode != 0 or not tmp.exists() or tmp.stat().st_size == 0:
-            message = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}, no output"
-            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: {message}\n  command: {' '.join(argv)}\n"
-                              "kernel files untouched; retried next run")
+            output = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}, no output"
+            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: {output.splitlines()[0][:400]}; fix the .pto "
+                              f"(or restore it) and rebuild — kernel files untouched, retried next run\n"
+                              f"{command}\n{output}")
+        if not function_names(tmp.read_text(encoding="utf-8", errors="replace")):
+            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: the output defines no kernel function "
+                              f"(AICORE void <name>(...)); check ptoas (--ptoas, PTOAS_ROOT) and the .pto — "
+                              f"{unit.raw} and kernel files untouched\n{command}")
         os.replace(tmp, raw)
     finally:
         tmp.unlink(missing_ok=True)
@@ -62,8 +69,12 @@ def run_splice(unit: PtoUnit):
     raw_state = make_state(unit.raw)
     try:
         raw = raw_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return TaskFailed(f"{unit.raw}: not UTF-8 text (byte {exc.start}); cannot splice — restore it, or edit "
+                          f"{unit.pto} so ptoas regenerates it, or recompile via ir.compile()")
+    try:
         edits = plan_splice(unit, raw)
-    except (PyptoBuildError, UnicodeDecodeError) as exc:
+    except PyptoBuildError as exc:
         return TaskFailed(str(exc))
     record = load_record(unit.record)
     lines, spliced = [], []

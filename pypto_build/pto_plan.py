@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .layout import STATE_DIR, Layout
+from .errors import ToolchainError
+from .layout import OUTPUT_FIX, SOURCE_FIX, STATE_DIR, Layout, confine
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
 
 DISABLE_VALUES = ("0", "false", "no")
@@ -81,11 +82,16 @@ def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> Pt
     if not found:
         return PtoPlan((), None, options)
     lookup = find_ptoas(options.ptoas, env)
+    if lookup.path is None and lookup.source == "--ptoas":
+        raise ToolchainError(f"--ptoas {options.ptoas}: not an executable file; pass the path of ptoas, or leave "
+                             "--ptoas out to use PTOAS_ROOT or PATH")
     key = ptoas_identity(lookup.path) if lookup.path else None
     units = []
     for sub, stem in found:
         prefix = "" if sub.rel == "." else f"{sub.rel}/"
         label = sub.label(stem)
+        for path, fix in ((f"{prefix}ptoas/{stem}.pto", SOURCE_FIX), (f"{prefix}ptoas/{stem}.cpp", OUTPUT_FIX)):
+            confine(layout.root, layout.root / path, f"ptoas unit {label}", fix)
         units.append(PtoUnit(label, sub.rel, f"{prefix}ptoas/{stem}.pto", f"{prefix}ptoas/{stem}.cpp",
                              f"{STATE_DIR}/splice/{label}.json", f"{STATE_DIR}/backup", lookup.path, key,
                              options.timeout))

@@ -12,13 +12,17 @@ from doit.exceptions import TaskFailed
 
 from .errors import PyptoBuildError
 from .runconfig import RunConfig
+from .runtime.executor import ExecutorError
+
+# What a run of the program can raise on bad input or a wrong result: one failed task, no traceback.
+_FAILURES = (PyptoBuildError, ExecutorError, AssertionError, TypeError, ValueError)
 
 
 def run_replay(sub_rel: str, config: RunConfig, validate: bool):
     """Run the sub-build on golden.py's inputs; print PyPTO's lines; validate if asked."""
     try:
         checked, _dfx = _run(sub_rel, config, validate, print)
-    except (PyptoBuildError, AssertionError, TypeError, ValueError) as exc:
+    except _FAILURES as exc:
         return TaskFailed(str(exc))
     return {"validated": checked}
 
@@ -28,7 +32,7 @@ def run_validate(sub_rel: str, config: RunConfig):
     lines: list[str] = []
     try:
         checked, _dfx = _run(sub_rel, config, True, lines.append)
-    except (PyptoBuildError, AssertionError, TypeError, ValueError) as exc:
+    except _FAILURES as exc:
         return TaskFailed(f"validation of {Path(sub_rel).resolve()} failed: {exc}")
     verdict = "PASSED" if checked else "no outputs declared in golden.py __outputs__ (nothing compared)"
     return {"verdict": verdict, "outputs": checked, "config": config.key(), "lines": lines}
@@ -36,11 +40,13 @@ def run_validate(sub_rel: str, config: RunConfig):
 
 def _run(sub_rel: str, config: RunConfig, validate: bool, say) -> tuple[list[str], list[str]]:
     from .golden import compare, load_golden
+    from .meta import load_sidecar
     from .replayer import execute, save_outputs
 
     sub = Path(sub_rel)
     golden = load_golden(sub)
     pairs = golden.inputs()
+    golden.check_inputs(pairs, load_sidecar(sub))
     names = [n for n, _ in pairs]
     values = [v for _, v in pairs]
     dfx = execute(sub, values, config, names=names, say=say)

@@ -102,7 +102,8 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
         return 2
     except KeyboardInterrupt:
         print("pypto-build replay: interrupted", file=sys.stderr)
-        return 130
+        from .lock import exit_now
+        exit_now(130)
 
 
 if __name__ == "__main__":  # pragma: no cover

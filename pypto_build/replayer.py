@@ -15,7 +15,7 @@ from typing import Callable, Sequence, TextIO
 
 from . import atomic
 from .errors import PyptoBuildError
-from .layout import BuildKind, STATE_DIR, classify, load_layout
+from .layout import BuildKind, STATE_DIR, classify, confine_tree, load_layout
 from .runconfig import LOG_LEVELS, RunConfig
 
 
@@ -28,12 +28,20 @@ class ReplayResult:
 
 
 def check_replayable(work_dir: Path) -> Path:
-    """The sub-build to run, or one clear error (PyPTO's L2/L3 rule, §8.1)."""
+    """The sub-build to run, or one clear error (PyPTO's L2/L3 rule, §8.1).
+
+    Its sidecar is validated here, before anything is built or run (an L3 build needs distributed_meta.json).
+    """
+    from .meta import DISTRIBUTED_META_FILENAME, load_sidecar
+
     kind, _markers = classify(work_dir)
     if kind is BuildKind.MULTI_ORCH:
-        subs = "\n".join(f"  {s.path}" for s in load_layout(work_dir).sub_builds)
+        subs = ", ".join(str(s.path) for s in load_layout(work_dir).sub_builds)
         raise PyptoBuildError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
-                              f"instead:\n{subs}")
+                              f"instead: {subs}")
+    if load_sidecar(work_dir) is None and kind is BuildKind.L3:
+        raise PyptoBuildError(f"{Path(work_dir) / DISTRIBUTED_META_FILENAME} not found; a distributed build needs "
+                              "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
     return Path(work_dir)
 
 
@@ -47,6 +55,9 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
     from .runtime.dfx import write_args_dump, write_swimlane
     from .runtime.executor import HostExecutor
 
+    if config.enable_chip_swimlane or config.enable_dump_args:
+        base = Path(sub_dir).absolute()
+        confine_tree(base, base / "dfx_outputs", "dfx_outputs folder")
     for line in config.unsupported():
         say(line)
     say("[execute] running on the host runtime (pypto_build: a functional CPU reference, not an NPU model)...")
@@ -79,6 +90,8 @@ def save_outputs(work_dir: Path, named: dict) -> None:
     """Keep the tensors of the last replay under .pypto_build/replay/ (torch.save, atomic)."""
     import torch
 
+    base = Path(work_dir).absolute()
+    confine_tree(base, base / STATE_DIR / "replay", "replay outputs folder")
     for name, value in named.items():
         if isinstance(value, torch.Tensor):
             buf = io.BytesIO()

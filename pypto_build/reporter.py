@@ -29,9 +29,10 @@ class BuildReporter:
 
     desc = "pypto_build: one line per unit run, then a summary"
 
-    def __init__(self, outstream=None, options=None, *, quiet: bool = False):
+    def __init__(self, outstream=None, options=None, *, quiet: bool = False, echo_errors: bool = True):
         self.out = outstream or sys.stdout
         self.quiet = quiet
+        self.echo_errors = echo_errors      # False: the caller raises `errors` as its one line
         self.outcomes: dict[str, Outcome] = {}
         self._start: dict[str, float] = {}
         self.errors: list[str] = []
@@ -95,7 +96,10 @@ class BuildReporter:
             self._finish(task.name, "skipped", "a unit it depends on failed")
             return
         out = self._finish(task.name, "failed", message=message.strip())
-        self._line(f"FAILED {task.name}\n{out.message}", err=True)
+        first, _, details = out.message.partition("\n")
+        self._line(f"pypto-build: FAILED {task.name}: {first or 'failed'}", err=True)   # the one line
+        if details.strip():
+            self._line(details)                      # command, full compiler output, ...: with the progress
 
     def skip_uptodate(self, task):
         if not task.actions:
@@ -115,8 +119,9 @@ class BuildReporter:
         self.errors.append(exception.get_msg())
 
     def runtime_error(self, msg):
-        self.errors.append(msg)
-        self._line(f"ERROR: {msg}", err=True)
+        self.errors.append(" ".join(str(msg).split()))
+        if self.echo_errors:
+            self._line(f"ERROR: {self.errors[-1]}", err=True)
 
     def teardown_task(self, task):
         pass

@@ -40,6 +40,11 @@ def torch_dtype_name(dtype: str) -> str:
     return f"torch.{_TORCH_DTYPES.get(dtype, 'float32')}"
 
 
+def known_torch_dtype(dtype: str) -> str | None:
+    """The torch dtype name of a compiled_meta dtype string, None when torch has no exact match."""
+    return _TORCH_DTYPES.get(dtype)
+
+
 def _py_name(name: str) -> str:
     """The parameter name as a usable Python identifier in the script."""
     if not name.isidentifier() or keyword.iskeyword(name):
@@ -182,6 +187,8 @@ def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = 
         return None
     meta = load_compiled_meta(work_dir / COMPILED_META_FILENAME)
     target = work_dir / "debug" / "run.py"
+    from .layout import confine_tree
+    confine_tree(work_dir, target, "debug runner")
     atomic.write_text(target, render_run_script(meta), mode=0o755)
     return target
 

@@ -33,6 +33,11 @@ def compile_commands(graph) -> list[dict]:
 
 
 def write_compdb(graph, path: Path | None = None) -> Path:
-    path = Path(path) if path else graph.layout.root / "compile_commands.json"
+    """Write compile_commands.json to `path` (anywhere you name), else into the build directory."""
+    if path is None:
+        from .layout import confine_tree
+        path = graph.layout.root / "compile_commands.json"
+        confine_tree(graph.layout.root, path, "compile_commands.json")
+    path = Path(path)
     atomic.write_text(path, json.dumps(compile_commands(graph), indent=1) + "\n")
     return path

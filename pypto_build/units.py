@@ -13,7 +13,8 @@ from pathlib import Path
 
 from .errors import LayoutError
 from .identity import BinaryContext, binary_context
-from .layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in, confine
+from .layout import OUTPUT_FIX, Layout, SubBuild, confine, include_dirs, kernel_source, real_path, resolve_in
+from .manifest_ast import manifest_error
 from .stamp import STAMP
 from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv
 
@@ -32,6 +33,7 @@ class CompileUnit:
     argv_key: str          # digest of argv without the locations of identity-covered roots
     covered: tuple[str, ...]  # dirs whose headers an identity covers (not tracked per unit)
     timeout: float = 900.0
+    include_roots: tuple[str, ...] = ()  # resolved dirs outside the build dir a header may come from
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,15 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
         units = [_orch_unit(layout, sub, platform, timeout)]
         units += [_kernel_unit(layout, sub, k, platform, timeout) for k in sub.config.kernels]
         _check_unique(sub, units)
+        for path, what in [(u.output, f"output of {u.task}") for u in units] + [(_join(sub.rel, STAMP), "stamp")]:
+            confine(layout.root, layout.root / path, what, OUTPUT_FIX)
         plans.append(SubBuildPlan(sub, binary_context(platform, sub.config.runtime_name), tuple(units)))
     return plans
 
 
 def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: float) -> CompileUnit:
     src = kernel_source(sub, k, layout.root)
+    _require_file(sub, src, f"kernel {k.name or k.func_id} source", k.line)
     incs = [_arg_path(layout.root, sub.path, d) for d in include_dirs(sub, k, layout.root)]
     stem = src.stem
     if k.external:
@@ -73,13 +78,16 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
         source = _join(sub.rel, src_arg)
     argv = kernel_argv(platform, k.core_type, src_arg, out_rel, incs)
     unit_name = f"{k.core_type}/{stem}"
-    return _unit(f"compile:{sub.label(unit_name)}", "kernel", sub, source, out_rel, argv, platform, timeout)
+    # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
+    return _unit(f"compile:{sub.label(unit_name)}", "kernel", sub, source, out_rel, argv, platform, timeout,
+                 (str(src.parent),) if k.external else ())
 
 
 def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float) -> CompileUnit:
     orch = sub.config.orchestration
     src = resolve_in(sub, orch.source, orch.rooted)
     confine(layout.root, src, f"orchestration source (kernel_config.py line {orch.line})")
+    _require_file(sub, src, "ORCHESTRATION source", orch.line)
     src_rel = _rel_to(sub.path, src)
     out_rel = _rel_to(sub.path, src.with_suffix(".so"))
     argv = orchestration_argv(platform, src_rel, out_rel)
@@ -88,11 +96,42 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
 
 
 def _unit(task: str, kind: str, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
-          platform: Platform, timeout: float) -> CompileUnit:
+          platform: Platform, timeout: float, extra_roots: tuple[str, ...] = ()) -> CompileUnit:
     covered = platform.covered_roots()
+    roots = (*covered.values(), *_include_flag_paths(argv, sub.path), *extra_roots)
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP),
                        # The compiler itself is its own input (identity), so the key covers only its arguments.
-                       argv_key(argv[len(platform.compiler.command):], covered), tuple(covered.values()), timeout)
+                       argv_key(argv[len(platform.compiler.command):], covered), tuple(covered.values()), timeout,
+                       tuple(dict.fromkeys(real_path(r) for r in roots)))
+
+
+_INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")
+
+
+def _include_flag_paths(argv: tuple[str, ...], cwd: Path) -> list[str]:
+    """The directories (and forced-include files) an argv names with -I, -isystem, -include, ...
+
+    The tool passes them itself (runtime headers, $PTO_ISA_ROOT, extra_include_dirs, $CXXFLAGS),
+    so headers under them are not an escape.
+    """
+    found = []
+    for i, arg in enumerate(argv):
+        for flag in _INCLUDE_FLAGS:
+            if arg == flag and i + 1 < len(argv):
+                found.append(argv[i + 1])
+            elif arg.startswith(flag) and arg != flag:
+                found.append(arg[len(flag):])
+    return [os.path.join(cwd, p) for p in found]
+
+
+def _require_file(sub: SubBuild, src: Path, what: str, line: int) -> None:
+    """A source named by kernel_config.py must be a file before anything runs (one line naming the entry)."""
+    if not src.is_file():
+        shown = _rel_to(sub.path, src)
+        shown = str(src) if shown.startswith("..") else shown
+        problem = "is not a file" if src.exists() else "does not exist"
+        raise manifest_error(sub.config.path, line, f"{what} {shown} {problem}", "an existing source file",
+                             "Restore the file, fix the entry, or recompile via ir.compile() to regenerate it")
 
 
 def _check_unique(sub: SubBuild, units: list[CompileUnit]) -> None:

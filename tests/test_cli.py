@@ -76,17 +76,6 @@ def test_doit_list_info_forget_clean_on_the_graph(l2):
     assert (l2 / "kernels/aiv/main_incore_1_aiv.cpp").exists()
 
 
-def test_concurrent_runs_serialise_and_compile_each_unit_once(tmp_path):
-    root = synth.write_l2(tmp_path / "d", kernels=3)
-    procs = [subprocess.Popen(["pypto-build", "build", str(root)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), outs
-    ran = sum(o.count("(never built)") for o, _ in outs)
-    assert ran == 4, outs                                        # 3 kernels + 1 orchestration, once each
-    assert any("waiting for another run" in e for _, e in outs)
-
-
 def test_example_command_replays_validates_and_shows_one_incremental_rebuild(tmp_path):
     dest = tmp_path / "ex"
     out = run("pypto-build", "example", str(dest))

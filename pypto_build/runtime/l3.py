@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 
 from .. import atomic
 from ..meta import load_distributed_meta
+from ..pyexec import exec_file
 from ..runconfig import LOG_LEVELS, RunConfig
 from . import l3_shims
 from .executor import ExecutorError
@@ -141,7 +142,7 @@ def _run_host_orch(path: Path, pool: "_RankPool", tensors: dict[str, Any], world
             module = importlib.util.module_from_spec(spec)
             sys.modules[modname] = module
             try:
-                spec.loader.exec_module(module)
+                exec_file(module, path)
                 entry = _find_entry(module, path)
                 alloc = getattr(module, "_alloc_intermediates", None)
                 if alloc is not None:
@@ -196,7 +197,8 @@ def _describe_failure(exc: BaseException, path: Path) -> str:
         return _unimplemented_message(missing, path)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
     where = f"{path}:{frames[-1].lineno}" if frames else str(path)
-    return f"{where}: {type(exc).__name__}: {exc}"
+    return (f"{where}: {type(exc).__name__}: {' '.join(str(exc).split())}; fix {path.name} or recompile via "
+            "ir.compile() to regenerate it")
 
 
 def _unimplemented_message(feature: str, path: Path) -> str:
