@@ -23,6 +23,11 @@ class UnitResult:
     seconds: float = 0.0
     message: str = ""
 
+    @property
+    def headline(self) -> str:
+        """The message's first line: file, what is wrong, how to fix it (details follow it)."""
+        return self.message.partition("\n")[0]
+
 
 @dataclass(frozen=True)
 class BuildResult:
@@ -157,8 +162,7 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
         raise PyptoBuildError(f"{root}: doit could not run the graph: {'; '.join(reporter.errors) or 'see stderr'}")
     if check and result.failures:
         first = result.failures[0]
-        raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.task}: "
-                         f"{first.message.partition(chr(10))[0]}", list(result.failures), result)
+        raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.task}: {first.headline}", list(result.failures), result)
     if check and rc != 0:
         raise BuildError(f"{root}: build did not complete (doit exit status {rc}): "
                          f"{'; '.join(reporter.errors)}", [], result)

@@ -18,10 +18,16 @@ def temp_path_for(target: Path, suffix: str = ".tmp") -> Path:
     return Path(name)
 
 
-def write_bytes(target: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write `data` to `target` atomically (same-directory temp + os.replace)."""
+def write_bytes(target: Path, data: bytes, *, mode: int = 0o644, sweep: bool = False) -> None:
+    """Write `data` to `target` atomically (same-directory temp + os.replace).
+
+    `sweep`: first remove the temp files a killed writer of `target` left — only
+    for the one writer that owns `target` (a task under the directory lock).
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if sweep:
+        remove_stale_temps(target)
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -38,9 +44,9 @@ def write_bytes(target: Path, data: bytes, *, mode: int = 0o644) -> None:
         raise
 
 
-def write_text(target: Path, text: str, *, mode: int = 0o644) -> None:
-    """Write `text` (UTF-8) to `target` atomically."""
-    write_bytes(target, text.encode("utf-8"), mode=mode)
+def write_text(target: Path, text: str, *, mode: int = 0o644, sweep: bool = False) -> None:
+    """Write `text` (UTF-8) to `target` atomically (`sweep` as for `write_bytes`)."""
+    write_bytes(target, text.encode("utf-8"), mode=mode, sweep=sweep)
 
 
 def replace_into(tmp: Path, target: Path) -> None:

@@ -287,7 +287,7 @@ def _build(args) -> int:
     if result.failures:
         if args.quiet:      # the reporter said nothing: one line per failed unit, as without -q
             for u in result.failures:
-                print(f"pypto-build: FAILED {u.task}: {u.message.partition(chr(10))[0]}", file=sys.stderr)
+                print(f"pypto-build: FAILED {u.task}: {u.headline}", file=sys.stderr)
         return 1
     return 0 if result.ok else 1
 

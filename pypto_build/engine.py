@@ -34,7 +34,7 @@ from doit.loader import generate_tasks
 
 from .checker import XXHChecker
 from .depstate import ContentDependency
-from .errors import PyptoBuildError
+from .errors import PyptoBuildError, one_line
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
 from .layout import STATE_DIR, load_layout
 from .lock import dir_lock, exit_now, sigterm_as_interrupt
@@ -232,7 +232,7 @@ def open_state(dep_file: Path, adopt: bool) -> ContentDependency:
     try:
         return ContentDependency(SqliteDB, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt)
     except (DatabaseException, sqlite3.DatabaseError) as exc:
-        reason = " ".join(str(exc).rsplit("Original error:", 1)[-1].split())
+        reason = one_line(str(exc).rsplit("Original error:", 1)[-1])
         raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); remove {dep_file.parent} "
                               "to start afresh (sources and binaries are kept; every unit rebuilds once)") from None
 
@@ -264,7 +264,7 @@ class BuildDirCommand:
                 raise
             self.loader.error = PyptoBuildError(
                 f"{self.loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build doit "
-                f"list --all {self.loader.root}`" if exc.not_found else " ".join(str(exc).split()))
+                f"list --all {self.loader.root}`" if exc.not_found else one_line(exc))
             return 3
 
     def _execute_locked(self, params, args):

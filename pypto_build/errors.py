@@ -2,6 +2,12 @@
 from __future__ import annotations
 
 
+def one_line(text: object, limit: int | None = None) -> str:
+    """`text` with whitespace runs collapsed to one space, cut to `limit` characters (None: whole)."""
+    flat = " ".join(str(text).split())
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 class PyptoBuildError(Exception):
     """A problem with the user's input or environment.
 

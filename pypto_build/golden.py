@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from .errors import PyptoBuildError
+from .errors import PyptoBuildError, one_line
 from .meta import ProgramMeta
 from .pyexec import exec_file
 
@@ -44,11 +44,11 @@ class Golden:
         try:
             pairs = list(self.module.generate_inputs({"name": "Default"}))
         except Exception as exc:
-            raise GoldenError(f"{self.path}: generate_inputs() raised {_one_line(exc)}; "
+            raise GoldenError(f"{self.path}: generate_inputs() raised {_raised(exc)}; "
                               "fix golden.py or pass the inputs yourself (replay(dir, *tensors))") from None
         for i, pair in enumerate(pairs):
             if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
-                raise GoldenError(f"{self.path}: generate_inputs() item {i} is {_one_line(repr(pair), 80)}; "
+                raise GoldenError(f"{self.path}: generate_inputs() item {i} is {one_line(repr(pair), 80)}; "
                                   "expected a (name, value) tuple — fix golden.py")
         return pairs
 
@@ -87,15 +87,12 @@ class Golden:
         try:
             self.module.compute_golden({**named, **expected}, {})
         except Exception as exc:
-            raise GoldenError(f"{self.path}: compute_golden() raised {_one_line(exc)}; fix golden.py") from None
+            raise GoldenError(f"{self.path}: compute_golden() raised {_raised(exc)}; fix golden.py") from None
         return expected
 
 
-def _one_line(what: object, limit: int = 300) -> str:
-    """An exception as `Type: message` (or any text) on one line, at most `limit` characters."""
-    text = f"{type(what).__name__}: {what}" if isinstance(what, BaseException) else str(what)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _raised(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}", 300)
 
 
 def load_golden(work_dir: Path) -> Golden:
@@ -111,7 +108,7 @@ def load_golden(work_dir: Path) -> Golden:
     try:
         exec_file(module, path)
     except Exception as exc:
-        raise GoldenError(f"{path}: importing golden.py raised {_one_line(exc)}; fix golden.py") from None
+        raise GoldenError(f"{path}: importing golden.py raised {_raised(exc)}; fix golden.py") from None
     finally:
         sys.modules.pop(name, None)
     for required in ("generate_inputs", "compute_golden"):

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pypto_build.errors import ManifestError
+from pypto_build.errors import ManifestError, one_line
 
 __all__ = ["Evaluator", "FIX", "PATH_EXPECTED", "manifest_error", "one_line", "short"]
 
@@ -25,12 +25,6 @@ _KINDS = {
     ast.Lambda: "lambda", ast.BinOp: "operator expression", ast.Attribute: "attribute access",
     ast.Subscript: "subscript", ast.Starred: "unpacking",
 }
-
-
-def one_line(text: str, limit: int = 120) -> str:
-    """`text` with whitespace runs collapsed to one space, cut to `limit` characters."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def manifest_error(path: Path, line: int | None, what: str, expected: str, fix: str = FIX) -> ManifestError:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto_build import atomic
-from pypto_build.errors import MetaError
+from pypto_build.errors import MetaError, one_line
 from pypto_build.limits import TooLarge, read_capped
 
 __all__ = [
@@ -98,10 +98,6 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -116,7 +112,7 @@ class _Checker:
         """PyPTO's `Invalid <file> in <path>: <field>: <detail>. ...` message."""
         where = f"{field}: " if field else ""
         return MetaError(
-            f"Invalid {self.filename} in {_one_line(self.path)}: {where}{_one_line(detail)}. The metadata was "
+            f"Invalid {self.filename} in {one_line(self.path)}: {where}{one_line(detail)}. The metadata was "
             f"written by a different pypto version or hand-edited — recompile via ir.compile() to refresh."
         )
 
@@ -124,14 +120,14 @@ class _Checker:
         try:
             meta = json.loads(text)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-            raise self.bad(None, f"not valid JSON ({_one_line(exc)[:200]})") from None
+            raise self.bad(None, f"not valid JSON ({one_line(exc, 200)})") from None
         if not isinstance(meta, dict):
             raise self.bad(None, f"expected a JSON object, got {type(meta).__name__}")
         found = meta.get("schema")
         if not (_is_int(found) and found == self.schema):
             raise MetaError(
                 f"Incompatible {self.filename} schema {_short(found)} (expected {self.schema}) in "
-                f"{_one_line(self.path)}. The metadata was written by a different pypto version — recompile "
+                f"{one_line(self.path)}. The metadata was written by a different pypto version — recompile "
                 f"via ir.compile() to refresh."
             )
         raw_params = meta.get("params")
@@ -225,7 +221,7 @@ def parse_meta(text: str, path: Path, *, schema: int, validate_config: bool = Tr
     except MetaError:
         raise
     except Exception as exc:  # last-resort guard: the contract is MetaError only
-        raise checker.bad(None, f"could not be validated ({type(exc).__name__}: {_one_line(exc)[:200]})") from None
+        raise checker.bad(None, f"could not be validated ({type(exc).__name__}: {one_line(exc, 200)})") from None
 
 
 def _load(path: Path, schema: int, validate_config: bool) -> ProgramMeta:
@@ -238,11 +234,11 @@ def _load(path: Path, schema: int, validate_config: bool) -> ProgramMeta:
     except FileNotFoundError:
         raise
     except OSError as exc:  # a directory, permissions, I/O error
-        raise checker.bad(None, f"cannot be read ({_one_line(exc)})") from None
+        raise checker.bad(None, f"cannot be read ({one_line(exc)})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise checker.bad(None, f"is not valid UTF-8 text ({_one_line(exc)})") from None
+        raise checker.bad(None, f"is not valid UTF-8 text ({one_line(exc)})") from None
     return parse_meta(text, path, schema=schema, validate_config=validate_config)
 
 

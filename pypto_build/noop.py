@@ -92,7 +92,7 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict) -> 
         if sig is None or now - sig[0] <= RACY_NS:
             return False
         stats[path] = sig
-    atomic.write_text(root / STATE_DIR / RECORD, json.dumps({"key": run_key, "stats": stats, **summary}))
+    atomic.write_text(root / STATE_DIR / RECORD, json.dumps({"key": run_key, "stats": stats, **summary}), sweep=True)
     return True
 
 

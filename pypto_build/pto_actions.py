@@ -80,6 +80,7 @@ def run_splice(unit: PtoUnit):
     lines, spliced = [], []
     for target, text, old_body, new_text in edits:
         rel = target.as_posix()
+        atomic.remove_stale_temps(target)       # left by a run killed while splicing it
         if new_text != text:
             if record.get(rel) != text_digest(old_body):
                 lines.append(f"[pto->cpp]   kept your edited body of {rel} in {backup(unit, target, text)}")
@@ -127,7 +128,7 @@ def load_record(path: str) -> dict:
 
 
 def save_record(path: str, bodies: dict) -> None:
-    atomic.write_text(Path(path), json.dumps(bodies, indent=1, sort_keys=True) + "\n")
+    atomic.write_text(Path(path), json.dumps(bodies, indent=1, sort_keys=True) + "\n", sweep=True)
 
 
 def backup(unit: PtoUnit, target: Path, text: str) -> str:

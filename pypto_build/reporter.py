@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from doit.exceptions import UnmetDependency
 from doit.globals import Globals
 
+from .errors import one_line
+
 
 PTO_STAGE = ("ptoas:", "splice:")
 
@@ -119,7 +121,7 @@ class BuildReporter:
         self.errors.append(exception.get_msg())
 
     def runtime_error(self, msg):
-        self.errors.append(" ".join(str(msg).split()))
+        self.errors.append(one_line(msg))
         if self.echo_errors:
             self._line(f"ERROR: {self.errors[-1]}", err=True)
 

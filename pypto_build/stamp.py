@@ -15,7 +15,7 @@ def stamp_text(stamp: dict) -> str:
 
 
 def write_stamp(path: Path, stamp: dict) -> None:
-    atomic.write_text(path, stamp_text(stamp))
+    atomic.write_text(path, stamp_text(stamp), sweep=True)
 
 
 def remove_stamp(path: Path) -> None:

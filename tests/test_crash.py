@@ -178,11 +178,13 @@ def phase(scn: Scenario, files: dict[str, str], pristine: dict[str, str]) -> str
     """Where the kill landed, from the files it left (for the figures)."""
     outputs = {r for r, d in scn.final.items() if pristine.get(r) != d and not r.endswith("binary_context.json")}
     done = {r for r in outputs if files.get(r) == scn.final[r]}
+    stamps = [r for r in scn.final if r.endswith("binary_context.json")]
     if not done:
-        return "before any output"
+        removed = any(r in pristine and r not in files for r in stamps)
+        return "stamp removed, first output not landed" if removed else "before any output"
     if done < outputs:
         return "between outputs"
-    stamped = all(files.get(r) == d for r, d in scn.final.items() if r.endswith("binary_context.json"))
+    stamped = all(files.get(r) == scn.final[r] for r in stamps)
     return "after the stamp" if stamped else "before the stamp"
 
 

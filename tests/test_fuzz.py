@@ -7,11 +7,13 @@ feed raw bytes through the file readers the CLI uses.
 """
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pypto_build.depfile import parse_depfile
@@ -21,8 +23,9 @@ from pypto_build.meta import ProgramMeta, load_compiled_meta, load_distributed_m
 from pypto_build.splice import BEGIN, END, preprocess, splice, split
 from pypto_build.synth_kernels import _kernel_cpp
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=300, deadline=None)
 SCRATCH = Path(tempfile.mkdtemp(prefix="pypto-fuzz-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 # ---------------------------------------------------------------------------
 # depfile parser
@@ -89,8 +92,7 @@ def mutations(seed: bytes) -> st.SearchStrategy[bytes]:
 
 
 def write_scratch(name: str, data: bytes) -> Path:
-    directory = Path(tempfile.mkdtemp(dir=SCRATCH))
-    path = directory / name
+    path = SCRATCH / name           # one file per name, rewritten for every example
     path.write_bytes(data)
     return path
 

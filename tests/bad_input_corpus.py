@@ -1,0 +1,385 @@
+"""The bad-input corpus: broken build directories, each a recipe applied to a fresh copy of a
+small generated directory, with the command to run and what its one line must say.
+
+Used by tests/test_bad_input.py (which runs and checks every case).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pypto_build import synth
+
+FAKE_PTOAS = str(Path(__file__).resolve().parent / "tools" / "fake_ptoas")
+STATE = ".pypto_build"
+HUGE = 65 * 2**20          # past the documented 16 MiB limit of metadata files (docs/guide.md)
+
+# Every message says how to fix the problem; these are the remedies the tool's messages use.
+FIX_RE = re.compile(r"recompile via ir\.compile\(\)|\b(fix|restore|remove|add|pass|raise|check) |replay one of",
+                    re.IGNORECASE)
+
+
+# ---------------------------------------------------------------------------
+# breaking helpers
+# ---------------------------------------------------------------------------
+
+
+def replace(path: Path, old: str, new: str) -> None:
+    """Replace the first occurrence of `old` (which must be there) in the text file `path`."""
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) >= 1, (path, old)
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def edit_json(path: Path, change: Callable[[dict], object]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def truncate(path: Path, keep: float = 0.5) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def pad_huge(rel: str, line_start: bytes = b"") -> Callable[[Path], None]:
+    """Make a file larger than the limit while keeping it valid: a last line of HUGE blanks."""
+    def apply(d: Path) -> None:
+        with open(d / rel, "ab") as handle:
+            handle.write(b"\n" + line_start + b" " * HUGE + b"\n")
+    return apply
+
+
+def set_param(index: int, key: str, value) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        edit_json(d / "compiled_meta.json", lambda m: m["params"][index].__setitem__(key, value))
+    return apply
+
+
+def set_meta(key: str, value) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        edit_json(d / "compiled_meta.json", lambda m: m.__setitem__(key, value))
+    return apply
+
+
+def set_dconfig(key: str, value) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        edit_json(d / "distributed_meta.json", lambda m: m["distributed_config"].__setitem__(key, value))
+    return apply
+
+
+def kc(old: str, new: str, sub: str = ".") -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        replace(d / sub / "kernel_config.py", old, new)
+    return apply
+
+
+def golden(old: str, new: str) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        replace(d / "golden.py", old, new)
+    return apply
+
+
+K1 = '"source": str(_ROOT_DIR / "kernels" / "aiv" / "main_incore_1_aiv.cpp")'
+KERNEL1 = "kernels/aiv/main_incore_1_aiv.cpp"
+RAW = "ptoas/main_group.cpp"
+BEGIN, END = synth.BEGIN_SENTINEL, synth.END_SENTINEL
+
+
+def pto_edit(knob: str) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        with open(d / "ptoas" / "main_group.pto", "a", encoding="utf-8") as handle:
+            handle.write(f"// {knob}\n")
+    return apply
+
+
+def raw_edit_and(wrapper_change: Callable[[str], str]) -> Callable[[Path], None]:
+    """Hand-edit the raw ptoas output (so the splice runs) and break kernel 1's wrapper."""
+    def apply(d: Path) -> None:
+        replace(d / RAW, "* 2.0f;", "* 2.0f + 0.0f;")
+        path = d / KERNEL1
+        path.write_text(wrapper_change(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return apply
+
+
+def reverse_sentinels(text: str) -> str:
+    return text.replace(BEGIN, "\0").replace(END, BEGIN).replace("\0", END)
+
+
+def compile_error(d: Path) -> None:
+    """Break kernel 1 whose binary (and the stamp) are absent: the build writes nothing new."""
+    (d / "kernels/aiv/main_incore_1_aiv.so").unlink()
+    (d / "cache/binary_context.json").unlink()
+    replace(d / KERNEL1, "int64_t n = n_conv.val;", "int64_t n = n_conv.val  // missing semicolon")
+
+
+def orch_compile_error(d: Path) -> None:
+    (d / "orchestration/main.so").unlink()
+    (d / "cache/binary_context.json").unlink()
+    replace(d / "orchestration/main.cpp", "int64_t n = 1;", "int64_t n = undeclared_name;")
+
+
+def corrupt_state(d: Path) -> None:
+    (d / STATE / "state.sqlite3").write_bytes(b"this is not an sqlite database\n" * 40)
+    os.utime(d / KERNEL1)           # something to look at, so the run reaches the state
+
+
+def truncate_state(d: Path) -> None:
+    truncate(d / STATE / "state.sqlite3", 0.3)
+    os.utime(d / KERNEL1)
+
+
+def empty_dir(d: Path) -> Path:
+    shutil.rmtree(d)
+    d.mkdir()
+    return d
+
+
+def missing_dir(d: Path) -> Path:
+    shutil.rmtree(d)
+    return d
+
+
+def file_not_dir(d: Path) -> Path:
+    shutil.rmtree(d)
+    d.write_text("not a directory\n")
+    return d
+
+
+def write(rel: str, data: bytes | str) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        path = d / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return apply
+
+
+def append(rel: str, data: bytes) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        with open(d / rel, "ab") as handle:
+            handle.write(data)
+    return apply
+
+
+def prepend(rel: str, data: bytes) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        (d / rel).write_bytes(data + (d / rel).read_bytes())
+    return apply
+
+
+def delete(rel: str) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        (d / rel).unlink()
+    return apply
+
+
+def chain(*steps: Callable[[Path], object]) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        for step in steps:
+            step(d)
+    return apply
+
+
+# ---------------------------------------------------------------------------
+# the corpus
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One broken directory: how to break it, how to run it, what the one line must say."""
+
+    name: str
+    base: str                                   # pristine dir: "l2" (pto, golden, built), "l3", "multi"
+    breaks: Callable[[Path], Path | None]       # mutate the copy; may return the path to pass instead
+    verb: str                                   # build | replay | validate
+    file: str                                   # the line names this file (substring)
+    what: str                                   # ... and says this is wrong (regex)
+    planning: bool = True                       # refused before anything runs: state folder untouched too
+    args: tuple[str, ...] = ()
+    env: dict = field(default_factory=dict)
+
+
+def _meta_cases() -> list[Case]:
+    meta, v = "compiled_meta.json", "validate"
+    return [
+        Case("meta_truncated", "l2", lambda d: truncate(d / meta), "replay", meta, r"not valid JSON"),
+        Case("meta_empty", "l2", write(meta, ""), v, meta, r"not valid JSON"),
+        Case("meta_not_json", "l2", write(meta, "schema: 1\n"), v, meta, r"not valid JSON"),
+        Case("meta_not_utf8", "l2", write(meta, b'{"schema": 1, "params": [], "x": "\xff\xfe"}'), v, meta,
+             r"not valid UTF-8"),
+        Case("meta_not_object", "l2", write(meta, "[1, 2]"), v, meta, r"expected a JSON object"),
+        Case("meta_schema_wrong", "l2", set_meta("schema", 2), v, meta, r"schema 2 \(expected 1\)"),
+        Case("meta_schema_missing", "l2", lambda d: edit_json(d / meta, lambda m: m.pop("schema")), v, meta,
+             r"schema None \(expected 1\)"),
+        Case("meta_params_not_list", "l2", set_meta("params", {"a": 1}), v, meta, r"params: must be a list"),
+        Case("meta_param_not_object", "l2",
+             lambda d: edit_json(d / meta, lambda m: m["params"].__setitem__(0, "a")), v, meta,
+             r"params\[0\]: must be an object"),
+        Case("meta_param_name", "l2", set_param(0, "name", 7), v, meta, r"params\[0\]\.name: must be a string"),
+        Case("meta_param_missing_key", "l2",
+             lambda d: edit_json(d / meta, lambda m: m["params"][1].pop("direction")), v, meta,
+             r"params\[1\]\.direction: missing required key"),
+        Case("meta_param_direction", "l2", set_param(1, "direction", "Sideways"), "replay", meta,
+             r"params\[1\]\.direction: must be one of"),
+        Case("meta_param_shape", "l2", set_param(0, "shape", "16"), v, meta, r"params\[0\]\.shape: must be null or"),
+        Case("meta_param_dtype_unknown", "l2", set_param(0, "dtype", "fp33"), v, meta,
+             r"params\[0\]\.dtype: unknown DataType string 'fp33'"),
+        Case("meta_param_dtype_type", "l2", set_param(1, "dtype", 32), v, meta,
+             r"params\[1\]\.dtype: must be a string"),
+        Case("meta_num_return_types", "l2", set_meta("num_return_types", -1), v, meta,
+             r"num_return_types: must be a non-negative integer"),
+        Case("meta_platform", "l2", set_meta("platform", ["a2a3sim"]), v, meta, r"platform: must be a string"),
+        Case("meta_backend_type", "l2", set_meta("backend_type", "Ascend999"), v, meta,
+             r"backend_type: must be one of"),
+        Case("meta_huge", "l2", pad_huge(meta), v, meta, r"is 65\.0 MiB, over the 16 MiB limit"),
+    ]
+
+
+def _dmeta_cases() -> list[Case]:
+    dmeta, v = "distributed_meta.json", "validate"
+    return [
+        Case("dmeta_truncated", "l3", lambda d: truncate(d / dmeta, 0.7), "replay", dmeta, r"not valid JSON"),
+        Case("dmeta_missing", "l3", delete(dmeta), v, dmeta, r"not found"),
+        Case("dmeta_schema", "l3", lambda d: edit_json(d / dmeta, lambda m: m.__setitem__("schema", 1)), v, dmeta,
+             r"schema 1 \(expected 2\)"),
+        Case("dmeta_param_dtype", "l3",
+             lambda d: edit_json(d / dmeta, lambda m: m["params"][0].__setitem__("dtype", "float")), v, dmeta,
+             r"params\[0\]\.dtype: unknown DataType"),
+        Case("dmeta_config_not_object", "l3",
+             lambda d: edit_json(d / dmeta, lambda m: m.__setitem__("distributed_config", [0, 1])), v, dmeta,
+             r"distributed_config: must be an object"),
+        Case("dmeta_config_unknown_key", "l3", set_dconfig("devices", [0]), v, dmeta,
+             r"unknown key\(s\) \['devices'\]"),
+        Case("dmeta_device_ids_type", "l3", set_dconfig("device_ids", "0,1"), v, dmeta,
+             r"device_ids: must be a list of ints"),
+        Case("dmeta_device_ids_empty", "l3", set_dconfig("device_ids", []), v, dmeta, r"device_ids: must not be empty"),
+        Case("dmeta_device_ids_duplicate", "l3", set_dconfig("device_ids", [0, 0]), v, dmeta,
+             r"device_ids: must be distinct"),
+        Case("dmeta_device_ids_negative", "l3", set_dconfig("device_ids", [-1, 0]), v, dmeta,
+             r"device_ids: must be non-negative"),
+        Case("dmeta_num_sub_workers", "l3", set_dconfig("num_sub_workers", "2"), v, dmeta,
+             r"num_sub_workers: must be an int"),
+        Case("dmeta_runtime", "l3", set_dconfig("runtime", 5), v, dmeta, r"runtime: must be a string"),
+        Case("dmeta_aicpu_thread_num", "l3", set_dconfig("aicpu_thread_num", 1), v, dmeta,
+             r"aicpu_thread_num: must be 0 \(architecture default\) or at least 2"),
+    ]
+
+
+def _kernel_config_cases() -> list[Case]:
+    k, b = "kernel_config.py", "build"
+    return [
+        Case("kc_syntax_error", "l2", kc("KERNELS = [", "KERNELS = [[["), b, k, r"Python syntax error"),
+        Case("kc_empty", "l2", write(k, ""), b, k, r"KERNELS is not defined"),
+        Case("kc_not_utf8", "l2", append(k, b"# caf\xe9\n"), b, k, r"not valid UTF-8"),
+        Case("kc_no_kernels", "l2", kc("KERNELS = [", "KERNEL_LIST = ["), b, k, r"KERNELS is not defined"),
+        Case("kc_no_orchestration", "l2", kc("ORCHESTRATION = {", "ORCH = {"), b, k, r"ORCHESTRATION is not defined"),
+        Case("kc_kernel_no_func_id", "l2", kc('{"func_id": 1, ', "{"), b, k, r'KERNELS\[1\] has no "func_id" key'),
+        Case("kc_kernel_no_source", "l2", kc(K1 + ", ", ""), b, k, r'KERNELS\[1\] has no "source" key'),
+        Case("kc_kernel_no_core_type", "l2", kc('"core_type": "aiv", ', ""), b, k, r'has no "core_type" key'),
+        Case("kc_orch_no_source", "l2", kc('\t"source": str(_ROOT_DIR / "orchestration" / "main.cpp"),\n', ""), b, k,
+             r'ORCHESTRATION has no "source" key'),
+        Case("kc_orch_no_function_name", "l2", kc('\t"function_name": "aicpu_orchestration_entry",\n', ""), b, k,
+             r'ORCHESTRATION has no "function_name" key'),
+        Case("kc_func_id_type", "l2", kc('"func_id": 1,', '"func_id": "1",'), b, k,
+             r"func_id\"\] is '1'; expected an int"),
+        Case("kc_core_type_value", "l2", kc('"core_type": "aiv"', '"core_type": "vector"'), b, k,
+             r"core_type\"\] is 'vector'; expected \"aic\" or \"aiv\""),
+        Case("kc_kernels_not_list", "l2", chain(kc("KERNELS = [", "KERNELS = {0: ["), kc("},\n]", "},\n]}")), b, k,
+             r"KERNELS is not a list literal"),
+        Case("kc_signature_type", "l2", kc('"signature": [_D.IN, _D.INOUT]', '"signature": "in, inout"'), b, k,
+             r"signature\"\] is not a list"),
+        Case("kc_runtime_config_type", "l2", kc('"aicpu_thread_num": 0', '"aicpu_thread_num": "four"'), b, k,
+             r'RUNTIME_CONFIG\["aicpu_thread_num"\] is \'four\''),
+        Case("kc_duplicate_func_id", "l2", kc('"func_id": 1,', '"func_id": 0,'), b, k, r"duplicate func_id 0"),
+        Case("kc_source_missing", "l2", kc('"main_incore_1_aiv.cpp")', '"main_incore_9_aiv.cpp")'), b, k,
+             r"kernels/aiv/main_incore_9_aiv\.cpp.* does not exist"),
+        Case("kc_orch_source_missing", "l2", delete("orchestration/main.cpp"), b, k,
+             r"orchestration/main\.cpp.* does not exist"),
+        Case("kc_l3_sub_build", "l3", kc("KERNELS = [", "KERNELS = [[", sub="next_levels/chip_b"), b,
+             "next_levels/chip_b/kernel_config.py", r"Python syntax error"),
+        Case("kc_huge", "l2", pad_huge(k, b"#"), b, k, r"is 65\.0 MiB, over the 16 MiB limit"),
+    ]
+
+
+def _run_cases() -> list[Case]:
+    """Cases that get past planning: a unit runs and fails (the state folder may change)."""
+    pto = ("--ptoas", FAKE_PTOAS)
+    return [
+        Case("sentinel_begin_missing", "l2", raw_edit_and(lambda t: t.replace(BEGIN, "// ptoas code")), "build",
+             KERNEL1, r"sentinel", planning=False),
+        Case("sentinel_end_missing", "l2", raw_edit_and(lambda t: t.replace(END, "// entry")), "build", KERNEL1,
+             r"sentinel", planning=False),
+        Case("sentinels_reversed", "l2", raw_edit_and(reverse_sentinels), "build", KERNEL1, r"sentinel",
+             planning=False),
+        Case("kernel_not_utf8_on_splice", "l2",
+             chain(raw_edit_and(lambda t: t), prepend(KERNEL1, b"// \xff\xfe\n")),
+             "build", KERNEL1, r"not UTF-8", planning=False),
+        Case("raw_not_utf8", "l2", append(RAW, b"// \xff\xfe\n"), "build", RAW, r"not UTF-8", planning=False),
+        Case("ptoas_fails", "l2", pto_edit("FAKE_PTOAS_FAIL"), "build", "ptoas/main_group.pto",
+             r"ptoas .*failed.*FAKE_PTOAS_FAIL requested", planning=False, args=pto),
+        Case("ptoas_hangs", "l2", pto_edit("FAKE_PTOAS_HANG"), "build", "ptoas/main_group.pto", r"timed out after 1 s",
+             planning=False, args=pto, env={"PYPTO_PTOAS_TIMEOUT": "1"}),
+        Case("ptoas_garbage", "l2", pto_edit("FAKE_PTOAS_GARBAGE"), "build", "ptoas/main_group.pto",
+             r"defines no kernel", planning=False, args=pto),
+        Case("ptoas_not_found", "l2", pto_edit("edited"), "build", "no/such/ptoas", r"not an executable file",
+             args=("--ptoas", "no/such/ptoas")),
+        Case("compile_error", "l2", compile_error, "build", KERNEL1, r"error: expected", planning=False),
+        Case("orch_compile_error", "l2", orch_compile_error, "build", "orchestration/main.cpp",
+             r"error: .undeclared_name. was not declared", planning=False),
+        Case("state_db_garbage", "l2", corrupt_state, "build", "state.sqlite3", r"not a (valid )?.*database",
+             planning=False),
+        Case("state_db_truncated", "l2", truncate_state, "build", "state.sqlite3", r"database", planning=False),
+        Case("state_db_explain", "l2", corrupt_state, "explain", "state.sqlite3", r"unreadable"),
+        Case("host_orch_syntax_error", "l3", lambda d: replace(d / "orchestration/host_orch.py", "def host_orch(",
+                                                               "def host_orch(("), "validate",
+             "orchestration/host_orch.py", r"SyntaxError", planning=False),
+    ]
+
+
+def _golden_cases() -> list[Case]:
+    g, v = "golden.py", "validate"
+    return [
+        Case("golden_missing", "l2", delete(g), "replay", g, r"not found"),
+        Case("golden_raises", "l2", golden("gen = torch", "raise RuntimeError('no data')\n    gen = torch"), v, g,
+             r"generate_inputs\(\) raised RuntimeError: no data", planning=False),
+        Case("golden_syntax_error", "l2", golden("def compute_golden(tensors, params):", "def compute_golden(:"), v, g,
+             r"SyntaxError", planning=False),
+        Case("golden_no_generate_inputs", "l2", golden("def generate_inputs(", "def make_inputs("), v, g,
+             r"no generate_inputs\(\)", planning=False),
+        Case("golden_no_compute_golden", "l2", golden("def compute_golden(", "def golden_of("), v, g,
+             r"no compute_golden\(\)", planning=False),
+        Case("golden_wrong_count", "l2", golden('        ("out", out),\n', ""), v, g,
+             r"1 input.*compiled_meta\.json.* 2 param", planning=False),
+        Case("golden_wrong_dtype", "l2", golden("out = torch.zeros((16,), dtype=torch.float32)",
+                                                "out = torch.zeros((16,), dtype=torch.float64)"), v, g,
+             r"'out'.*float64.*fp32", planning=False),
+        Case("golden_wrong_shape", "l2", golden("a = torch.randn((16,)", "a = torch.randn((8,)"), v, g,
+             r"'a' has shape \[8\], but compiled_meta\.json declares 'a' as fp32 \[16\]", planning=False),
+        Case("golden_not_pairs", "l2", golden('("a", a),', '["a", a],'), v, g,
+             r"item 0 is .*expected a \(name, value\)", planning=False),
+        Case("golden_compute_raises", "l2", golden('tensors["out"][:] = out', 'tensors["missing"][:] = out'), v, g,
+             r"compute_golden\(\) raised KeyError", planning=False),
+    ]
+
+
+def _layout_cases() -> list[Case]:
+    return [
+        Case("empty_directory", "l2", empty_dir, "build", "{dir}", r"not a build_output directory"),
+        Case("missing_directory", "l2", missing_dir, "build", "{dir}", r"not a directory|does not exist"),
+        Case("file_not_directory", "l2", file_not_dir, "replay", "{dir}", r"not a directory"),
+        Case("mixed_markers", "l2", write("distributed_meta.json", "{}"), "build", "{dir}",
+             r"ambiguous build directory"),
+        Case("incomplete_markers", "l2", delete("kernel_config.py"), "build", "{dir}", r"no kernel_config\.py"),
+        Case("multi_orch_replay", "multi", lambda d: None, "replay", "{dir}", r"multi-orchestration parent"),
+        Case("multi_orch_validate", "multi", lambda d: None, "validate", "{dir}", r"multi-orchestration parent"),
+    ]
+
+
+CASES = [*_meta_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(), *_golden_cases(), *_layout_cases()]
+assert len({c.name for c in CASES}) == len(CASES)
