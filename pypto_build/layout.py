@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
+from .manifest_ast import parse_quietly
 
 KERNEL_CONFIG = "kernel_config.py"
 COMPILED_META = "compiled_meta.json"
@@ -131,7 +132,7 @@ def host_driver_words(path: Path) -> set[str] | None:
     None when it cannot be parsed: then nothing is called stale.
     """
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        tree = parse_quietly(path.read_bytes(), path)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     words: set[str] = set()

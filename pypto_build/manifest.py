@@ -16,7 +16,7 @@ from typing import Any
 
 from pypto_build.errors import ManifestError, one_line
 from pypto_build.limits import TooLarge, read_capped
-from pypto_build.manifest_ast import FIX, PATH_EXPECTED, Evaluator, manifest_error, short
+from pypto_build.manifest_ast import FIX, PATH_EXPECTED, Evaluator, manifest_error, parse_quietly, short
 
 __all__ = ["KernelSpec", "OrchestrationSpec", "KernelConfig", "read_kernel_config", "parse_kernel_config",
            "DEFAULT_RUNTIME", "FIX"]
@@ -277,7 +277,7 @@ def _parse(text: str, path: Path) -> KernelConfig:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        tree = ast.parse(text, filename=str(path))
+        tree = parse_quietly(text, path)
     except SyntaxError as exc:
         detail = one_line(exc.msg or "invalid syntax", 200)
         raise manifest_error(path, exc.lineno, f"Python syntax error ({detail})", "valid Python source") from None

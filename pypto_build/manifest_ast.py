@@ -8,6 +8,7 @@ line: `<path>:<line>: <what is wrong>; expected <what was expected>. <how to fix
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -25,6 +26,13 @@ _KINDS = {
     ast.Lambda: "lambda", ast.BinOp: "operator expression", ast.Attribute: "attribute access",
     ast.Subscript: "subscript", ast.Starred: "unpacking",
 }
+
+
+def parse_quietly(source: str | bytes, path: Path) -> ast.Module:
+    """ast.parse without the compiler's warnings (an invalid escape in a user's file is not ours to print)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source, filename=str(path))
 
 
 def manifest_error(path: Path, line: int | None, what: str, expected: str, fix: str = FIX) -> ManifestError:

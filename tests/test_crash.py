@@ -114,7 +114,7 @@ def prepare(scn: Scenario, tmp: Path) -> None:
     """Measure one uninterrupted run: its duration places the kill points, its files are the truth."""
     root = copy_dir(scn.pristine, tmp / "reference")
     start = time.monotonic()
-    subprocess.run(run_argv(scn, root, tmp / "reference_cache"), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(run_argv(scn, root, tmp / "reference_cache"), check=True, stdout=subprocess.DEVNULL, timeout=300)
     scn.seconds = time.monotonic() - start
     scn.final = snapshot(root)
     scn.pristine_files = snapshot(scn.pristine)
@@ -229,7 +229,7 @@ def trial(scn: Scenario, base: Path, index: int, rng: random.Random) -> str:
     if scn.cache:
         check_cache_after_kill(scn, base / f"t{index}_fresh", cache)
     if scn.validate:
-        out = subprocess.run(["pypto-build", "validate", str(root)], capture_output=True, text=True)
+        out = subprocess.run(["pypto-build", "validate", str(root)], capture_output=True, text=True, timeout=300)
         assert out.returncode == 0 and "PASSED" in out.stdout, f"{where}: {out.stdout}{out.stderr}"
     return phase(scn, after, pristine)
 

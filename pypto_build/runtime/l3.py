@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import atomic
+from ..errors import one_line
 from ..meta import load_distributed_meta
 from ..pyexec import exec_file
 from ..runconfig import LOG_LEVELS, RunConfig
@@ -197,7 +198,7 @@ def _describe_failure(exc: BaseException, path: Path) -> str:
         return _unimplemented_message(missing, path)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
     where = f"{path}:{frames[-1].lineno}" if frames else str(path)
-    return (f"{where}: {type(exc).__name__}: {' '.join(str(exc).split())}; fix {path.name} or recompile via "
+    return (f"{where}: {type(exc).__name__}: {one_line(exc)}; fix {path.name} or recompile via "
             "ir.compile() to regenerate it")
 
 
