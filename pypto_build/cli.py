@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import BuildError, PyptoBuildError
+from .errors import BuildError, PyptoBuildError, WorkerDied
 
 EPILOG = """examples:
   pypto-build example                        # copy the shipped example, replay + validate it, edit once
@@ -225,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"pypto-build: error: {exc}", file=sys.stderr)
+        if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
+            from .lock import exit_now
+            exit_now(2)
         return 2
     except KeyboardInterrupt:
         print("pypto-build: interrupted; finished units are kept", file=sys.stderr)

@@ -12,7 +12,7 @@ directory lock, with the content dependency manager and the xxhash checker.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import functools
 import os
 import sqlite3
 import sys
@@ -38,6 +38,7 @@ from .errors import PyptoBuildError, one_line
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
 from .layout import STATE_DIR, load_layout
 from .lock import dir_lock, exit_now, sigterm_as_interrupt
+from .workers import supervise
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
 from .reporter import BuildReporter
@@ -273,16 +274,8 @@ class BuildDirCommand:
         with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
             noop.invalidate(root)          # the state is about to change (or be read by doit)
             self.dep_manager = open_state(self.loader.dep_file, self.adopts)
-            before = set(multiprocessing.active_children())
-            try:
-                rc = super().execute(params, args)
-            except BaseException:
-                # A worker forked just as an interrupt arrived may never see it (or swallow doit's
-                # SIGTERM inside its fork hook); multiprocessing would join it at exit, forever.
-                # SIGKILL ours only: a library caller's own children are left alone.
-                for child in set(multiprocessing.active_children()) - before:
-                    child.kill()
-                raise
+            rc = supervise(functools.partial(super().execute, params, args),
+                           watch=bool(params.get("num_process")), where=str(root))
             if rc == 0 and self.adopts and not args:
                 record_noop(self.loader.graph, self.task_list)
             return rc

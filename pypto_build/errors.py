@@ -47,3 +47,7 @@ class BuildError(PyptoBuildError):
 
 class SpliceError(PyptoBuildError):
     """A kernel wrapper cannot take a ptoas body (sentinels missing or out of order, signature change)."""
+
+
+class WorkerDied(PyptoBuildError):
+    """A `-j` worker process died on its own (OOM killer, crash); the run was stopped, finished units kept."""

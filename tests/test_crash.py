@@ -74,6 +74,8 @@ def recorded(root: Path) -> dict[str, str]:
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", f"{db}: damaged"
+        if not conn.execute("select 1 from sqlite_master where name = 'doit'").fetchone():
+            return {}                       # killed between creating the file and its table
         rows = conn.execute("select task_id, task_data from doit").fetchall()
     finally:
         conn.close()
@@ -149,9 +151,19 @@ def kill_once(scn: Scenario, root: Path, cache: Path, rng: random.Random, sig: i
             os.killpg(proc.pid, sig)
         else:
             os.kill(proc.pid, sig)
-        proc.wait(60)
+        finish(proc)
     wait_group_gone(proc.pid)
     return True, err.read_text()
+
+
+def finish(proc: subprocess.Popen, within: float = 60.0) -> tuple[str, str]:
+    """The run's output once it exits; a run still going after `within` s is a hang: kill it, fail."""
+    try:
+        return proc.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"the run (pid {proc.pid}) hung: still running {within} s after the signal")
 
 
 def inode(path: Path) -> int | None:
@@ -296,7 +308,7 @@ def test_sigint_stops_cleanly_and_keeps_finished_work(argv, tmp_path):
     while time.monotonic() < deadline and len(list(root.rglob("*.so"))) < 4:
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGINT)           # what Ctrl-C sends: the whole foreground group
-    out, err = proc.communicate(timeout=60)
+    out, err = finish(proc)
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err and "Traceback" not in out
     assert "interrupted; finished units are kept" in err
@@ -306,3 +318,32 @@ def test_sigint_stops_cleanly_and_keeps_finished_work(argv, tmp_path):
     assert result.compiled and not set(result.compiled) & finished
     assert len(result.compiled) + len(finished) == 25
     assert not [p for p in root.rglob("*") if ".tmp" in p.name]
+
+
+def worker_pids(leader: int) -> list[int]:
+    """The leader's `-j` workers: its child processes running Python (not the compilers)."""
+    children = Path(f"/proc/{leader}/task/{leader}/children").read_text().split()
+    return [int(c) for c in children if "python" in Path(f"/proc/{c}/exe").resolve().name]
+
+
+def test_a_worker_dying_on_its_own_stops_the_run_in_one_line(tmp_path):
+    """What the OOM killer does: doit alone would wait for the dead worker's result forever."""
+    root = synth.write_l2(tmp_path / "d", kernels=24)
+    proc = subprocess.Popen(["pypto-build", "build", "-j", "2", str(root)], start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (len(list(root.rglob("*.so"))) < 3 or not worker_pids(proc.pid)):
+        time.sleep(0.02)
+    victim = worker_pids(proc.pid)[0]
+    os.kill(victim, signal.SIGKILL)
+    out, err = finish(proc)                                  # no hang
+    assert proc.returncode == 2, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"build worker process {victim} died (killed by SIGKILL" in lines[0], err
+    assert "finished units are kept" in lines[0] and "Traceback" not in out + err
+    wait_group_gone(proc.pid)
+    assert lock_is_free(root)
+    finished = set(recorded(root))
+    result = build(root)
+    assert result.ok and not set(result.compiled) & finished
+    assert len(result.compiled) + len(finished) == 25
