@@ -226,12 +226,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"pypto-build: error: {exc}", file=sys.stderr)
         if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
-            from .lock import exit_now
+            from .workers import exit_now
             exit_now(2)
         return 2
     except KeyboardInterrupt:
         print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
-        from .lock import exit_now
+        from .workers import exit_now
         exit_now(130)
 
 

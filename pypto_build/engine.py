@@ -37,8 +37,8 @@ from .depstate import ContentDependency
 from .errors import PyptoBuildError, one_line
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
 from .layout import STATE_DIR, load_layout
-from .lock import dir_lock, exit_now, sigterm_as_interrupt
-from .workers import supervise
+from .lock import dir_lock, sigterm_as_interrupt
+from .workers import exit_now, supervise
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
 from .reporter import BuildReporter

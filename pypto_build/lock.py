@@ -3,7 +3,7 @@
 The lock file is never deleted (waiters would lock different inodes); the
 kernel releases the lock when the holder exits, even after kill -9, so a
 crashed run never blocks the next one. Worker processes forked during a run
-(doit -j) close their inherited copy of the lock and die with their parent:
+(doit -j) close their inherited copy (`release_inherited`, called by workers.py):
 otherwise `kill -9` of the leader alone leaves orphans holding the lock.
 """
 from __future__ import annotations
@@ -14,50 +14,28 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Iterator, NoReturn
+from typing import Iterator
 
 _held: dict[int, int] = {}      # lock fd -> pid of the process that took it
-_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def _exit_quietly(signum: int, frame: object) -> None:
-    os._exit(128 + signum)
+def release_inherited() -> int | None:
+    """In a process forked during a run: close the inherited lock fds (only the leader holds the lock).
 
-
-def _before_fork() -> None:
-    """Hold Ctrl-C / SIGTERM across a fork during a run: the child installs its handlers first."""
-    if _held:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-
-
-def _after_fork_in_parent() -> None:
-    if _held:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
-
-
-def _after_fork_in_child() -> None:
-    """A process forked while a run holds the lock (a doit -j worker): drop the lock, do not
-    outlive the run, and leave Ctrl-C / SIGTERM to the leader (no worker tracebacks)."""
+    Returns the pid of the leader that took them, None when no lock was held.
+    """
     if not _held:
-        return
+        return None
     owner = next(iter(_held.values()))
     for fd in _held:
         os.close(fd)
     _held.clear()
-    for signum in _SIGNALS:
-        if signal.getsignal(signum) is not signal.SIG_IGN:      # nohup'ed / background: stay ignored
-            signal.signal(signum, _exit_quietly)
-    import ctypes
-    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)      # Linux only
-    if prctl is not None:
-        prctl(1, signal.SIGKILL)            # PR_SET_PDEATHSIG: killed when the parent dies
-    if os.getppid() != owner:               # the parent died before prctl took effect
-        os._exit(1)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    return owner
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                    after_in_child=_after_fork_in_child)
+def held() -> bool:
+    """Whether this process holds a directory lock now (a run is in progress)."""
+    return bool(_held)
 
 
 @contextlib.contextmanager
@@ -100,10 +78,3 @@ def sigterm_as_interrupt() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGTERM, previous)
 
-
-def exit_now(code: int) -> NoReturn:
-    """Leave after an interrupt without multiprocessing's exit handlers: the state is already saved,
-    and joining a doit worker or queue thread the interrupt caught mid-handshake can hang forever."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

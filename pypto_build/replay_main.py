@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
         return 2
     except KeyboardInterrupt:
         print("pypto-build replay: interrupted", file=sys.stderr)
-        from .lock import exit_now
+        from .workers import exit_now
         exit_now(130)
 
 

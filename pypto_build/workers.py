@@ -1,23 +1,88 @@
 """doit's `-j` worker processes: never left running, never waited for forever.
 
-doit's multiprocessing runner has two ways to hang a run: a worker forked at
-the instant of an interrupt never sees it (multiprocessing then joins it at
-exit, forever), and a worker that dies on its own (the OOM killer, a crash)
-never sends its result (the leader waits for it forever). `supervise` runs the
-build so that both end: the workers it started are killed when the run stops,
-and a worker death interrupts the run with one line saying so.
+doit's multiprocessing runner can hang or leak a run in several ways, each
+found by the crash harness (tests/test_crash.py):
+
+* a worker inherits the directory lock's fd: after `kill -9` of the leader
+  alone, orphan workers kept the lock and the next run waited forever
+  (fork hooks: the worker closes it and dies with its parent);
+* Ctrl-C printed a traceback per worker (fork hooks: workers exit quietly);
+* a worker forked at the instant of an interrupt never sees it, and
+  multiprocessing joins it at exit, forever (`supervise` kills the workers a
+  stopped run started; `exit_now` skips the exit-time joins);
+* the user's signal can land on a helper thread instead of the main one, which
+  then waits for results from workers that already left (the watcher delivers
+  it to the main thread);
+* a worker that dies on its own (OOM killer, crash) never sends its result
+  (the watcher stops the run with `WorkerDied`).
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
+import sys
 import threading
-from typing import Callable
+import time
+from typing import Callable, NoReturn
 
+from . import lock
 from .errors import WorkerDied
 
 POLL_S = 0.2
+GRACE_S = 1.0           # the main thread normally reacts to the user's signal well within this
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _QUIET_EXITS = (128 + signal.SIGINT, 128 + signal.SIGTERM)     # a worker leaving on the user's Ctrl-C / kill
+
+
+# --- fork hooks: every process forked while a run holds the lock is a worker ---------------------------
+
+
+def _exit_quietly(signum: int, frame: object) -> None:
+    os._exit(128 + signum)
+
+
+def _before_fork() -> None:
+    """Hold Ctrl-C / SIGTERM across a fork during a run: the child installs its handlers first."""
+    if lock.held():
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+
+
+def _after_fork_in_parent() -> None:
+    if lock.held():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+
+
+def _after_fork_in_child() -> None:
+    """Drop the lock, do not outlive the run, leave Ctrl-C / SIGTERM to the leader."""
+    owner = lock.release_inherited()
+    if owner is None:
+        return
+    for signum in _SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:      # nohup'ed / background: stay ignored
+            signal.signal(signum, _exit_quietly)
+    import ctypes
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)      # Linux only
+    if prctl is not None:
+        prctl(1, signal.SIGKILL)            # PR_SET_PDEATHSIG: killed when the parent dies
+    if os.getppid() != owner:               # the parent died before prctl took effect
+        os._exit(1)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Leave after an interrupt without multiprocessing's exit handlers: the state is already saved,
+    and joining a doit worker or queue thread the interrupt caught mid-handshake can hang forever."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+# --- supervising a run ---------------------------------------------------------------------------------
 
 
 def supervise(run: Callable[[], int], *, watch: bool, where: str) -> int:
@@ -56,7 +121,8 @@ def _started_children() -> set:
 
 
 class _Watcher:
-    """A thread that interrupts the main thread when a worker started after `known` dies."""
+    """A thread that interrupts the main thread when a worker started after `known` dies, or when the
+    workers left on the user's signal but the main thread did not get it."""
 
     def __init__(self, known: set) -> None:
         self.known = known
@@ -67,15 +133,24 @@ class _Watcher:
         self._thread.start()
 
     def _watch(self) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)      # never take the user's signal ourselves
         seen: set = set()
+        quiet_since: float | None = None
         while not self._stopped.wait(POLL_S):
             seen |= _started_children() - self.known
-            for child in seen:
-                code = child.exitcode
-                if code not in (None, 0, *_QUIET_EXITS) and not self._stopped.is_set():
-                    self.dead = (child.pid, code)
-                    signal.pthread_kill(self._main, signal.SIGTERM)     # -> KeyboardInterrupt in the run
-                    return
+            codes = {child.pid: child.exitcode for child in seen}
+            dead = next(((pid, c) for pid, c in codes.items() if c not in (None, 0, *_QUIET_EXITS)), None)
+            if dead is not None:
+                self.dead = dead
+            elif any(c in _QUIET_EXITS for c in codes.values()):
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since < GRACE_S:
+                    continue
+            else:
+                continue
+            if not self._stopped.is_set():
+                signal.pthread_kill(self._main, signal.SIGTERM)     # -> KeyboardInterrupt in the run
+            return
 
     def stop(self) -> None:
         self._stopped.set()
