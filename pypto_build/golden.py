@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 from .errors import PyptoBuildError, one_line
-from .meta import ProgramMeta
+from .meta import ProgramMeta, known_torch_dtype
 from .pyexec import exec_file
 
 DEFAULT_TOL = 1e-5
@@ -58,7 +58,6 @@ class Golden:
             return
         import torch
 
-        from .runner_script import known_torch_dtype
         side, params = meta.path.name, meta.params
         if len(pairs) != len(params):
             raise GoldenError(f"{self.path}: generate_inputs() returns {len(pairs)} input(s) "
@@ -72,7 +71,7 @@ class Golden:
                 problem = "is a tensor" if isinstance(value, torch.Tensor) else None
             elif not isinstance(value, torch.Tensor):
                 problem = f"is a {type(value).__name__}, not a tensor"
-            elif known_torch_dtype(p.dtype) and value.dtype != getattr(torch, known_torch_dtype(p.dtype)):
+            elif (want := known_torch_dtype(p.dtype)) and value.dtype != getattr(torch, want):
                 problem = f"is {value.dtype}"
             elif len(value.shape) != len(p.shape) or any(d >= 0 and d != s for d, s in zip(p.shape, value.shape)):
                 problem = f"has shape {list(value.shape)}"

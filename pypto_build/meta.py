@@ -90,6 +90,20 @@ class ProgramMeta:
         return tuple(i for i, p in enumerate(self.params) if p.direction == "Out")
 
 
+# PyPTO DataType string -> torch dtype name; anything else (fp8*, fp4, int4/uint4, hf4/hf8, task_id) is float32.
+_TORCH_DTYPES = {
+    "fp16": "float16", "fp32": "float32", "fp64": "float64", "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "bool": "bool", "index": "int64",
+}
+
+
+def known_torch_dtype(dtype: str) -> str | None:
+    """The torch dtype name of a compiled_meta dtype string, None when torch has no exact match."""
+    return _TORCH_DTYPES.get(dtype)
+
+
 def _short(value: Any, limit: int = 80) -> str:
     try:
         text = repr(value)

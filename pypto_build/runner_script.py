@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import atomic
-from .meta import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
+from .meta import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, known_torch_dtype, load_compiled_meta
 
 __all__ = ["write_run_script", "render_run_script", "skip_reason", "inline_statement", "torch_dtype_name",
            "emit_runner_command", "add_emit_runner_arguments", "ENV_VAR"]
@@ -25,24 +25,12 @@ ENV_VAR = "PYPTO_EMIT_DEBUG_RUNNER"
 _NOTE_DYNAMIC = "  # NOTE: dynamic dim(s) filled with 1 — edit as needed"
 _SCALAR_TODO = "None  # TODO: scalar param — set a ctypes value"
 
-# PyPTO DataType string -> torch dtype name; anything else (fp8*, fp4, int4/uint4, hf4/hf8, task_id) is float32.
-_TORCH_DTYPES = {
-    "fp16": "float16", "fp32": "float32", "fp64": "float64", "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
-    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-    "bool": "bool", "index": "int64",
-}
 _INTEGER = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
 
 
 def torch_dtype_name(dtype: str) -> str:
     """`torch.<name>` for a compiled_meta dtype string (§9's table; unknown -> torch.float32)."""
-    return f"torch.{_TORCH_DTYPES.get(dtype, 'float32')}"
-
-
-def known_torch_dtype(dtype: str) -> str | None:
-    """The torch dtype name of a compiled_meta dtype string, None when torch has no exact match."""
-    return _TORCH_DTYPES.get(dtype)
+    return f"torch.{known_torch_dtype(dtype) or 'float32'}"
 
 
 def _py_name(name: str) -> str:
@@ -60,7 +48,7 @@ def inline_statement(param: ParamMeta, name: str | None = None) -> str:
         return f"{name} = {_SCALAR_TODO}"
     shape = tuple(d if d >= 0 else 1 for d in param.shape)
     note = _NOTE_DYNAMIC if any(d < 0 for d in param.shape) else ""
-    torch_name = _TORCH_DTYPES.get(param.dtype, "float32")
+    torch_name = known_torch_dtype(param.dtype) or "float32"
     dtype = f"torch.{torch_name}"
     if param.direction == "Out":
         return f"{name} = torch.zeros({shape!r}, dtype={dtype}){note}"

@@ -40,6 +40,14 @@ def l2(built_l2, tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def built_golden(tmp_path_factory) -> Path:
+    """The L2 fixture with golden.py (replay, validate, CompiledProgram), built once."""
+    root = synth.write_l2(tmp_path_factory.mktemp("pristine-golden") / "g", kernels=3, golden=True)
+    build(root)
+    return root
+
+
+@pytest.fixture(scope="session")
 def built_l3(tmp_path_factory) -> Path:
     root = synth.write_l3(tmp_path_factory.mktemp("pristine3") / "l3")
     build(root, jobs=2)

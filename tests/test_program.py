@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from pypto_build import synth
-from pypto_build.api import build
 from pypto_build.errors import PyptoBuildError
 from pypto_build.golden import load_golden
 from pypto_build.program import BenchmarkStats, CompiledProgram, benchmark
@@ -28,13 +27,6 @@ MISSING_TAIL = (" not found — cannot reconstruct a compiled program from this 
                 "replay feature, is a distributed (L3+) build (use DistributedCompiledProgram.from_dir), or is the "
                 "parent of a multi-orch build (each next_levels/<name>/ sub-build has its own sidecar — reload one "
                 "of those). Recompile via ir.compile() to refresh.")
-
-
-@pytest.fixture(scope="session")
-def built_golden(tmp_path_factory) -> Path:
-    root = synth.write_l2(tmp_path_factory.mktemp("pristine_prog") / "l2", kernels=3, golden=True)
-    build(root)
-    return root
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import copy_dir, edit
 from pypto_build import synth
-from pypto_build.api import build, validate
+from pypto_build.api import validate
 from pypto_build.errors import PyptoBuildError
 from pypto_build.golden import load_golden
 from pypto_build.replayer import replay
@@ -22,13 +22,6 @@ torch = pytest.importorskip("torch")
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
-@pytest.fixture(scope="session")
-def built_golden(tmp_path_factory) -> Path:
-    root = synth.write_l2(tmp_path_factory.mktemp("pristine-golden") / "g", kernels=3, golden=True)
-    build(root)
-    return root
 
 
 @pytest.fixture
