@@ -64,9 +64,9 @@ class BuildResult:
 
 def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bool = False,
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
-          rebuild_from_pto: bool | None = None, ptoas: str | None = None, include_stale: bool = False,
-          trace: str | Path | None = None, cache_dir: str | Path | None = None,
-          remote_cache: str | None = None, check: bool = True) -> BuildResult:
+          rebuild_from_pto: bool | None = None, ptoas: str | None = None, allow_unapplied_pto: bool = False,
+          include_stale: bool = False, trace: str | Path | None = None, cache_dir: str | Path | None = None,
+          remote_cache: str | None = None, check: bool = True, pto=None) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
@@ -74,7 +74,8 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     compiler's message; bad input raises a `PyptoBuildError` subclass.
     `progress` is a stream for one line per unit run and a summary (None: silent).
     `rebuild_from_pto=False` (or PYPTO_REBUILD_FROM_PTO=0) disables the .pto stage;
-    `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH).
+    `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH); a `.pto` edit that cannot be
+    applied (no ptoas) fails its unit unless `allow_unapplied_pto` (then `result.not_applied` lists it).
     `include_stale` also builds L3 `next_levels/` sub-builds the host driver never references.
     `trace` writes a Chrome-trace/Perfetto timeline of the run (one span per task, per worker).
     `cache_dir` (else $PYPTO_BUILD_CACHE) is an artefact cache: binaries whose inputs match an entry
@@ -86,14 +87,14 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     from .toolchain import default_platform
 
     root = Path(work_dir).resolve()
-    options = pto_options(rebuild_from_pto, ptoas)
+    pto = pto or pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied_pto)
     platform = platform or default_platform()
     if not tasks and not recompile and not include_stale and trace is None:
-        hit = noop.check(root, noop.key(platform, options.enabled, options.ptoas))
+        hit = noop.check(root, noop.key(platform, pto.enabled, pto.ptoas))
         if hit is not None:
             return _noop_result(root, platform, hit, progress)
     from .engine import load_graph
-    graph = load_graph(root, platform, options, include_stale=include_stale,
+    graph = load_graph(root, platform, pto, include_stale=include_stale,
                        cache_dir=os.fspath(cache_dir) if cache_dir else None, remote_cache=remote_cache)
     return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
                      progress=progress, check=check, trace=trace)
@@ -113,32 +114,40 @@ def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) 
 
 
 def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = None,
-             rebuild_from_pto: bool | None = None, check: bool = True) -> BuildResult:
+             rebuild_from_pto: bool | None = None, allow_unapplied_pto: bool = False,
+             run_timeout: float | None = None, check: bool = True) -> BuildResult:
     """Build what changed, then run and validate against golden.py — unless the last verdict still holds.
 
-    The verdict is kept while the binaries, golden.py, its data files and the run
-    configuration are unchanged (`result.names("up-to-date", "validate:")`).
+    The verdict is kept while the binaries, golden.py, everything it read while it ran (data files,
+    helper modules) and the run configuration are unchanged (`result.names("up-to-date", "validate:")`).
+    The program runs in a child process: a crash, an exit or a hang (`run_timeout`, default
+    $PYPTO_RUN_TIMEOUT or 1800 s) is a failed validation, never a passed one.
     """
     from .engine import load_graph
     from .pto_plan import pto_options
 
     root = Path(work_dir).resolve()
-    graph = load_graph(root, None, pto_options(rebuild_from_pto), config)
+    graph = load_graph(root, None, pto_options(rebuild_from_pto, allow_unapplied=allow_unapplied_pto), config,
+                       run_timeout=run_timeout)
     return run_graph(graph, tasks=["validate"], jobs=jobs, progress=progress, check=check)
 
 
 def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile: bool = False,
               keep_going: bool = False, progress: TextIO | None = None, check: bool = True,
-              trace: str | Path | None = None) -> BuildResult:
-    """Run (part of) a planned graph through doit and collect what happened."""
+              trace: str | Path | None = None, force: tuple[str, ...] = ()) -> BuildResult:
+    """Run (part of) a planned graph through doit and collect what happened.
+
+    `force`: task-name prefixes that run whatever their state says (`replay --validate` makes a fresh
+    verdict and records it).
+    """
     from .engine import BuildDirLoader, BuildDirMain
     from .reporter import BuildReporter
 
     root = graph.layout.root
     quiet = progress is None
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
-    loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet, keep_errors=True)
-    argv = ["build", "-n", str(max(1, jobs)) if jobs > 1 else "0"]
+    loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet, keep_errors=True, force=force)
+    argv = ["run", "-n", str(max(1, jobs)) if jobs > 1 else "0"]
     if recompile:
         argv.append("--recompile")
     if keep_going:

@@ -39,13 +39,9 @@ class UnitCheck:
             return self.why_unknown or "identity unknown"
         if values.get("context") != self.expect["context"]:
             return "runtime/PTO-ISA identity changed"
-        for header, state in (values.get("headers") or {}).items():
-            try:
-                st = os.stat(header)
-            except OSError:
-                return f"header {header} removed"
-            if is_modified(header, st, state):
-                return f"header {header} changed"
+        changed = first_changed(values.get("headers") or {})
+        if changed:
+            return f"header {changed}"
         try:
             st = os.stat(self.output)
         except OSError:
@@ -56,16 +52,11 @@ class UnitCheck:
 
     def refresh(self, values: dict) -> dict | None:
         """Values with re-stat'ed states for unchanged files whose stat moved (after a touch)."""
-        changed = False
-        headers = dict(values.get("headers") or {})
-        for path, state in headers.items():
-            new = _refresh(path, state)
-            if new is not None:
-                headers[path], changed = new, True
+        headers = refreshed_states(values.get("headers") or {})
         out = _refresh(self.output, values.get("output"))
-        if not changed and out is None:
+        if headers is None and out is None:
             return None
-        return {**values, "headers": headers, "output": out or values.get("output")}
+        return {**values, "headers": headers or values.get("headers") or {}, "output": out or values.get("output")}
 
     def __repr__(self) -> str:
         return self.reason or "unit inputs unchanged"
@@ -91,6 +82,26 @@ class StampCheck:
         return self.reason or "stamp current"
 
 
+def first_changed(states: dict) -> str | None:
+    """`<path> removed` / `<path> changed` for the first recorded file whose content moved, else None."""
+    for path, state in states.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return f"{path} removed"
+        if is_modified(path, st, state):
+            return f"{path} changed"
+    return None
+
+
+def refreshed_states(states: dict) -> dict | None:
+    """`states` with re-stat'ed entries for unchanged files whose stat moved, or None when none moved."""
+    new = {path: _refresh(path, state) for path, state in states.items()}
+    if all(v is None for v in new.values()):
+        return None
+    return {path: new[path] or state for path, state in states.items()}
+
+
 def _refresh(path: str, state) -> list | None:
     try:
         st = os.stat(path)
@@ -104,10 +115,12 @@ def _refresh(path: str, state) -> list | None:
 class PtoasCheck:
     """ptoas must rerun when it (or its flags) changed; the .pto itself is a file_dep.
 
-    On first sight (no state) a raw output at least as new as its `.pto` is
-    adopted as ir.compile() left it (PyPTO's own mtime rule, used only once);
-    afterwards content decides. Adopted units are not rerun when ptoas changes:
-    we never knew which ptoas produced them.
+    First sight (no state) is decided by content, never by mtimes: with ptoas
+    available the unit runs once and `run_ptoas` keeps the raw output as it is
+    when ptoas reproduces it; without ptoas nothing can tell an edited `.pto`
+    from an unedited one, so the directory is taken as found (`adopt`) and
+    later `.pto` edits are seen by content. Units taken as found are not rerun
+    when ptoas changes: we never knew which ptoas produced them.
     """
 
     def __init__(self, pto: str, raw: str, ptoas_key: str | None):
@@ -125,23 +138,27 @@ class PtoasCheck:
             self.reason = "ptoas changed"
         return not self.reason
 
-    def adopt(self) -> dict | None:
-        try:
-            if os.stat(self.raw).st_mtime >= os.stat(self.pto).st_mtime:
-                return {"ptoas": "adopted"}
-        except OSError:
-            pass
-        return None
+    def adopt(self, _values_of=None) -> dict | None:
+        if self.key is not None or not os.path.isfile(self.raw):
+            return None                      # ptoas checks it once; no raw output: it must be made
+        return {"ptoas": "adopted", "rewrote": False}
 
     def __repr__(self) -> str:
         return self.reason or "ptoas unchanged"
 
 
 class SpliceCheck:
-    """Re-splice when the raw ptoas output changed since the last splice (or adoption)."""
+    """Re-splice when the raw ptoas output changed since the last splice (or first sight).
 
-    def __init__(self, raw: str, adopt_fn, record: str):
-        self.raw, self._adopt_fn, self.record = raw, adopt_fn, record
+    First sight: when the raw output is still the one the directory came with
+    (ptoas did not rewrite it: it was taken as found or ptoas reproduced it),
+    the kernel files are taken as they are — their bodies may be hand edits —
+    and recorded so a later splice can tell. Otherwise the new body is spliced.
+    """
+
+    def __init__(self, raw: str, ptoas_task: str, adopt_fn, record_fn):
+        self.raw, self.ptoas_task = raw, ptoas_task
+        self._adopt_fn, self._record_fn = adopt_fn, record_fn
         self.reason = ""
 
     def __call__(self, task, values) -> bool:
@@ -154,8 +171,15 @@ class SpliceCheck:
         self.reason = f"{self.raw} changed" if is_modified(self.raw, st, values.get("raw")) else ""
         return not self.reason
 
-    def adopt(self) -> dict | None:
-        return self._adopt_fn(self.raw, self.record)
+    def adopt(self, values_of) -> dict | None:
+        ptoas = values_of(self.ptoas_task) or {}
+        if "ptoas" not in ptoas or ptoas.get("rewrote", True):
+            return None                      # ptoas wrote a new raw output here: splice it
+        return self._adopt_fn()
+
+    def adopted(self, values: dict) -> None:
+        """Write the splice record of the adopted kernel bodies (a building run only)."""
+        self._record_fn(values)
 
     def refresh(self, values: dict) -> dict | None:
         new = _refresh(self.raw, values.get("raw"))
@@ -166,7 +190,8 @@ class SpliceCheck:
 
 
 class VerdictCheck:
-    """A validation verdict holds while its inputs (file_dep) and the run configuration are unchanged."""
+    """A validation verdict holds while its inputs (file_dep), everything golden.py read while it ran
+    (`reads`: data files, helper modules) and the run configuration are unchanged."""
 
     def __init__(self, config_key: str):
         self.config_key = config_key
@@ -179,8 +204,13 @@ class VerdictCheck:
         elif values.get("config") != self.config_key:
             self.reason = "run configuration changed"
         else:
-            self.reason = ""
+            changed = first_changed(values.get("reads") or {})
+            self.reason = f"golden.py read {changed}" if changed else ""
         return not self.reason
+
+    def refresh(self, values: dict) -> dict | None:
+        reads = refreshed_states(values.get("reads") or {})
+        return None if reads is None else {**values, "reads": reads}
 
     def __repr__(self) -> str:
         return self.reason or "last verdict still valid"

@@ -4,8 +4,11 @@ Each directory is its own graph and state (its `.pypto_build/`); with `-j N`
 up to N directories run at once, each in its own process (doit and the build
 root as working directory are per process). A directory with a golden is
 validated (the verdict is reused while nothing it depends on changed); one
-without is built. Reports: JUnit XML (one test case per directory) and JSON
-(per directory and per unit: status, reason, seconds, cache hits).
+without is built. A program that crashes or hangs fails its directory only (it
+runs in a child process); a directory's own process that dies is reported as
+that directory's failure. Reports: JUnit XML (one test case per directory) and
+JSON (per directory and per unit: status, reason, seconds, cache hits, `.pto`
+edits not applied) are complete in every case.
 """
 from __future__ import annotations
 
@@ -29,10 +32,15 @@ class DirResult:
     error: str = ""                     # bad input (one line) or the first failure's message
     result: object = None               # BuildResult
     cached_verdict: bool = False
+    unapplied_pto: list[str] = field(default_factory=list)     # .pto edits that did not reach the kernels
 
     @property
     def units(self) -> list:
         return list(self.result.units) if self.result is not None else []
+
+    @property
+    def headline(self) -> str:
+        return self.error.partition("\n")[0] or "failed"
 
 
 @dataclass
@@ -45,43 +53,96 @@ class CiResult:
 
 
 def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
+           allow_unapplied_pto: bool = False, run_timeout: float | None = None,
            progress: TextIO | None = None) -> CiResult:
     """Build (and validate where there is a golden) every directory; never stops at a failure."""
     from .remote_cache import reachable
 
     remote = reachable(remote_cache)
     roots = [Path(d).resolve() for d in dirs]
+    args = (cache_dir, remote, allow_unapplied_pto, run_timeout)
     if jobs <= 1 or len(roots) <= 1:
-        return CiResult([_one(r, cache_dir, remote, progress) for r in roots])
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = list(pool.map(_one, roots, [cache_dir] * len(roots), [remote] * len(roots)))
+        return CiResult([_one(r, *args, progress) for r in roots])
+    results = _in_processes(roots, jobs, args)
     if progress is not None:
         for r in results:
             print(f"== {r.path}: {'ok' if r.ok else 'FAILED'}", file=progress)
     return CiResult(results)
 
 
-def _one(root: Path, cache_dir: str | None, remote: str | None, progress: TextIO | None = None) -> DirResult:
+def _in_processes(roots: list[Path], jobs: int, args: tuple) -> list[DirResult]:
+    """One spawned process per directory, `jobs` at a time; a process that dies fails only its directory."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    results: dict[int, DirResult] = {}
+    running: dict[int, tuple] = {}
+    todo = list(enumerate(roots))
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                i, root = todo.pop(0)
+                receive, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(send, root, *args), daemon=True)
+                proc.start()
+                send.close()
+                running[i] = (proc, receive, root, time.monotonic())
+            for i, (proc, receive, root, start) in list(running.items()):
+                if receive.poll(0.05):
+                    try:
+                        results[i] = receive.recv()
+                    except (EOFError, OSError):
+                        results[i] = _died(root, proc, start)
+                elif proc.exitcode is not None and not receive.poll(0):
+                    results[i] = _died(root, proc, start)
+                else:
+                    continue
+                proc.join()
+                receive.close()
+                del running[i]
+    finally:
+        for proc, *_ in running.values():
+            proc.kill()
+    return [results[i] for i in range(len(roots))]
+
+
+def _child(send, root: Path, *args) -> None:
+    send.send(_one(root, *args))
+
+
+def _died(root: Path, proc, start: float) -> DirResult:
+    proc.join()
+    code = proc.exitcode
+    how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+    return DirResult(root, False, time.monotonic() - start,
+                     error=f"{root}: the ci process for this directory {how} before reporting; run "
+                           f"`pypto-build validate {root}` to see why")
+
+
+def _one(root: Path, cache_dir: str | None, remote: str | None, allow_unapplied: bool = False,
+         run_timeout: float | None = None, progress: TextIO | None = None) -> DirResult:
     """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
     from .api import run_graph
     from .engine import load_graph
     from .graph import run_targets
+    from .pto_plan import pto_options
 
     start = time.monotonic()
     if progress is not None:
         print(f"== {root}", file=progress, flush=True)
     try:
-        graph = load_graph(root, cache_dir=cache_dir, remote_cache=remote, check_remote=False)
+        graph = load_graph(root, pto=pto_options(allow_unapplied=allow_unapplied), cache_dir=cache_dir,
+                           remote_cache=remote, check_remote=False, run_timeout=run_timeout)
         validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
         result = run_graph(graph, tasks=["validate"] if validating else None, keep_going=True, progress=progress,
                            check=False)
         failures = result.failures
         error = failures[0].message if failures else ("" if result.ok else f"doit exit status {result.returncode}")
         cached = validating and bool(result.names("up-to-date", "validate:")) and not result.names("ran", "validate:")
+        failed_pto = {u.task.partition(":")[2] for u in failures if u.task.startswith(("ptoas:", "splice:"))}
+        unapplied = sorted({*result.not_applied, *(u.pto for u in graph.pto.units if u.name in failed_pto)})
         return DirResult(root, not error, time.monotonic() - start, "validate" if validating else "build",
-                         error, result, cached)
+                         error, result, cached, unapplied)
     except PyptoBuildError as exc:
         return DirResult(root, False, time.monotonic() - start, error=str(exc))
 
@@ -93,18 +154,20 @@ def write_junit(ci: CiResult, path: Path) -> None:
     for d in ci.dirs:
         case = ET.SubElement(suite, "testcase", classname="pypto_build", name=str(d.path), time=f"{d.seconds:.3f}")
         if not d.ok:
-            first = d.error.splitlines()[0] if d.error else "failed"
-            fail = ET.SubElement(case, "failure", message=first[:500])
-            fail.text = d.error
-        elif d.cached_verdict:
-            ET.SubElement(case, "system-out").text = "validation verdict reused (nothing changed)"
+            fail = ET.SubElement(case, "failure", message=d.headline[:500])
+            fail.text = d.error + (f"\n.pto edits NOT applied: {', '.join(d.unapplied_pto)}" if d.unapplied_pto else "")
+        notes = ["validation verdict reused (nothing changed)"] if d.ok and d.cached_verdict else []
+        if d.unapplied_pto and d.ok:
+            notes.append(f".pto edits NOT applied (--allow-unapplied-pto): {', '.join(d.unapplied_pto)}")
+        if notes:
+            ET.SubElement(case, "system-out").text = "\n".join(notes)
     atomic.write_text(Path(path), ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
 
 
 def write_json(ci: CiResult, path: Path) -> None:
     report = {"ok": ci.ok, "directories": [{
         "path": str(d.path), "ok": d.ok, "kind": d.kind, "seconds": round(d.seconds, 3), "error": d.error,
-        "cached_verdict": d.cached_verdict,
+        "cached_verdict": d.cached_verdict, "unapplied_pto": d.unapplied_pto,
         "cache_hits": sum(1 for u in d.units if u.status == "from-cache"),
         "units": [{"task": u.task, "status": u.status, "reason": u.reason, "seconds": round(u.seconds, 3)}
                   for u in d.units],

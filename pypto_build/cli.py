@@ -5,8 +5,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__
-from .errors import BuildError, PyptoBuildError, WorkerDied
+from . import __version__, options
+from .errors import PyptoBuildError
+from .verbs import VERBS, guarded, run_verb
+
+EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
+                   "cache_dir", "remote_cache")
+CI_OPTIONS = ("jobs", "quiet", "cache_dir", "remote_cache", "allow_unapplied_pto", "run_timeout")
 
 EPILOG = """examples:
   pypto-build example                        # copy the shipped example, replay + validate it, edit once
@@ -17,12 +22,15 @@ EPILOG = """examples:
   pypto-build build --recompile DIR          # rebuild every binary once
   pypto-build doit list --all --status DIR   # doit's own commands on DIR's graph
   pypto-build doit info DIR compile:aiv/k0   # why is this unit stale?
-  doit build / doit replay                   # the same, as doit commands, inside DIR
+  doit build / doit replay / doit validate   # the same, as doit commands, inside DIR (same options)
 
+DIR may be any directory inside a build directory (found as git finds its top).
 Staleness is decided by content (xxhash), not mtimes. State lives in DIR/.pypto_build/.
-Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
+Exit status: 0 ok; 1 a unit or a validation failed, or a .pto edit could not be applied; 2 bad input;
+130 interrupted. Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
 PYPTO_COMPILER_TIMEOUT (seconds, default 900), PTOAS_ROOT, PYPTO_REBUILD_FROM_PTO=0,
-PYPTO_PTOAS_TIMEOUT (seconds, default 60)."""
+PYPTO_PTOAS_TIMEOUT (seconds, default 60), PYPTO_RUN_TIMEOUT (seconds a replayed program may run,
+default 1800)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,43 +44,19 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="compile every kernel and orchestration whose inputs changed",
                        description="Compile every kernel and orchestration of DIR (all sub-builds) whose "
                                    "inputs changed, then write cache/binary_context.json per sub-build.")
-    b.add_argument("dir", type=Path, metavar="DIR", help="build_output/<jit_dir>/ directory")
+    b.add_argument("dir", type=Path, metavar="DIR", help="build_output/<jit_dir>/ directory (or a directory "
+                                                         "inside one)")
     b.add_argument("tasks", nargs="*", metavar="TASK", help="only these tasks (e.g. compile:aiv/k0); default all")
-    b.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once (default 1)")
-    b.add_argument("--platform", default=None,
-                   help="target platform: host (default, or $PYPTO_BUILD_PLATFORM), a2a3sim, a5sim, a2a3, a5")
-    b.add_argument("--recompile", action="store_true",
-                   help="mark every compile target out of date (never deletes sources; edits are "
-                        "picked up without it)")
-    b.add_argument("--no-rebuild-from-pto", action="store_true",
-                   help="do not regenerate kernel bodies from edited ptoas/*.pto (also PYPTO_REBUILD_FROM_PTO=0)")
-    b.add_argument("--ptoas", default=None, metavar="PATH",
-                   help="ptoas executable (default: $PTOAS_ROOT/ptoas, ptoas.sh or bin/ptoas; else PATH)")
-    b.add_argument("--include-stale", action="store_true",
-                   help="also build next_levels/ sub-builds that orchestration/host_orch.py never references")
-    b.add_argument("-k", "--keep-going", action="store_true", help="go on building other units after a failure")
-    b.add_argument("-q", "--quiet", action="store_true", help="print only errors")
-    b.add_argument("--cache-dir", default=None, metavar="DIR",
-                   help="artefact cache: restore binaries whose inputs match instead of compiling, store fresh ones "
-                        "(default $PYPTO_BUILD_CACHE; size limit $PYPTO_BUILD_CACHE_SIZE, default 5G)")
-    b.add_argument("--remote-cache", default=None, metavar="URL",
-                   help="Bazel HTTP cache (GET/PUT /ac/, /cas/) behind the local one (default "
-                        "$PYPTO_BUILD_REMOTE_CACHE); unreachable: one warning, local build")
-    b.add_argument("--trace", type=Path, default=None, metavar="FILE",
-                   help="write a Chrome-trace/Perfetto timeline of the run (one span per task, per worker)")
-    b.add_argument("-n", "--dry-run", action="store_true",
-                   help="list what would run and why; run nothing, write nothing")
-    b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    options.add_to_parser(b, (*options.BUILD, options.DRY_RUN))
 
     x = sub.add_parser("explain", help="say, for each stale unit, exactly what changed",
                        description="For each unit that would run, say why: which input (and which header), the "
                                    "command line, the compiler, which identity, a missing or modified output, or "
-                                   "--recompile. Runs nothing and writes nothing.")
+                                   "--recompile. Runs nothing and writes nothing; its counts are build's.")
     x.add_argument("dir", type=Path, metavar="DIR")
     x.add_argument("units", nargs="*", metavar="UNIT", help="only these tasks (e.g. compile:aiv/k0)")
     x.add_argument("--all", action="store_true", help="also list the units that are up to date")
-    x.add_argument("--platform", default=None, help="target platform (default host)")
-    x.add_argument("--no-rebuild-from-pto", action="store_true", help="as for build")
+    options.add_to_parser(x, tuple(o for o in options.BUILD if o.dest in EXPLAIN_OPTIONS))
 
     c = sub.add_parser("compdb", help="write compile_commands.json (for clangd) of every compile unit",
                        description="Write DIR/compile_commands.json (or -o FILE): the exact command of every kernel "
@@ -83,15 +67,13 @@ def _parser() -> argparse.ArgumentParser:
 
     ci = sub.add_parser("ci", help="build and validate many build directories; go on past failures; reports",
                         description="Build every DIR (and validate those with a golden.py; a verdict is reused "
-                                    "while nothing changed), continuing past failures; exit 1 if any failed.")
+                                    "while nothing changed), continuing past failures and crashes; exit 1 if any "
+                                    "failed.")
     ci.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    ci.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="directories built at once")
-    ci.add_argument("--cache-dir", default=None, metavar="DIR", help="artefact cache (default $PYPTO_BUILD_CACHE)")
-    ci.add_argument("--remote-cache", default=None, metavar="URL", help="Bazel HTTP cache behind the local one")
+    options.add_to_parser(ci, tuple(o for o in (*options.BUILD, *options.RUN) if o.dest in CI_OPTIONS))
     ci.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")
     ci.add_argument("--json", type=Path, default=None, metavar="FILE",
                     help="per directory and per unit: status, reason, duration, cache hits")
-    ci.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
     k = sub.add_parser("cache", help="show or empty the artefact cache (stats | clean)",
                        description="stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. "
@@ -101,18 +83,17 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("replay", help="build what changed, then run DIR on golden.py's inputs (host runtime)",
                        description="Build what changed (content-keyed), run the program on golden.py's inputs on "
-                                   "the host runtime, optionally validate — PyPTO's replay CLI, same flags.")
+                                   "the host runtime in a child process, optionally validate (and record the "
+                                   "verdict) — PyPTO's replay CLI, same flags.")
     r.add_argument("dir", type=Path, metavar="DIR")
-    _replay_flags(r)
-    r.add_argument("--validate", action=argparse.BooleanOptionalAction, default=False,
-                   help="compare outputs with golden.py::compute_golden (RTOL/ATOL)")
+    options.add_to_parser(r, (*options.BUILD, *options.RUN, options.VALIDATE))
 
     v = sub.add_parser("validate", help="run DIR and compare with golden.py, reusing the last verdict if nothing changed",
                        description="Build what changed, run on golden.py's inputs and validate; the verdict is "
-                                   "reused while the binaries, golden.py, its data and the run configuration are "
-                                   "unchanged.")
+                                   "reused while the binaries, golden.py, what it read and the run configuration "
+                                   "are unchanged.")
     v.add_argument("dir", type=Path, metavar="DIR")
-    _replay_flags(v)
+    options.add_to_parser(v, (*options.BUILD, *options.RUN))
 
     from .runner_script import add_emit_runner_arguments
     er = sub.add_parser("emit-runner", help="write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
@@ -140,28 +121,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "`pypto-build doit forget DIR compile:aiv/k0`.")
     d.add_argument("command", help="doit command: list, info, forget, clean, ignore, reset-dep, run, help")
     d.add_argument("args", nargs=argparse.REMAINDER, help="DIR, then the command's own options and tasks")
+    for child in sub.choices.values():       # `--debug` is accepted after the verb too
+        if "--debug" not in child._option_string_actions:
+            child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
-
-
-def _replay_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--platform", default="host", help="host (the only runtime here)")
-    p.add_argument("--device-id", type=int, default=0, help="device id (no meaning on the host runtime)")
-    p.add_argument("--pmu", type=int, default=0, metavar="LEVEL", help="PMU event type (not on the host runtime)")
-    p.add_argument("--swimlane", action="store_const", const=4, default=0,
-                   help="write a task timeline to dfx_outputs/ (opens in Perfetto / chrome://tracing)")
-    p.add_argument("--swimlane-level", type=int, choices=range(5), default=None, metavar="LEVEL",
-                   help="0..4, overrides --swimlane")
-    p.add_argument("--dump-args", type=int, nargs="?", const=1, default=0, metavar="LEVEL",
-                   help="write each task's arguments to dfx_outputs/args_dump/")
-    p.add_argument("--dep-gen", action="store_true", help="dependency generation (not on the host runtime)")
-    p.add_argument("--scope-stats", action="store_true", help="scope statistics (not on the host runtime)")
-    p.add_argument("--no-recompile", action="store_true", help="accepted for PyPTO compatibility (default here)")
-    p.add_argument("--recompile", action="store_true", help="rebuild every binary once")
-    p.add_argument("--no-rebuild-from-pto", action="store_true", help="do not regenerate bodies from edited .pto")
-    p.add_argument("--log-level", choices=("debug", "info", "timing", "warn", "error", "null"), default=None,
-                   help="runtime log level (default $PYPTO_RUNTIME_LOG or warn)")
-    p.add_argument("--log-sync-pypto", action="store_true", help="accepted for PyPTO compatibility")
-    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
 
 
 def reference() -> str:
@@ -187,57 +150,40 @@ def reference() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = options.normalize_argv(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()
         return 2
-    try:
-        if args.verb == "build":
-            return _build(args)
-        if args.verb == "example":
-            return _example(args)
-        if args.verb == "explain":
-            return _explain(args, args.units, args.all)
-        if args.verb == "cache":
-            return _cache(args)
-        if args.verb == "ci":
-            return _ci(args)
-        if args.verb == "compdb":
-            from .engine import load_graph
-            from .timeline import write_compdb
-            print(write_compdb(load_graph(args.dir.resolve(), args.platform), args.output))
-            return 0
-        if args.verb in ("replay", "validate"):
-            return _replay(args)
-        if args.verb == "emit-runner":
-            from .runner_script import emit_runner_command
-            return emit_runner_command(args)
-        return _doit(args)
-    except BuildError as exc:
-        if args.debug:
-            raise
-        if args.verb != "build" or getattr(args, "quiet", False):
-            print(f"pypto-build: {exc}", file=sys.stderr)
-        return 1
-    except (PyptoBuildError, OSError) as exc:
-        if args.debug:
-            raise
-        print(f"pypto-build: error: {exc}", file=sys.stderr)
-        if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
-            from .workers import exit_now
-            exit_now(2)
-        return 2
-    except KeyboardInterrupt:
-        print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
-        from .workers import exit_now
-        exit_now(130)
+    return guarded(lambda: _dispatch(args), debug=args.debug)
+
+
+def _dispatch(args) -> int:
+    if args.verb in VERBS:
+        return run_verb(args.verb, args, args.dir, getattr(args, "tasks", None) or getattr(args, "units", None))
+    if args.verb == "example":
+        return _example(args)
+    if args.verb == "cache":
+        return _cache(args)
+    if args.verb == "ci":
+        return _ci(args)
+    if args.verb == "compdb":
+        from .engine import load_graph
+        from .layout import find_root
+        from .timeline import write_compdb
+        print(write_compdb(load_graph(find_root(args.dir), args.platform, check_remote=False), args.output))
+        return 0
+    if args.verb == "emit-runner":
+        from .runner_script import emit_runner_command
+        return emit_runner_command(args)
+    return _doit(args)
 
 
 def _ci(args) -> int:
     from .ci import run_ci, write_json, write_junit
     result = run_ci(args.dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
+                    allow_unapplied_pto=args.allow_unapplied_pto, run_timeout=options.run_timeout(args),
                     progress=None if args.quiet else sys.stdout)
     if args.junit_xml:
         write_junit(result, args.junit_xml)
@@ -246,7 +192,8 @@ def _ci(args) -> int:
     for d in result.dirs:
         verdict = "ok" if d.ok else "FAILED"
         extra = " (verdict reused)" if d.cached_verdict else ""
-        print(f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.error.splitlines()[0]}"))
+        line = f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.headline}")
+        print(line, file=sys.stdout if d.ok else sys.stderr)
     failed = sum(1 for d in result.dirs if not d.ok)
     print(f"pypto-build ci: {len(result.dirs) - failed} ok, {failed} failed")
     return 0 if result.ok else 1
@@ -266,64 +213,8 @@ def _cache(args) -> int:
     return 0
 
 
-def _explain(args, units: list[str], all_tasks: bool) -> int:
-    from .engine import load_graph
-    from .explain import explain, format_lines
-    from .pto_plan import pto_options
-
-    graph = load_graph(args.dir.resolve(), args.platform, pto_options(False if args.no_rebuild_from_pto else None),
-                       include_stale=getattr(args, "include_stale", False))
-    for line in format_lines(explain(graph, units or None), all_tasks=all_tasks or bool(units)):
-        print(line)
-    return 0
-
-
-def _build(args) -> int:
-    from .api import build
-    if args.dry_run:
-        return _explain(args, args.tasks, False)
-    result = build(args.dir, platform=args.platform, jobs=args.jobs, recompile=args.recompile,
-                   keep_going=args.keep_going, tasks=args.tasks, ptoas=args.ptoas,
-                   rebuild_from_pto=False if args.no_rebuild_from_pto else None, include_stale=args.include_stale,
-                   trace=args.trace, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
-                   progress=None if args.quiet else sys.stdout, check=False)
-    if result.failures:
-        if args.quiet:      # the reporter said nothing: one line per failed unit, as without -q
-            for u in result.failures:
-                print(f"pypto-build: FAILED {u.task}: {u.headline}", file=sys.stderr)
-        return 1
-    return 0 if result.ok else 1
-
-
-def _replay(args) -> int:
-    from .api import run_graph
-    from .engine import load_graph, run_config_from
-    from .pto_plan import pto_options
-    from .replayer import check_replayable
-
-    if args.platform != "host":
-        raise PyptoBuildError(f"--platform {args.platform}: replay runs on the host runtime only (--platform host)")
-    root = check_replayable(args.dir.resolve())
-    if not (root / "golden.py").is_file():
-        raise PyptoBuildError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
-                              "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
-    config = run_config_from({"device_id": args.device_id, "pmu": args.pmu, "swimlane": False,
-                              "swimlane_level": args.swimlane if args.swimlane_level is None else args.swimlane_level,
-                              "dump_args_level": args.dump_args, "dep_gen": args.dep_gen,
-                              "scope_stats": args.scope_stats, "log_level": args.log_level})
-    if args.log_sync_pypto:
-        print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
-    validating = args.verb == "validate" or args.validate
-    graph = load_graph(root, "host", pto_options(False if args.no_rebuild_from_pto else None), config,
-                       validate_on_replay=validating)
-    result = run_graph(graph, tasks=["validate" if args.verb == "validate" else "replay"], jobs=args.jobs,
-                       recompile=args.recompile, progress=sys.stdout, check=False)
-    return 0 if result.ok and not result.failures else 1
-
-
 def _example(args) -> int:
     """Copy the shipped example, replay it with validation, then show one edit-rebuild-replay loop."""
-    import os
     import shutil
     from .api import run_graph
     from .engine import load_graph
@@ -335,13 +226,12 @@ def _example(args) -> int:
     fresh = not dest.exists()
     if fresh:
         shutil.copytree(Path(__file__).resolve().parent / "examples" / name, dest)
-        for raw in dest.rglob("ptoas/*.cpp"):
-            os.utime(raw)        # a fresh ir.compile() output: raw ptoas output newer than its .pto
         print(f"pypto-build: copied the example ({what}) to {dest}")
 
     def replay_once() -> bool:
-        graph = load_graph(dest.resolve(), "host", validate_on_replay=True)
-        result = run_graph(graph, tasks=["replay"], jobs=args.jobs, progress=sys.stdout, check=False)
+        graph = load_graph(dest.resolve(), "host")
+        result = run_graph(graph, tasks=["validate"], force=("validate:",), jobs=args.jobs, progress=sys.stdout,
+                           check=False)
         return result.ok and not result.failures
 
     if not replay_once():
@@ -360,6 +250,7 @@ def _example(args) -> int:
 
 def _doit(args) -> int:
     from .engine import BuildDirLoader, BuildDirMain
+    from .layout import find_root
     if not args.args:
         print("pypto-build: error: doit needs a build directory: pypto-build doit <command> DIR [...]",
               file=sys.stderr)
@@ -368,4 +259,4 @@ def _doit(args) -> int:
     directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))
     if not directory.is_dir():
         raise PyptoBuildError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
-    return BuildDirMain(BuildDirLoader(directory)).run([args.command, *rest])
+    return BuildDirMain(BuildDirLoader(find_root(directory))).run([args.command, *rest])

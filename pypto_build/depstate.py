@@ -5,6 +5,10 @@
 2. An up-to-date task whose files were only touched gets its states refreshed,
    so the next no-op does not hash them again.
 3. The reason a task must run is kept per task (`reasons`), for reports.
+4. A failed task keeps what its last success recorded (doit erases it), marked
+   failed: the next run decides against the real last build and says the real
+   reason, and a failure never loses what the next run needs (issue: a `.pto`
+   edit was dropped after a failed splice wiped its state).
 """
 from __future__ import annotations
 
@@ -16,8 +20,10 @@ from .checker import is_modified, make_state, refreshed
 
 
 class ContentDependency(Dependency):
-    def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, **kwargs):
+    def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, force: tuple[str, ...] = (),
+                 **kwargs):
         super().__init__(*args, **kwargs)
+        self.force = force          # task-name prefixes that run whatever their state says (replay --validate)
         # commit each success at once (sqlite3 backend): a killed run keeps its finished units
         self.checkpoint = checkpoint and hasattr(self.backend, "_conn") and hasattr(self.backend, "_dirty")
         if self.checkpoint:
@@ -27,9 +33,11 @@ class ContentDependency(Dependency):
         self.adopt = adopt          # only a build adopts; inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
-        if self.adopt and self._get(task.name, "checker:") is None:     # never recorded
-            self._adopt(task)
+        if self.adopt and self._get(task.name, "checker:") is None and not self.failed(task.name):
+            self._adopt(task)                                           # never recorded: first sight
         result = super().get_status(task, tasks_dict, get_log=get_log)
+        if result.status == "up-to-date" and (self.failed(task.name) or (self.force and task.name.startswith(self.force))):
+            result.status = "run"
         snapshot = {}
         for dep in task.file_dep:
             saved = self._get(task.name, dep)
@@ -48,12 +56,19 @@ class ContentDependency(Dependency):
             self.reasons[task.name] = self._reason(task, result)
         return result
 
+    def failed(self, name: str) -> bool:
+        """Whether the task's last run failed (it runs again until it succeeds)."""
+        return bool(self._get(name, "failed:"))
+
     def _adopt(self, task) -> None:
-        """First sight of a generated output: record it as built if a check says so."""
+        """First sight of a generated output: record it as built if a check says so (by content)."""
         for utd, _args, _kwargs in task.uptodate:
             adopt = getattr(utd, "adopt", None)
-            values = adopt() if adopt else None
+            values = adopt(self.get_values) if adopt else None
             if values is not None:
+                adopted = getattr(utd, "adopted", None)
+                if adopted:
+                    adopted(values)
                 self._set(task.name, "_values_:", values)
                 self._set(task.name, "checker:", self.checker.__class__.__name__)
                 for dep in task.file_dep:
@@ -82,17 +97,31 @@ class ContentDependency(Dependency):
                 values = new
                 self._set(task.name, "_values_:", new)
 
-    @staticmethod
-    def _reason(task, result) -> str:
+    def _reason(self, task, result) -> str:
+        """Why `task` must run, in the words explain and the progress lines use."""
+        if self.failed(task.name) and self._get(task.name, "checker:") is None:
+            return "its last run failed (it never succeeded)"
+        if self.force and task.name.startswith(self.force):
+            return "replay --validate makes a fresh verdict"
         for utd, _args, _kwargs in task.uptodate:
             if utd is False:
                 return "runs every time it is asked for"
             reason = getattr(utd, "reason", "")
             if reason:
                 return reason
+        why = result.reasons
+        for key, word in (("missing_target", "output missing"), ("missing_file_dep", "missing input"),
+                          ("added_file_dep", "new input"), ("removed_file_dep", "input removed")):
+            items = why.get(key)
+            if items:
+                return f"{word}: {', '.join(map(str, items if isinstance(items, list) else [items]))}"
         if task.dep_changed:
             return "changed: " + ", ".join(task.dep_changed)
-        return "forced" if result.status == "run" else result.status
+        if self.failed(task.name):
+            return "its last run failed"
+        if why.get("checker_changed"):
+            return "state written by another checker"
+        return "never built" if result.status == "run" else result.status
 
     def save_success(self, task, result_hash=None):
         snapshot = self._snapshots.pop(task.name, {})
@@ -109,8 +138,17 @@ class ContentDependency(Dependency):
             if state is not None:
                 self._set(task.name, dep, state)
         self._set(task.name, "deps:", tuple(task.file_dep))
+        if self._get(task.name, "failed:") is not None:
+            self._set(task.name, "failed:", None)
         if self.checkpoint:
             self._commit()                      # doit otherwise writes state only at the end of the run
+
+    def remove_success(self, task):
+        """doit erases a failed task's state; keep it, marked failed (see the module docstring)."""
+        self._snapshots.pop(task.name, None)
+        self._set(task.name, "failed:", "1")
+        if self.checkpoint:
+            self._commit()
 
     def _commit(self) -> None:
         """Write the dirty rows now and keep the connection (SqliteDB.dump would close it)."""

@@ -36,9 +36,10 @@ from .checker import XXHChecker
 from .depstate import ContentDependency
 from .errors import PyptoBuildError, one_line
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
-from .layout import STATE_DIR, load_layout
+from .layout import STATE_DIR, find_root, load_layout
 from .lock import dir_lock, sigterm_as_interrupt
 from .workers import exit_now, supervise
+from . import options
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
 from .reporter import BuildReporter
@@ -47,34 +48,24 @@ from . import noop
 
 STATE_DB = "state.sqlite3"
 
-opt_platform = {"section": "pypto_build", "name": "platform", "long": "platform", "type": str,
-                "default": "", "help": "target platform (default: $PYPTO_BUILD_PLATFORM or host)"}
 opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
-                 "default": "", "help": "build directory (default: the current directory)"}
-opt_no_pto = {"section": "pypto_build", "name": "no_rebuild_from_pto", "long": "no-rebuild-from-pto", "type": bool,
-              "default": False, "help": "do not regenerate kernel bodies from edited ptoas/*.pto"}
-opt_ptoas = {"section": "pypto_build", "name": "ptoas", "long": "ptoas", "type": str, "default": "",
-             "help": "ptoas executable (default: $PTOAS_ROOT/{ptoas,ptoas.sh,bin/ptoas}, else PATH)"}
-opt_include_stale = {"section": "pypto_build", "name": "include_stale", "long": "include-stale", "type": bool,
-                     "default": False, "help": "also build next_levels/ sub-builds the host driver never references"}
-opt_cache_dir = {"section": "pypto_build", "name": "cache_dir", "long": "cache-dir", "type": str, "default": "",
-                 "help": "artefact cache to restore binaries from and store them to (default $PYPTO_BUILD_CACHE)"}
-opt_remote = {"section": "pypto_build", "name": "remote_cache", "long": "remote-cache", "type": str, "default": "",
-              "help": "Bazel-HTTP remote cache URL (default $PYPTO_BUILD_REMOTE_CACHE)"}
+                 "default": "", "help": "build directory (default: the one the current directory is in)"}
 opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompile", "type": bool,
                  "default": False, "help": "mark every compile target out of date (sources are never deleted)"}
+GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "cache_dir",
+                 "remote_cache")
 
 
 def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
-               run: RunConfig | None = None, validate_on_replay: bool = False,
-               include_stale: bool = False, cache_dir: str | None = None, remote_cache: str | None = None,
-               check_remote: bool = True) -> Graph:
+               run: RunConfig | None = None, include_stale: bool = False, cache_dir: str | None = None,
+               remote_cache: str | None = None, check_remote: bool = True, run_timeout: float | None = None) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed).
 
     `cache_dir` (else $PYPTO_BUILD_CACHE) is the artefact cache compiles restore from and store to;
     `remote_cache` (else $PYPTO_BUILD_REMOTE_CACHE) a Bazel-HTTP cache URL, checked once here: an
     unreachable one is dropped with one warning and the build goes on locally. With
-    `check_remote=False` the given URL (or None) is taken as already checked.
+    `check_remote=False` the given URL (or None) is taken as already checked. `run_timeout` bounds
+    each replay/validate run (default: $PYPTO_RUN_TIMEOUT or 1800 s).
     """
     from .remote_cache import reachable
 
@@ -82,83 +73,33 @@ def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None =
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
     remote = reachable(remote_cache) if check_remote else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
-                       run, validate_on_replay, os.path.abspath(os.path.expanduser(cache)) if cache else None,
-                       remote)
-
-
-def _opt(name: str, long: str, type_, default, help_: str, **extra) -> dict:
-    return {"section": "replay", "name": name, "long": long, "type": type_, "default": default,
-            "help": help_, **extra}
-
-
-REPLAY_OPTIONS = (
-    _opt("device_id", "device-id", int, 0, "device id (no meaning on the host runtime)"),
-    _opt("pmu", "pmu", int, 0, "PMU event type (not available on the host runtime)"),
-    _opt("swimlane", "swimlane", bool, False, "write a task timeline (Perfetto) to dfx_outputs/"),
-    _opt("swimlane_level", "swimlane-level", int, -1, "swimlane level 0..4 (overrides --swimlane)"),
-    _opt("dump_args", "dump-args", bool, False, "write each task's arguments to dfx_outputs/args_dump/"),
-    _opt("dump_args_level", "dump-args-level", int, -1, "args dump level (2 = full); implies --dump-args"),
-    _opt("dep_gen", "dep-gen", bool, False, "dependency generation (not available on the host runtime)"),
-    _opt("scope_stats", "scope-stats", bool, False, "scope statistics (not available on the host runtime)"),
-    _opt("no_recompile", "no-recompile", bool, False, "accepted for PyPTO compatibility: nothing is force-rebuilt"),
-    _opt("validate", "validate", bool, False, "compare outputs with golden.py", inverse="no-validate"),
-    _opt("log_level", "log-level", str, "", "runtime log level: debug, info, timing, warn, error, null "
-                                             "(default $PYPTO_RUNTIME_LOG or warn)"),
-    _opt("log_sync_pypto", "log-sync-pypto", bool, False, "accepted for PyPTO compatibility (no C++ logger here)"),
-)
-
-
-def run_config_from(opts: dict) -> RunConfig:
-    """RunConfig from replay command-line values (doit or argparse, same names)."""
-    swimlane = opts.get("swimlane_level", -1)
-    swimlane = swimlane if swimlane is not None and swimlane >= 0 else (4 if opts.get("swimlane") else 0)
-    dump = opts.get("dump_args_level", -1)
-    dump = dump if dump is not None and dump >= 0 else (1 if opts.get("dump_args") else 0)
-    try:
-        return RunConfig(platform="host", device_id=opts.get("device_id") or 0, enable_pmu=opts.get("pmu") or 0,
-                         enable_chip_swimlane=swimlane, enable_dump_args=dump,
-                         enable_dep_gen=bool(opts.get("dep_gen")), enable_scope_stats=bool(opts.get("scope_stats")),
-                         log_level=opts.get("log_level") or None)
-    except ValueError as exc:
-        raise InvalidCommand(str(exc)) from None
+                       run, os.path.abspath(os.path.expanduser(cache)) if cache else None, remote,
+                       run_timeout if run_timeout is not None else options.run_timeout())
 
 
 class BuildDirLoader(TaskLoader2):
     """Loads the task graph of one build directory."""
 
-    cmd_options = (opt_build_dir, opt_platform, opt_no_pto, opt_ptoas, opt_include_stale, opt_cache_dir,
-                   opt_remote)
+    cmd_options = (opt_build_dir, *options.doit_options(tuple(o for o in options.BUILD if o.dest in GRAPH_OPTIONS)))
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None,
-                 reporter: object = None, quiet: bool = False, keep_errors: bool = False):
+                 reporter: object = None, quiet: bool = False, keep_errors: bool = False,
+                 force: tuple[str, ...] = ()):
         super().__init__()
         self.root = Path(root).resolve() if root else None
         self.graph = graph
         self.reporter = reporter
         self.quiet = quiet
         self.keep_errors = keep_errors             # True: a PyptoBuildError is kept in `error` for the caller
+        self.force = force                         # task-name prefixes that run whatever their state says
         self.error: PyptoBuildError | None = None
-        self.platform: str | None = graph.platform.name if graph else None
-        self.pto: PtoOptions | None = None
-        self.run: RunConfig | None = None
-        self.validate_on_replay = False
-        self.include_stale = False
-        self.cache_dir: str | None = None
-        self.remote_cache: str | None = None
+        self.values: dict = {}
 
     def setup(self, opt_values):
         if self.root is None:
-            self.root = Path(opt_values.get("build_dir") or os.getcwd()).resolve()
-        if self.platform is None:
-            self.platform = opt_values.get("platform") or None
+            self.root = find_root(Path(opt_values.get("build_dir") or os.getcwd()))
         if self.graph is None:
-            no_pto = opt_values.get("no_rebuild_from_pto")
-            self.pto = pto_options(False if no_pto else None, opt_values.get("ptoas") or None)
-            self.run = run_config_from(opt_values)
-            self.validate_on_replay = bool(opt_values.get("validate"))
-            self.include_stale = bool(opt_values.get("include_stale"))
-            self.cache_dir = opt_values.get("cache_dir") or None
-            self.remote_cache = opt_values.get("remote_cache") or None
+            self.values = dict(opt_values)
 
     @property
     def dep_file(self) -> Path:
@@ -171,8 +112,7 @@ class BuildDirLoader(TaskLoader2):
     def plan(self) -> Graph:
         """Read the build directory and plan its graph once (bad input raises PyptoBuildError)."""
         if self.graph is None:
-            self.graph = load_graph(self.root, self.platform, self.pto, self.run, self.validate_on_replay,
-                                    self.include_stale, self.cache_dir, self.remote_cache)
+            self.graph = load_graph(self.root, **options.graph_options(self.values))
         return self.graph
 
     def load_tasks(self, cmd, pos_args):
@@ -228,10 +168,11 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
 
 
-def open_state(dep_file: Path, adopt: bool) -> ContentDependency:
+def open_state(dep_file: Path, adopt: bool, force: tuple[str, ...] = ()) -> ContentDependency:
     """The doit state of a build directory (`adopt`: a building command); one clear error when unreadable."""
     try:
-        return ContentDependency(SqliteDB, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt)
+        return ContentDependency(SqliteDB, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt,
+                                 force=force)
     except (DatabaseException, sqlite3.DatabaseError) as exc:
         reason = one_line(str(exc).rsplit("Original error:", 1)[-1])
         raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); remove {dep_file.parent} "
@@ -239,33 +180,36 @@ def open_state(dep_file: Path, adopt: bool) -> ContentDependency:
 
 
 class BuildDirCommand:
-    """Mixin for doit commands: build root as cwd, directory lock, content state."""
+    """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors."""
 
     adopts = False      # commands that build adopt generated outputs on first sight
 
     def execute(self, params, args):
         if not isinstance(self.loader, BuildDirLoader):
             self.loader = BuildDirLoader()
-        self.loader.setup(params)
         try:
+            self.loader.setup(params)
             self.loader.plan()                  # bad input is refused before anything is written
             return self._execute_locked(params, args)
-        except PyptoBuildError as exc:          # one line: doit's `ERROR: ...`, or the caller's
-            if self.loader.keep_errors:
+        except PyptoBuildError as exc:
+            if self.loader.keep_errors:         # a library caller raises it
                 self.loader.error = exc
                 return 3
-            raise InvalidCommand(str(exc)) from None
+            print(f"pypto-build: error: {exc}", file=sys.stderr)
+            return 2
         except KeyboardInterrupt:
             if self.loader.keep_errors:         # a library caller handles its own interrupts
                 raise
-            print("pypto-build: interrupted; finished units are kept", file=sys.stderr)   # `doit build`
+            print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
             exit_now(130)
         except InvalidCommand as exc:
-            if not self.loader.keep_errors:
-                raise
-            self.loader.error = PyptoBuildError(
+            error = PyptoBuildError(
                 f"{self.loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build doit "
                 f"list --all {self.loader.root}`" if exc.not_found else one_line(exc))
+            if not self.loader.keep_errors:
+                print(f"pypto-build: error: {error}", file=sys.stderr)
+                return 2
+            self.loader.error = error
             return 3
 
     def _execute_locked(self, params, args):
@@ -273,7 +217,7 @@ class BuildDirCommand:
         state = root / STATE_DIR
         with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
             noop.invalidate(root)          # the state is about to change (or be read by doit)
-            self.dep_manager = open_state(self.loader.dep_file, self.adopts)
+            self.dep_manager = open_state(self.loader.dep_file, self.adopts, self.loader.force)
             rc = supervise(functools.partial(super().execute, params, args),
                            watch=bool(params.get("num_process")), where=str(root))
             if rc == 0 and self.adopts and not args:
@@ -281,22 +225,15 @@ class BuildDirCommand:
             return rc
 
 
-class Build(BuildDirCommand, Run):
-    """`doit build`: build every unit of the build directory in the cwd (or --dir)."""
+class BuildDirRun(BuildDirCommand, Run):
+    """`run`: build (part of) the graph; what `pypto-build build/replay/validate` and the API use."""
 
-    name = "build"
+    name = "run"
     adopts = True
-    doc_purpose = "build a PyPTO build directory incrementally (pypto_build)"
-    doc_usage = "[TASK ...]"
-    doc_description = ("Compiles every kernel and orchestration whose inputs changed (by content), "
-                       "then writes cache/binary_context.json per sub-build.")
     cmd_options = Run.cmd_options + (opt_recompile,)
 
     def __init__(self, task_loader=None, **kwargs):
-        if not isinstance(task_loader, BuildDirLoader):
-            task_loader = BuildDirLoader()
-        # A build directory is data: its doit.cfg / pyproject.toml must not redirect output or state.
-        kwargs["config"] = {}
+        kwargs["config"] = {}       # a build directory is data: its doit.cfg / pyproject.toml are not read
         super().__init__(task_loader=task_loader, **kwargs)
 
     def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",
@@ -311,37 +248,6 @@ class Build(BuildDirCommand, Run):
                                 single=single, auto_delayed_regex=auto_delayed_regex,
                                 force_verbosity=force_verbosity, failure_verbosity=failure_verbosity,
                                 pdb=pdb)
-
-
-class Replay(Build):
-    """`doit replay`: build what changed, then run the build directory on golden.py's inputs."""
-
-    name = "replay"
-    doc_purpose = "replay a PyPTO build directory on the host runtime (pypto_build)"
-    doc_usage = ""
-    doc_description = ("Builds what changed (content-keyed), runs the program on golden.py's inputs on the "
-                       "host runtime, and with --validate compares outputs with compute_golden.")
-    cmd_options = Build.cmd_options + REPLAY_OPTIONS
-
-    def execute(self, params, args):
-        return super().execute(params, args or ["replay"])
-
-    def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",
-                 num_process=0, par_type="process", single=False, auto_delayed_regex=False,
-                 force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False,
-                 validate=False, log_sync_pypto=False):
-        # The replay options reached the loader (setup) and live in the graph's RunConfig.
-        if log_sync_pypto:
-            print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
-        return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
-                                reporter=reporter, num_process=num_process, par_type=par_type, single=single,
-                                auto_delayed_regex=auto_delayed_regex, force_verbosity=force_verbosity,
-                                failure_verbosity=failure_verbosity, pdb=pdb, recompile=recompile)
-
-
-class BuildDirRun(BuildDirCommand, Run):
-    name = "run"
-    adopts = True
 
 
 class BuildDirList(BuildDirCommand, List):
@@ -373,7 +279,7 @@ class BuildDirMain(DoitMain):
 
     BIN_NAME = "pypto-build doit"
     DOIT_CMDS = (Help, BuildDirRun, BuildDirList, BuildDirInfo, BuildDirClean, BuildDirForget,
-                 BuildDirIgnore, BuildDirResetDep, Build, Replay)
+                 BuildDirIgnore, BuildDirResetDep)
 
     def __init__(self, loader: BuildDirLoader):
         super().__init__(loader, config_filenames=())

@@ -51,3 +51,7 @@ class SpliceError(PyptoBuildError):
 
 class WorkerDied(PyptoBuildError):
     """A `-j` worker process died on its own (OOM killer, crash); the run was stopped, finished units kept."""
+
+
+class ProgramFailed(PyptoBuildError):
+    """A replayed program crashed, exited, hung past its timeout or did not report a result."""

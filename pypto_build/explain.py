@@ -20,8 +20,11 @@ class Explanation:
     reason: str
 
 
-def explain(graph: Graph, only: list[str] | None = None) -> list[Explanation]:
-    """The status and reason of every task of the build (or of `only`), in dispatch order."""
+def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = False) -> list[Explanation]:
+    """The status and reason of every task of the build (or of `only`), in dispatch order.
+
+    With `recompile`, what `build --recompile` would do: every compile unit runs.
+    """
     from .engine import BuildDirLoader, STATE_DB, open_state
     from .layout import STATE_DIR
     from .lock import dir_lock
@@ -32,6 +35,7 @@ def explain(graph: Graph, only: list[str] | None = None) -> list[Explanation]:
              if t.actions and (t.name.startswith(build_stages) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
     state = root / STATE_DIR / STATE_DB
+    forced = set(graph.compile_tasks) if recompile else set()
     out: dict[str, Explanation] = {}
     if not state.exists():
         out = {t.name: Explanation(t.name, "run", "never built") for t in tasks}
@@ -41,6 +45,8 @@ def explain(graph: Graph, only: list[str] | None = None) -> list[Explanation]:
             try:
                 for t in _ordered(tasks, by_name):
                     out[t.name] = _one(dep, t, by_name)
+                    if recompile and t.name in forced and out[t.name].status == "up-to-date":
+                        out[t.name] = Explanation(t.name, "run", "forced by --recompile")
                     if out[t.name].status == "up-to-date":
                         after = [d for d in t.task_dep if d in out and out[d].status == "run"]
                         if after and _propagates(t.name):
@@ -81,33 +87,40 @@ def _ordered(tasks: list, by_name: dict) -> list:
 
 
 def _one(dep, task, by_name: dict) -> Explanation:
+    """The task's status and reason, in the words a build uses (`ContentDependency.reasons`)."""
+    if dep._get(task.name, "checker:") is None and not dep.failed(task.name):
+        for utd, _a, _k in task.uptodate:          # what a build does on first sight (it adopts by content)
+            adopt = getattr(utd, "adopt", None)
+            if adopt is not None and adopt(dep.get_values) is not None:
+                return Explanation(task.name, "up-to-date", "taken as found (first sight)")
     result = dep.get_status(task, by_name, get_log=True)
     if result.status == "up-to-date":
         return Explanation(task.name, "up-to-date", "")
-    reasons = result.reasons
     if result.status == "error":
         return Explanation(task.name, "error", result.get_error_message())
-    for utd, _a, _k in reasons.get("uptodate_false") or []:
-        text = getattr(utd, "reason", "") or ("runs every time it is asked for" if utd is False else "")
-        if text:
-            return Explanation(task.name, "run", text)
-    for key, word in (("missing_target", "output missing"), ("changed_file_dep", "changed"),
-                      ("missing_file_dep", "missing input"), ("added_file_dep", "new input"),
-                      ("removed_file_dep", "input removed")):
-        if reasons.get(key):
-            items = reasons[key] if isinstance(reasons[key], list) else [reasons[key]]
-            return Explanation(task.name, "run", f"{word}: {', '.join(map(str, items))}")
-    if reasons.get("checker_changed"):
-        return Explanation(task.name, "run", "state written by another checker")
-    return Explanation(task.name, "run", "never built")
+    return Explanation(task.name, "run", dep.reasons.get(task.name) or "never built")
+
+
+UNITS = ("compile:", "orch:")
 
 
 def format_lines(items: list[Explanation], *, all_tasks: bool = False) -> list[str]:
+    """One line per stale task, then the counts a build would print (compile units; other stages after)."""
     lines = [f"{e.task}: {e.reason if e.status != 'up-to-date' else 'up to date'}"
              + (" (error)" if e.status == "error" else "")
              for e in items if all_tasks or e.status != "up-to-date"]
-    run = sum(1 for e in items if e.status == "run")
-    lines.append(f"pypto-build: {run} would run, {sum(1 for e in items if e.status == 'up-to-date')} up to date"
-                 + (f", {sum(1 for e in items if e.status == 'error')} cannot be checked"
-                    if any(e.status == "error" for e in items) else ""))
+    units = [e for e in items if e.task.startswith(UNITS)]
+    parts = [f"{sum(1 for e in units if e.status == 'run')} would compile",
+             f"{sum(1 for e in units if e.status == 'up-to-date')} up to date"]
+    others: dict[str, int] = {}
+    for e in items:
+        if e.status == "run" and not e.task.startswith(UNITS):
+            stage = e.task.split(":")[0]
+            others[stage] = others.get(stage, 0) + 1
+    if others:
+        parts.append("also " + ", ".join(f"{n} {stage}" for stage, n in others.items()))
+    errors = sum(1 for e in items if e.status == "error")
+    if errors:
+        parts.append(f"{errors} cannot be checked")
+    lines.append("pypto-build: " + ", ".join(parts))
     return lines

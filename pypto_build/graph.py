@@ -13,7 +13,7 @@ from functools import partial
 from .actions import run_compile, run_stamp
 from .checks import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
 from .layout import BuildKind, Layout
-from .pto_actions import adopt_splice, run_ptoas, run_splice
+from .pto_actions import adopt_splice, record_adopted, run_ptoas, run_splice
 from .pto_plan import PtoOptions, PtoPlan, plan_pto
 from .replay_actions import run_replay, run_validate
 from .runconfig import RunConfig
@@ -30,9 +30,9 @@ class Graph:
     plans: tuple[SubBuildPlan, ...]
     pto: PtoPlan
     run: RunConfig
-    validate_on_replay: bool = False
     cache_dir: str | None = None        # artefact cache (absolute), or None
     remote_cache: str | None = None     # Bazel-HTTP remote cache URL (None when absent or unreachable)
+    run_timeout: float = 1800.0         # seconds a replay/validate run may take
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -49,10 +49,10 @@ class Graph:
 
 
 def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None,
-                run: RunConfig | None = None, validate_on_replay: bool = False,
-                cache_dir: str | None = None, remote_cache: str | None = None) -> Graph:
+                run: RunConfig | None = None, cache_dir: str | None = None, remote_cache: str | None = None,
+                run_timeout: float = 1800.0) -> Graph:
     return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()),
-                 run or RunConfig(), validate_on_replay, cache_dir, remote_cache)
+                 run or RunConfig(), cache_dir, remote_cache, run_timeout)
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,8 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
             "doc": f"splice the body of {u.raw} into the kernel files it defines",
             "actions": [(run_splice, [u])],
             "task_dep": [f"ptoas:{u.name}"],
-            "uptodate": [SpliceCheck(u.raw, partial(adopt_splice, u), u.record)],
+            "uptodate": [SpliceCheck(u.raw, f"ptoas:{u.name}", partial(adopt_splice, u),
+                                     partial(record_adopted, u))],
         })
         splices.setdefault(u.sub_rel, []).append(f"splice:{u.name}")
     compiler_id = graph.platform.compiler.identity
@@ -143,7 +144,7 @@ def _run_tasks(groups: dict[str, list[dict]], graph: Graph, t: RunTarget) -> Non
     groups["replay"].append({
         "name": t.name,
         "doc": f"run {t.rel} on golden.py's inputs (host runtime)",
-        "actions": [(run_replay, [t.rel, graph.run, graph.validate_on_replay])],
+        "actions": [(run_replay, [t.rel, graph.run, graph.run_timeout])],
         "task_dep": list(t.stamps),
         "uptodate": [False],
         "verbosity": 2,
@@ -151,10 +152,11 @@ def _run_tasks(groups: dict[str, list[dict]], graph: Graph, t: RunTarget) -> Non
     groups["validate"].append({
         "name": t.name,
         "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
-        "actions": [(run_validate, [t.rel, graph.run])],
+        "actions": [(run_validate, [t.rel, graph.run, graph.run_timeout])],
         "task_dep": list(t.stamps),
         "file_dep": list(t.inputs),
         "uptodate": [VerdictCheck(graph.run.key())],
+        "verbosity": 2,
     })
 
 

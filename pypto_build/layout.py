@@ -92,6 +92,28 @@ def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
                       "ir.compile() wrote (build_output/<jit_dir>/)")
 
 
+def is_build_dir(path: Path) -> bool:
+    """Whether `path` holds a marker file or next_levels/*/kernel_config.py (reads names only)."""
+    return bool(present_markers(path)) or bool(_next_level_names(path))
+
+
+def find_root(start: Path) -> Path:
+    """The build directory `start` is in, found as git finds its top level.
+
+    `start` itself when it is one; else the nearest parent that is one — and when that
+    is a `next_levels/<name>/` sub-build, the L3 or multi-orch root around it. A
+    directory inside no build directory is returned as it is (`classify` then says why).
+    """
+    start = Path(os.path.abspath(start))
+    if not start.is_dir() or is_build_dir(start):
+        return start
+    for parent in start.parents:
+        if is_build_dir(parent):
+            top = parent.parent.parent
+            return top if parent.parent.name == "next_levels" and is_build_dir(top) else parent
+    return start
+
+
 def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
     """Classify `root` and read every sub-build's kernel_config.py.
 

@@ -26,9 +26,18 @@ from .splice import find_target, function_names, preprocess, signature_of, splic
 
 
 def run_ptoas(unit: PtoUnit):
-    """Regenerate `ptoas/<unit>.cpp` from the `.pto` (or report it cannot)."""
+    """Regenerate `ptoas/<unit>.cpp` from the `.pto` (or report it cannot).
+
+    The raw output is rewritten only when ptoas's output differs from it (after
+    PyPTO's preprocessing): a first check of an unedited directory rewrites
+    nothing. A raw output we did not write ourselves is backed up first.
+    """
     if unit.ptoas is None:
-        return {"not_applied": unit.pto}
+        if unit.allow_unapplied:
+            return {"not_applied": unit.pto}
+        return TaskFailed(f"{unit.pto}: edited, but {unit.missing}, so the edit cannot reach the kernel files; "
+                          "install ptoas or set PTOAS_ROOT (or --ptoas), or pass --allow-unapplied-pto to build "
+                          "without this edit")
     sub = Path(unit.sub_rel)
     raw = Path(unit.raw)
     level = infer_level(Path(unit.pto).read_text(encoding="utf-8", errors="replace"))
@@ -51,14 +60,31 @@ def run_ptoas(unit: PtoUnit):
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: {output.splitlines()[0][:400]}; fix the .pto "
                               f"(or restore it) and rebuild — kernel files untouched, retried next run\n"
                               f"{command}\n{output}")
-        if not function_names(tmp.read_text(encoding="utf-8", errors="replace")):
+        new = tmp.read_text(encoding="utf-8", errors="replace")
+        if not function_names(new):
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: the output defines no kernel function "
                               f"(AICORE void <name>(...)); check ptoas (--ptoas, PTOAS_ROOT) and the .pto — "
                               f"{unit.raw} and kernel files untouched\n{command}")
+        old = _read_or_none(raw)
+        values = {"ptoas": unit.ptoas_key, "level": level}
+        if old is not None and preprocess(old) == preprocess(new):
+            return {**values, "rewrote": False, "lines": [f"[pto->cpp] checked {unit.pto}: unchanged"]}
+        lines = [f"[pto->cpp] regenerating from {unit.pto}"]
+        record = load_record(unit.record)
+        if old is not None and record.get("raw") != text_digest(old):
+            lines.append(f"[pto->cpp]   kept {unit.raw} as it was in {backup(unit, raw, old)}")
         os.replace(tmp, raw)
+        save_record(unit.record, {**record, "raw": text_digest(new)})
     finally:
         tmp.unlink(missing_ok=True)
-    return {"ptoas": unit.ptoas_key, "level": level, "lines": [f"[pto->cpp] regenerating from {unit.pto}"]}
+    return {**values, "rewrote": True, "lines": lines}
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def run_splice(unit: PtoUnit):
@@ -77,18 +103,20 @@ def run_splice(unit: PtoUnit):
     except PyptoBuildError as exc:
         return TaskFailed(str(exc))
     record = load_record(unit.record)
+    bodies = dict(record.get("bodies") or {})
     lines, spliced = [], []
+    body = preprocess(raw)
     for target, text, old_body, new_text in edits:
         rel = target.as_posix()
         atomic.remove_stale_temps(target)       # left by a run killed while splicing it
         if new_text != text:
-            if record.get(rel) != text_digest(old_body):
+            if bodies.get(rel) != text_digest(old_body):
                 lines.append(f"[pto->cpp]   kept your edited body of {rel} in {backup(unit, target, text)}")
             atomic.write_text(target, new_text, mode=target.stat().st_mode & 0o777)
             lines.append(f"[pto->cpp]   spliced -> {rel}")
             spliced.append(rel)
-    body = preprocess(raw)
-    save_record(unit.record, {t.as_posix(): text_digest(body) for t, *_ in edits})
+        bodies[rel] = text_digest(body)
+        save_record(unit.record, {"raw": text_digest(raw), "bodies": bodies})     # per file: a failure keeps the rest
     return {"raw": raw_state, "spliced": spliced, "lines": lines}
 
 
@@ -119,16 +147,21 @@ def plan_splice(unit: PtoUnit, raw: str) -> list[tuple[Path, str, str, str]]:
 
 
 def load_record(path: str) -> dict:
-    """Body digests as last spliced, by kernel path ({} when none or unreadable)."""
+    """`{"raw": digest of the raw output we wrote or took as found, "bodies": {kernel: body digest}}`.
+
+    Empty when none or unreadable; a record of the first format (kernel -> digest) is read as its bodies.
+    """
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return data if "bodies" in data else {"bodies": data}
 
 
-def save_record(path: str, bodies: dict) -> None:
-    atomic.write_text(Path(path), json.dumps(bodies, indent=1, sort_keys=True) + "\n", sweep=True)
+def save_record(path: str, record: dict) -> None:
+    atomic.write_text(Path(path), json.dumps(record, indent=1, sort_keys=True) + "\n", sweep=True)
 
 
 def backup(unit: PtoUnit, target: Path, text: str) -> str:
@@ -143,29 +176,31 @@ def backup(unit: PtoUnit, target: Path, text: str) -> str:
     return dest.as_posix()
 
 
-def adopt_splice(unit: PtoUnit, raw_path: str, record: str) -> dict | None:
-    """First sight of a unit: accept the kernel files as ir.compile() (or the user) left them.
+def adopt_splice(unit: PtoUnit) -> dict:
+    """First sight with the raw output as found: take the kernel files as they are (by content).
 
-    Adopted when every kernel the raw output defines already holds its body, or
-    is at least as new as the raw output (PyPTO's mtime rule, used only once).
-    Records the current bodies so a later splice can tell hand edits apart.
+    Their bodies may be hand edits; their digests are recorded (`SpliceCheck.adopted`) so a
+    later splice backs them up before replacing them. A kernel that cannot be read or has no
+    sentinels is simply not recorded: a later splice says what is wrong with it.
     """
+    bodies = {}
     try:
-        raw = Path(raw_path).read_text(encoding="utf-8")
-        raw_mtime = os.stat(raw_path).st_mtime
-        body = preprocess(raw)
-        bodies = {}
-        for name in function_names(raw):
-            found = find_target(Path(unit.sub_rel), name)
-            if found is None:
-                continue
-            target = Path(os.path.normpath(found))
-            text = target.read_text(encoding="utf-8")
-            old_body = split(text, target.as_posix())[1]
-            if old_body != body and os.stat(target).st_mtime < raw_mtime:
-                return None
-            bodies[target.as_posix()] = text_digest(old_body)
-    except (OSError, UnicodeDecodeError, PyptoBuildError):
-        return None
-    save_record(record, bodies)
-    return {"raw": make_state(raw_path), "spliced": [], "adopted": True}
+        raw = Path(unit.raw).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raw = ""
+    for name in function_names(raw):
+        found = find_target(Path(unit.sub_rel), name)
+        if found is None:
+            continue
+        target = Path(os.path.normpath(found))
+        try:
+            bodies[target.as_posix()] = text_digest(split(target.read_text(encoding="utf-8"), target.as_posix())[1])
+        except (OSError, UnicodeDecodeError, PyptoBuildError):
+            continue
+    return {"raw": make_state(unit.raw), "spliced": [], "adopted": True, "bodies": bodies,
+            "raw_digest": text_digest(raw)}
+
+
+def record_adopted(unit: PtoUnit, values: dict) -> None:
+    """The splice record of a unit taken as found (called by the building run that adopts it)."""
+    save_record(unit.record, {"raw": values.get("raw_digest"), "bodies": values.get("bodies") or {}})

@@ -25,6 +25,7 @@ class PtoOptions:
     disabled_by: str = ""
     ptoas: str | None = None        # --ptoas PATH
     timeout: float = 60.0
+    allow_unapplied: bool = False   # --allow-unapplied-pto: a .pto edit ptoas cannot apply is not a failure
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class PtoUnit:
     ptoas: str | None       # resolved ptoas executable, None when not found
     ptoas_key: str | None   # identity of ptoas + the fixed flags
     timeout: float
+    allow_unapplied: bool = False
+    missing: str = ""       # where ptoas was looked for, when it was not found
 
 
 @dataclass(frozen=True)
@@ -54,21 +57,31 @@ class PtoPlan:
         if not self.options.enabled:
             return f"[pto->cpp] skipped ({self.options.disabled_by})"
         if self.units and self.lookup is not None and self.lookup.path is None:
-            return "[pto->cpp] skipped: ptoas not found (set PTOAS_ROOT or PATH)"
+            return f"[pto->cpp] skipped: {missing_text(self.lookup)}"
         return None
 
 
+def missing_text(lookup: PtoasLookup) -> str:
+    """Where ptoas was looked for, in one clause (`PTOAS_ROOT=/bad` names the paths it tried)."""
+    if lookup.source == "PTOAS_ROOT":
+        root = os.path.dirname(lookup.tried[0]) if lookup.tried else "?"
+        return f"ptoas not found under PTOAS_ROOT={root} (looked for {', '.join(lookup.tried)})"
+    if lookup.source == "--ptoas":
+        return f"--ptoas {lookup.tried[0] if lookup.tried else '?'} is not an executable file"
+    return "ptoas not found on PATH (set PTOAS_ROOT or PATH, or pass --ptoas)"
+
+
 def pto_options(rebuild_from_pto: bool | None = None, ptoas: str | None = None,
-                env: dict | None = None) -> PtoOptions:
+                env: dict | None = None, allow_unapplied: bool = False) -> PtoOptions:
     """Options from the API/CLI flag and `PYPTO_REBUILD_FROM_PTO`, in PyPTO's words."""
     env = os.environ if env is None else env
     timeout = float(env.get("PYPTO_PTOAS_TIMEOUT") or 60)
     if rebuild_from_pto is False:
-        return PtoOptions(False, "rebuild_from_pto=False", ptoas, timeout)
+        return PtoOptions(False, "rebuild_from_pto=False", ptoas, timeout, allow_unapplied)
     flag = (env.get("PYPTO_REBUILD_FROM_PTO") or "").strip().lower()
     if flag in DISABLE_VALUES:
-        return PtoOptions(False, "PYPTO_REBUILD_FROM_PTO=0", ptoas, timeout)
-    return PtoOptions(True, "", ptoas, timeout)
+        return PtoOptions(False, "PYPTO_REBUILD_FROM_PTO=0", ptoas, timeout, allow_unapplied)
+    return PtoOptions(True, "", ptoas, timeout, allow_unapplied)
 
 
 def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> PtoPlan:
@@ -94,5 +107,6 @@ def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> Pt
             confine(layout.root, layout.root / path, f"ptoas unit {label}", fix)
         units.append(PtoUnit(label, sub.rel, f"{prefix}ptoas/{stem}.pto", f"{prefix}ptoas/{stem}.cpp",
                              f"{STATE_DIR}/splice/{label}.json", f"{STATE_DIR}/backup", lookup.path, key,
-                             options.timeout))
+                             options.timeout, options.allow_unapplied,
+                             "" if lookup.path else missing_text(lookup)))
     return PtoPlan(tuple(units), lookup, options)

@@ -1,7 +1,7 @@
 """`main(argv, ...)`: the command line behind `debug/run.py` (PyPTO's `replay._main`, reference §8.2).
 
-Same flags as `pypto-build replay` (taken from `cli._replay_flags`), running
-`pypto_build.replay.replay`. Input selection (§8.2): when `debug/run.py` passes
+Same flags as `pypto-build replay` (the option table of options.py). Input
+selection (§8.2): when `debug/run.py` passes
 its inline inputs and validation is not in effect with a golden.py present,
 the inline inputs are used, nothing is validated and `user_compare(*tensors)`
 is called; otherwise the inputs come from `golden.generate_inputs()` and are
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .cli import _replay_flags
+from . import options
 from .errors import BuildError, PyptoBuildError
 
 __all__ = ["main", "make_parser"]
@@ -30,67 +30,32 @@ def make_parser(*, prog: str = _PROG, validate_default: bool = False) -> argpars
     p.add_argument("work_dir", type=Path, metavar="WORK_DIR",
                    help="the build directory (debug/run.py passes its parent directory itself)" if validate_default
                    else "build_output/<jit_dir>/ directory")
-    _replay_flags(p)
+    options.add_to_parser(p, (*options.BUILD, *options.RUN))
     p.add_argument("--validate", action=argparse.BooleanOptionalAction, default=validate_default,
                    help="compare outputs with golden.py::compute_golden (RTOL/ATOL); default "
                         f"{'on (debug/run.py)' if validate_default else 'off'}")
     return p
 
 
-def _config(args: argparse.Namespace):
-    from .runconfig import RunConfig
-
-    swimlane = args.swimlane if args.swimlane_level is None else args.swimlane_level
-    return RunConfig(platform=args.platform, device_id=args.device_id, enable_pmu=args.pmu,
-                     enable_chip_swimlane=swimlane, enable_dump_args=args.dump_args, enable_dep_gen=args.dep_gen,
-                     enable_scope_stats=args.scope_stats, log_level=args.log_level)
-
-
-def _inputs(work_dir: Path, args: argparse.Namespace,
-            inline_inputs: Callable[[], Sequence] | None) -> tuple[list, bool, bool]:
-    """(tensors, validate, inline) per §8.2's selection rule."""
-    from .golden import load_golden
-
-    has_golden = (work_dir / "golden.py").is_file()
-    if inline_inputs is not None and not (args.validate and has_golden):
-        tensors = list(inline_inputs())
-        missing = [i for i, t in enumerate(tensors) if t is None]
-        if missing:
-            raise PyptoBuildError(f"inline input(s) {missing} are None (scalar parameters): set their values in "
-                                  "_inline_inputs() of debug/run.py")
-        return tensors, False, True
-    golden = load_golden(work_dir)  # GoldenError (missing golden.py) for the standalone CLI
-    return [value for _name, value in golden.inputs()], bool(args.validate), False
-
-
 def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Sequence] | None = None,
          user_compare: Callable[..., object] | None = None) -> int:
     """Parse `argv` (work_dir first), replay, validate or call `user_compare`; return the exit status.
 
-    0 on success; 1 when validation fails (the AssertionError's message is
-    printed), a unit fails to compile or the run fails; 2 for bad input
-    (PyptoBuildError incl. GoldenError, OSError). Errors go to stderr.
+    Inputs from golden.py: exactly `pypto-build replay [--validate] WORK_DIR` (verbs.py), golden.py and the
+    program running in a child process. Inline inputs: `replay(work_dir, *tensors)`, then `user_compare`.
+    0 on success; 1 when a unit, the run or the validation fails; 2 for bad input; errors go to stderr.
     """
-    from .replayer import replay
     from .runtime.executor import ExecutorError
+    from .verbs import guarded, run_verb
 
     parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,
                          validate_default=inline_inputs is not None)
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(options.normalize_argv(list(sys.argv[1:] if argv is None else argv)))
+    work_dir = args.work_dir.resolve()
+    if inline_inputs is None or (args.validate and (work_dir / "golden.py").is_file()):
+        return guarded(lambda: run_verb("replay", args, work_dir))
     try:
-        if args.platform != "host":
-            raise PyptoBuildError(f"--platform {args.platform}: replay runs on the host runtime only (--platform host)")
-        config = _config(args)
-        if args.log_sync_pypto:
-            print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
-        work_dir = args.work_dir.resolve()
-        tensors, validate, inline = _inputs(work_dir, args, inline_inputs)
-        replay(work_dir, *tensors, config=config, recompile=args.recompile,
-               rebuild_from_pto=not args.no_rebuild_from_pto, validate=validate, jobs=args.jobs,
-               progress=sys.stdout)
-        if inline and user_compare is not None:
-            user_compare(*tensors)
-        return 0
+        return _inline(work_dir, args, inline_inputs, user_compare)
     except AssertionError as exc:
         print(str(exc) or "validation failed", file=sys.stderr)
         return 1
@@ -104,6 +69,28 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
         print("pypto-build replay: interrupted", file=sys.stderr)
         from .workers import exit_now
         exit_now(130)
+
+
+def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[], Sequence],
+            user_compare: Callable[..., object] | None) -> int:
+    """debug/run.py's inline inputs: replay on them (no validation), then the user's compare hook."""
+    from .replayer import replay
+
+    if (args.platform or "host") != "host":
+        raise PyptoBuildError(f"--platform {args.platform}: replay runs on the host runtime only (--platform host)")
+    tensors = list(inline_inputs())
+    missing = [i for i, t in enumerate(tensors) if t is None]
+    if missing:
+        raise PyptoBuildError(f"inline input(s) {missing} are None (scalar parameters): set their values in "
+                              "_inline_inputs() of debug/run.py")
+    if args.log_sync_pypto:
+        print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
+    replay(work_dir, *tensors, config=options.run_config(args), recompile=args.recompile,
+           rebuild_from_pto=not args.no_rebuild_from_pto, jobs=args.jobs, progress=sys.stdout,
+           run_timeout=options.run_timeout(args), allow_unapplied_pto=args.allow_unapplied_pto)
+    if user_compare is not None:
+        user_compare(*tensors)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,10 @@ torch is imported only here and in the runtime, never on a build-only path.
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +49,8 @@ def check_replayable(work_dir: Path) -> Path:
 
 
 def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
-            say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None) -> list[str]:
+            say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None,
+            on_task: Callable[[str], None] | None = None) -> list[str]:
     """Run a built directory on the host runtime; write requested diagnostics. Returns dfx files.
 
     L3 (no kernel_config.py, an orchestration/host_orch.py: PyPTO's rule) runs the
@@ -58,6 +62,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
     if config.enable_chip_swimlane or config.enable_dump_args:
         base = Path(sub_dir).absolute()
         confine_tree(base, base / "dfx_outputs", "dfx_outputs folder")
+        clear_dfx(base / "dfx_outputs")
     for line in config.unsupported():
         say(line)
     say("[execute] running on the host runtime (pypto_build: a functional CPU reference, not an NPU model)...")
@@ -65,6 +70,8 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
         from .meta import load_distributed_meta
         from .runtime.l3 import run_distributed
         ids = device_ids or load_distributed_meta(sub_dir / "distributed_meta.json").distributed_config.device_ids
+        if on_task is not None:
+            on_task("the host driver orchestration/host_orch.py")
         return run_distributed(sub_dir, args, config=config, device_ids=ids, say=say)
     threshold = LOG_LEVELS.index(config.effective_log_level)
 
@@ -73,7 +80,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
             say(f"[{level}] {text}")
 
     want_trace = bool(config.enable_chip_swimlane or config.enable_dump_args)
-    with HostExecutor(sub_dir, log=log) as executor:
+    with HostExecutor(sub_dir, log=log, on_task=on_task) as executor:
         trace = executor.run(args, param_names=names, trace=want_trace)
     written = []
     dfx = sub_dir / "dfx_outputs"
@@ -86,30 +93,61 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
     return written
 
 
+def clear_dfx(dfx: Path) -> None:
+    """Remove what an earlier L2 run of ours wrote under dfx_outputs/ (PyPTO's own files stay): runs never mix."""
+    for old in dfx.glob("merged_swimlane_*.json"):
+        old.unlink(missing_ok=True)
+    shutil.rmtree(dfx / "args_dump", ignore_errors=True)
+
+
 def save_outputs(work_dir: Path, named: dict) -> None:
-    """Keep the tensors of the last replay under .pypto_build/replay/ (torch.save, atomic)."""
+    """Keep the tensors of the last replay as `.pypto_build/replay/<name>.pt`, and only those.
+
+    Written into a fresh folder that then replaces the previous one, so outputs of two runs never mix.
+    """
     import torch
 
     base = Path(work_dir).absolute()
-    confine_tree(base, base / STATE_DIR / "replay", "replay outputs folder")
-    for name, value in named.items():
-        if isinstance(value, torch.Tensor):
-            buf = io.BytesIO()
-            torch.save(value.detach().cpu(), buf)
-            atomic.write_bytes(Path(work_dir) / STATE_DIR / "replay" / f"{name}.pt", buf.getvalue())
+    state = base / STATE_DIR
+    confine_tree(base, state / "replay", "replay outputs folder")
+    fresh = Path(tempfile.mkdtemp(prefix=".replay.", suffix=".tmp", dir=_made(state)))
+    try:
+        for name, value in named.items():
+            if isinstance(value, torch.Tensor):
+                buf = io.BytesIO()
+                torch.save(value.detach().cpu(), buf)
+                atomic.write_bytes(fresh / f"{name}.pt", buf.getvalue())
+        old = state / "replay"
+        if old.exists():
+            gone = Path(tempfile.mkdtemp(prefix=".replay.", suffix=".old", dir=state))
+            os.replace(old, gone / "replay")
+            shutil.rmtree(gone, ignore_errors=True)
+        os.replace(fresh, old)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def _made(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool = False,
            rebuild_from_pto: bool = True, validate: bool = False, jobs: int = 1,
-           progress: TextIO | None | str = "stdout") -> ReplayResult:
+           progress: TextIO | None | str = "stdout", run_timeout: float | None = None,
+           allow_unapplied_pto: bool = False) -> ReplayResult:
     """Build what changed, run the program on `tensors` (outputs written in place), optionally validate.
 
-    With `validate`, outputs named in golden.py's `__outputs__` are compared with
-    `compute_golden` (RTOL/ATOL); a mismatch raises AssertionError naming the output.
-    Progress goes to `progress` (default: the current sys.stdout; None: silent).
+    The program runs in a child process (a crash, an exit or a hang past `run_timeout` raises
+    ProgramFailed; nothing is left running); the caller's tensors receive the outputs. With
+    `validate`, outputs named in golden.py's `__outputs__` are compared with `compute_golden`
+    run on a copy of the inputs taken before the run (RTOL/ATOL); a mismatch raises
+    AssertionError naming the output, a validation that would compare nothing raises
+    NothingCompared. Progress goes to `progress` (default: the current sys.stdout; None: silent).
     """
+    from . import options
     from .api import build
-    from .golden import compare, load_golden
+    from .run_child import run_program
 
     config = config or RunConfig()
     if progress == "stdout":
@@ -119,26 +157,24 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
                               "use RunConfig(platform='host')")
     work_dir = check_replayable(Path(work_dir).resolve())
     say = (lambda line: print(line, file=progress, flush=True)) if progress else (lambda line: None)
-    golden = names = None
     if validate:
         import torch
-        golden = load_golden(work_dir)
-        names = [n for n, _ in golden.inputs()]
-        if len(names) != len(tensors):
-            raise ValueError(f"replay(validate=True): expected {len(names)} tensors (orchestration parameter "
-                             f"count from {work_dir}/golden.py), got {len(tensors)}")
-        for n, t in zip(names, tensors):
+        for i, t in enumerate(tensors):
             if not isinstance(t, torch.Tensor):
-                raise TypeError(f"replay(validate=True): argument {n!r} is {type(t).__name__}, expected a torch.Tensor")
+                raise TypeError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
     result = build(work_dir, recompile=recompile, rebuild_from_pto=None if rebuild_from_pto else False,
-                   jobs=jobs, progress=progress)
-    dfx = execute(work_dir, tensors, config, names=names, say=say)
-    say(f"Replay finished. DFX artefacts (if any) under {work_dir / 'dfx_outputs'}")
-    named = dict(zip(names or [f"arg{i}" for i in range(len(tensors))], tensors))
-    save_outputs(work_dir, named)
-    checked: list[str] = []
-    if golden is not None:
-        checked = compare(golden, named)
-        if checked:
-            say("Golden validation: PASSED")
-    return ReplayResult(work_dir, result, checked, dfx)
+                   allow_unapplied_pto=allow_unapplied_pto, jobs=jobs, progress=progress)
+    outcome = run_program(work_dir, config, validate=validate, say=say, tensors=tensors,
+                          timeout=run_timeout if run_timeout is not None else options.run_timeout())
+    _copy_back(tensors, outcome.outputs or [])
+    return ReplayResult(work_dir, result, outcome.checked, outcome.dfx)
+
+
+def _copy_back(tensors: Sequence, outputs: Sequence) -> None:
+    """The run's results into the caller's own tensors (same storage, same data_ptr)."""
+    import torch
+
+    with torch.no_grad():
+        for mine, theirs in zip(tensors, outputs):
+            if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor):
+                mine.copy_(theirs)

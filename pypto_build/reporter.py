@@ -81,7 +81,7 @@ class BuildReporter:
         values = task.values if isinstance(task.values, dict) else {}
         if values.get("not_applied"):
             self.not_applied.append(values["not_applied"])
-            self._finish(task.name, "skipped", "ptoas not found")
+            self._finish(task.name, "skipped", "ptoas not found (--allow-unapplied-pto)")
             return
         self._finish(task.name, "from-cache" if values.get("cache") == "hit" else "ran")
         self.spliced += values.get("spliced") or []
@@ -140,15 +140,17 @@ class BuildReporter:
             print(self.summary(), file=self.out, flush=True)
 
     def pto_summary(self) -> list[str]:
-        """PyPTO's closing lines of the .pto stage, plus the edits we could not apply."""
+        """PyPTO's closing lines of the .pto stage, plus every edit that did not reach the kernels."""
         if not any(n.startswith(PTO_STAGE) for n in self.outcomes):
             return []
-        lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)" if self.spliced
-                 else "[pto->cpp] no .pto changes detected"]
+        failed = sorted(n for n, o in self.outcomes.items() if n.startswith(PTO_STAGE) and o.status == "failed")
+        lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)"] if self.spliced else []
         if self.not_applied:
-            lines.append("[pto->cpp] edits NOT applied (ptoas not found; set PTOAS_ROOT or PATH): "
+            lines.append("[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): "
                          + ", ".join(sorted(self.not_applied)))
-        return lines
+        if failed:
+            lines.append(f"[pto->cpp] edits NOT applied: {', '.join(failed)} failed (see above)")
+        return lines or ["[pto->cpp] no .pto changes detected"]
 
     # ---------------------------------------------------------------------
     def count(self, status: str, kind: str = "") -> int:

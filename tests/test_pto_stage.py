@@ -58,14 +58,21 @@ def run_k2(root: Path, tmp_path: Path) -> list[float]:
     return call_kernel(so, [1.0, 2.0], [10.0, 20.0])
 
 
-def test_first_build_adopts_ir_compile_outputs_without_running_ptoas(tmp_path, ptoas_env):
+def test_first_build_checks_each_pto_once_by_content_and_rewrites_nothing(tmp_path, ptoas_env):
     root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
+    for raw in (root / "ptoas").glob("*.cpp"):
+        os.utime(raw, (1, 1))                     # raw outputs far OLDER than their .pto: mtimes must not matter
     texts = {p: p.read_bytes() for p in root.rglob("*.cpp")}
+    stats = {p: p.stat().st_mtime_ns for p in root.rglob("*.cpp")}
     result = build(root)
-    assert ptoas_runs(ptoas_env) == []
-    assert result.names("up-to-date", "ptoas:") == ["ptoas:main_group", "ptoas:main_incore_2_aic"]
-    assert len(result.compiled) == 4
+    assert sorted(Path(r.split()[0]).name for r in ptoas_runs(ptoas_env)) == ["main_group.pto",
+                                                                             "main_incore_2_aic.pto"]
+    assert result.names("ran", "ptoas:") == ["ptoas:main_group", "ptoas:main_incore_2_aic"]
+    assert result.names("up-to-date", "splice:") == ["splice:main_group", "splice:main_incore_2_aic"]
+    assert result.spliced == () and len(result.compiled) == 4
     assert {p: p.read_bytes() for p in root.rglob("*.cpp")} == texts
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*.cpp")} == stats       # not even rewritten
+    assert build(root).compiled == [] and len(ptoas_runs(ptoas_env)) == 2
 
 
 def test_edit_pto_regenerates_splices_and_recompiles_only_its_kernel(d, tmp_path, ptoas_env, capsys):

@@ -94,9 +94,13 @@ class _RunState:
 class HostExecutor:
     """Loads one built sub-build and runs it on the CPU (see the module docstring)."""
 
-    def __init__(self, sub_build_dir: Path, *, log: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, sub_build_dir: Path, *, log: Callable[[str, str], None] | None = None,
+                 on_task: Callable[[str], None] | None = None) -> None:
         """Load `sub_build_dir`'s binaries. `log(level, text)` receives the orchestration's LOG_* lines
-        (level: debug, info, warn, error or always; text: "<function>: <message>"); None = `logging`."""
+        (level: debug, info, warn, error or always; text: "<function>: <message>"); None = `logging`.
+        `on_task(what)` is told what runs next (the orchestration, then each task): a crash is then
+        pinned to it by whoever watches this process."""
+        self._on_task = on_task
         self.root = Path(sub_build_dir).resolve()
         cfg_path = self.root / "kernel_config.py"
         if not cfg_path.is_file():
@@ -233,6 +237,8 @@ class HostExecutor:
                     raise ExecutorError(f"orchestration: {self.orchestration_path}: pto_host_bind_runtime "
                                         f"returned {rc} (-1 = ABI/struct size mismatch, -2 = missing op)")
                 self._check_arg_count(chip_args, len(args), len(tensors), state)
+                if self._on_task is not None:
+                    self._on_task(f"the orchestration {self.orchestration_path.name}")
                 start = time.perf_counter_ns()
                 self._entry(ctypes.byref(chip_args))
                 end = time.perf_counter_ns()
@@ -319,6 +325,8 @@ class HostExecutor:
             kargs[n + j] = raw - 2**64 if raw >= 2**63 else raw
             if state.trace:
                 described.append(("scalar", raw))
+        if self._on_task is not None:
+            self._on_task(f"{label} from {kernel.path.name}")
         start = time.perf_counter_ns()
         kernel.entry(kargs)
         end = time.perf_counter_ns()

@@ -1,0 +1,98 @@
+"""build / replay / validate / explain with parsed options: one behaviour for every front end.
+
+`pypto-build <verb>` (cli.py) and `doit build|replay|validate` (doit_commands.py)
+both call `run_verb()` with the values of the same option table (options.py),
+so they accept the same options, print the same lines and return the same exit
+status: 0 success, 1 a unit or a validation failed (or a `.pto` edit was not
+applied), 2 bad input or environment (one line), 130 interrupted.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from . import options
+from .errors import BuildError, PyptoBuildError, WorkerDied
+from .layout import find_root
+
+VERBS = ("build", "replay", "validate", "explain")
+
+
+def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
+    """Run a verb: bad input is one line and exit 2, an interrupt exit 130; tracebacks only with `debug`."""
+    try:
+        return call()
+    except BuildError as exc:
+        if debug:
+            raise
+        print(f"pypto-build: {exc}", file=sys.stderr)
+        return 1
+    except (PyptoBuildError, OSError) as exc:
+        if debug:
+            raise
+        print(f"pypto-build: error: {exc}", file=sys.stderr)
+        if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
+            from .workers import exit_now
+            exit_now(2)
+        return 2
+    except KeyboardInterrupt:
+        print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
+        from .workers import exit_now
+        exit_now(130)
+
+
+def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | None = None) -> int:
+    """Do `verb` on the build directory containing `directory` (found as git finds its root)."""
+    root = find_root(Path(directory))
+    get = (lambda name, default=None: options._get(values, name, default))
+    if verb == "explain" or (verb == "build" and get("dry_run", False)):
+        return explain_verb(values, root, tasks or [], all_tasks=bool(get("all", False)))
+    progress = None if get("quiet", False) else sys.stdout
+    if verb == "build":
+        from .api import build
+        result = build(root, tasks=tasks or None, progress=progress, check=False,
+                       **options.graph_options(values), **options.run_options(values))
+        return _status(result, progress is None)
+    return _run_golden(verb, values, root, progress)
+
+
+def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
+    """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
+    from .api import run_graph
+    from .engine import load_graph
+    from .replayer import check_replayable
+
+    get = (lambda name, default=None: options._get(values, name, default))
+    config = options.run_config(values)
+    root = check_replayable(root)
+    if not (root / "golden.py").is_file():
+        raise PyptoBuildError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
+                              "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
+    if get("log_sync_pypto", False):
+        print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
+    validating = verb == "validate" or bool(get("validate", False))
+    graph = load_graph(root, **options.graph_options(values), run=config, run_timeout=options.run_timeout(values))
+    result = run_graph(graph, tasks=["validate" if validating else "replay"], progress=progress, check=False,
+                       force=("validate:",) if verb == "replay" and validating else (),
+                       **options.run_options(values))
+    return _status(result, progress is None)
+
+
+def _status(result, quiet: bool) -> int:
+    if result.failures and quiet:       # the reporter said nothing: one line per failed unit, as without -q
+        for u in result.failures:
+            print(f"pypto-build: FAILED {u.task}: {u.headline}", file=sys.stderr)
+    return 0 if result.ok and not result.failures else 1
+
+
+def explain_verb(values: Any, root: Path, units: list[str], *, all_tasks: bool = False) -> int:
+    """`explain` / `build --dry-run`: every stale unit and why (with --recompile: what it would force)."""
+    from .engine import load_graph
+    from .explain import explain, format_lines
+
+    graph = load_graph(root, **options.graph_options(values), check_remote=False)
+    items = explain(graph, units or None, recompile=bool(options._get(values, "recompile", False)))
+    for line in format_lines(items, all_tasks=all_tasks or bool(units)):
+        print(line)
+    return 0
