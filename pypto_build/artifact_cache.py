@@ -35,6 +35,7 @@ import xxhash
 _HEADER = struct.Struct("<8sI16sQ")      # magic, flags, raw xxh3-128 digest, data length
 _MAGIC = b"PTOAC\x00\x00\x01"
 _EXEC = 1                                # flag: the stored file was executable
+_INDEX = 2                               # flag: an index record (compile_cache's manifest), not a binary
 _CHUNK = 1 << 20
 _KEY_RE = re.compile(r"[0-9a-f]{16,128}")
 _SHARD_RE = re.compile(r"[0-9a-f]{2}")
@@ -47,7 +48,11 @@ _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECAS
 
 @dataclass(frozen=True)
 class CacheStats:
-    """Entries and bytes on disk now, plus counters persisted across processes."""
+    """Entries and bytes on disk now, plus counters persisted across processes.
+
+    `entries`/`bytes` count everything; `binaries`/`binary_bytes` only stored binaries (not index
+    records); hits and misses count binary lookups, one per compile unit that asked.
+    """
     entries: int
     bytes: int
     max_bytes: int
@@ -56,6 +61,26 @@ class CacheStats:
     stores: int
     corrupt: int
     evicted: int
+    binaries: int = 0
+    binary_bytes: int = 0
+
+    def summary(self, directory: Path) -> str:
+        """One line for people: binaries and their size, the limit, the counters."""
+        index = self.entries - self.binaries
+        return (f"cache {directory}: {self.binaries} binaries ({human_size(self.binary_bytes)})"
+                + (f" + {index} index records ({human_size(self.bytes - self.binary_bytes)})" if index else "")
+                + f", limit {human_size(self.max_bytes)}; {self.hits} hits, {self.misses} misses, "
+                  f"{self.stores} stores, {self.corrupt} corrupt dropped, {self.evicted} evicted")
+
+
+def human_size(n: int) -> str:
+    """Bytes in binary units, as people read them: 512 B, 3.4 KiB, 5.0 GiB."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
 
 
 def parse_size(text: str) -> int:
@@ -146,17 +171,26 @@ class ArtifactCache:
             self.warn(f"cache statistics in {self.directory} not updated: {exc}")
 
     # -- get / put --------------------------------------------------------------------
-    def get(self, key: str, dest: Path) -> bool:
-        """Restore entry `key` onto `dest` atomically; False on a miss or a corrupt entry."""
+    def record_miss(self) -> None:
+        """Count one lookup that found nothing to restore (`get(count=False)` calls count nothing)."""
+        self._count(misses=1)
+
+    def get(self, key: str, dest: Path, *, count: bool = True) -> bool:
+        """Restore entry `key` onto `dest` atomically; False on a miss or a corrupt entry.
+
+        `count`: this lookup is a unit's binary (hits/misses); index lookups pass False.
+        """
         path, dest = self.entry_path(key), Path(dest)
         try:
             handle = open(path, "rb")
         except FileNotFoundError:
-            self._count(misses=1)
+            if count:
+                self._count(misses=1)
             return False
         except OSError as exc:
             self.warn(f"cache entry {path} unreadable: {exc}")
-            self._count(misses=1)
+            if count:
+                self._count(misses=1)
             return False
         tmp = None
         with handle:
@@ -189,12 +223,14 @@ class ArtifactCache:
                 if tmp is not None:
                     _unlink(tmp)
                 self.warn(f"cache entry {path} not restored to {dest}: {exc}")
-                self._count(misses=1)
+                if count:
+                    self._count(misses=1)
                 return False
         now = time.time_ns()
         with contextlib.suppress(OSError):
             os.utime(path, ns=(now, now))          # most recently used
-        self._count(hits=1)
+        if count:
+            self._count(hits=1)
         return True
 
     def _drop_corrupt(self, path: Path, st: os.stat_result, reason: str) -> None:
@@ -212,15 +248,18 @@ class ArtifactCache:
         except OSError as exc:
             self.warn(f"corrupt cache entry {path} not removed: {exc}")
 
-    def put(self, key: str, src: Path) -> None:
-        """Store a copy of `src` under `key` atomically; I/O failures (full disk, races) only warn."""
+    def put(self, key: str, src: Path, *, index: bool = False) -> None:
+        """Store a copy of `src` under `key` atomically; I/O failures (full disk, races) only warn.
+
+        `index`: an index record (not a binary; `stats` tells them apart).
+        """
         path = self.entry_path(key)
         tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             with os.fdopen(fd, "wb") as out, open(src, "rb") as handle:
-                flags = _EXEC if os.fstat(handle.fileno()).st_mode & 0o111 else 0
+                flags = (_EXEC if os.fstat(handle.fileno()).st_mode & 0o111 else 0) | (_INDEX if index else 0)
                 out.write(b"\0" * _HEADER.size)
                 hasher, length = xxhash.xxh3_128(), 0
                 while chunk := handle.read(_CHUNK):
@@ -316,5 +355,18 @@ class ArtifactCache:
         with self._locked() as fd:
             entries, _ = self._scan()
             counters = self._read_counters(fd)
+        binaries = [size for _, _, size, path in entries if not _is_index(path)]
         return CacheStats(entries=len(entries), bytes=sum(size for _, _, size, _ in entries),
-                          max_bytes=self.max_bytes, **{name: counters[name] for name in _COUNTERS})
+                          max_bytes=self.max_bytes, binaries=len(binaries),
+                          binary_bytes=sum(binaries) - _HEADER.size * len(binaries),
+                          **{name: counters[name] for name in _COUNTERS})
+
+
+def _is_index(path: Path) -> bool:
+    """Whether the entry at `path` is an index record (its header says so; unreadable: not a binary)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(_HEADER.size)
+    except OSError:
+        return True
+    return len(raw) != _HEADER.size or bool(_HEADER.unpack(raw)[1] & _INDEX)

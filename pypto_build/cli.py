@@ -205,11 +205,10 @@ def _cache(args) -> int:
     if cache is None:
         raise PyptoBuildError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
     if args.action == "clean":
-        print(f"pypto-build: removed {cache.clean()} bytes from {cache.directory}")
+        from .artifact_cache import human_size
+        print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
         return 0
-    st = cache.stats()
-    print(f"cache {cache.directory}: {st.entries} entries, {st.bytes} of {st.max_bytes} bytes; "
-          f"{st.hits} hits, {st.misses} misses, {st.stores} stores, {st.corrupt} corrupt, {st.evicted} evicted")
+    print(cache.stats().summary(cache.directory))
     return 0
 
 

@@ -37,6 +37,7 @@ def lookup(cache: ArtifactCache, base: str, sub_rel: str, out: Path) -> list[str
                 return list(headers)
         except (OSError, KeyError, TypeError, ValueError):
             continue
+    cache.record_miss()
     return None
 
 
@@ -53,7 +54,7 @@ def store(cache: ArtifactCache, base: str, sub_rel: str, headers: list[str], out
     tmp = atomic.temp_path_for(out, ".manifest.tmp")
     try:
         tmp.write_text(json.dumps(cands), encoding="utf-8")
-        cache.put(base, tmp)
+        cache.put(base, tmp, index=True)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -61,7 +62,7 @@ def store(cache: ArtifactCache, base: str, sub_rel: str, headers: list[str], out
 def _manifest(cache: ArtifactCache, base: str, near: Path) -> list[dict]:
     tmp = atomic.temp_path_for(near, ".manifest.tmp")
     try:
-        if not cache.get(base, tmp):
+        if not cache.get(base, tmp, count=False):
             return []
         data = json.loads(tmp.read_text(encoding="utf-8"))
         return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []

@@ -133,16 +133,18 @@ class Golden:
                                   f"{type(values[name]).__name__}, not a tensor; fix __outputs__ in golden.py")
         return outputs
 
-    def expected(self, snapshot: dict[str, object], outputs: list[str]) -> dict[str, object]:
-        """Run compute_golden on `snapshot` (copies taken before the run) and return the expected outputs.
+    def expected(self, inputs: dict[str, object], outputs: list[str] | None = None) -> dict[str, object]:
+        """Run compute_golden on copies of `inputs` (values taken before the run) and return the expected outputs.
 
         compute_golden must write each output in place: rebinding `tensors[name]` or leaving an output as
         generate_inputs() made it is refused, because either way nothing real would be compared.
         """
         import torch
 
+        outputs = self.outputs if outputs is None else outputs
+        snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in inputs.items()}
         tensors = dict(snapshot)
-        before = {n: snapshot[n].clone() for n in outputs}
+        before = {n: (snapshot[n].clone(), snapshot[n]._version) for n in outputs}
         try:
             self.module.compute_golden(tensors, {})
         except Exception as exc:
@@ -152,7 +154,9 @@ class Golden:
                 raise GoldenError(f"{self.path}: compute_golden() replaced tensors[{name!r}] instead of writing "
                                   f"into it, so the expected value was lost; write in place "
                                   f"(tensors[{name!r}][:] = ...) — fix golden.py")
-            if snapshot[name].numel() and torch.equal(snapshot[name], before[name]):
+            values, version = before[name]
+            # never written (torch counts in-place writes) and still the same: compute_golden computed nothing
+            if snapshot[name].numel() and snapshot[name]._version == version and torch.equal(snapshot[name], values):
                 raise GoldenError(f"{self.path}: compute_golden() left output {name!r} exactly as generate_inputs() "
                                   "made it, so it computes nothing to compare against; write the expected value "
                                   f"into tensors[{name!r}] — fix golden.py")

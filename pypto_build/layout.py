@@ -19,12 +19,8 @@ from .errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
 
-KERNEL_CONFIG = "kernel_config.py"
-COMPILED_META = "compiled_meta.json"
-DISTRIBUTED_META = "distributed_meta.json"
-HOST_ORCH = "orchestration/host_orch.py"
-MARKERS = (COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG, HOST_ORCH)
-STATE_DIR = ".pypto_build"
+from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, MARKERS, STATE_DIR,  # noqa: F401
+                      find_root, next_level_names as _next_level_names, present_markers)
 
 
 class BuildKind(enum.Enum):
@@ -61,10 +57,6 @@ class Layout:
         return self.root / STATE_DIR
 
 
-def present_markers(root: Path) -> tuple[str, ...]:
-    return tuple(m for m in MARKERS if (root / m).is_file())
-
-
 def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
     """The build kind of `root` from its four marker files."""
     root = Path(root)
@@ -90,28 +82,6 @@ def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
     raise LayoutError(f"{root}: not a build_output directory (missing kernel_config.py and "
                       "orchestration/host_orch.py, and no next_levels/*/kernel_config.py); pass the directory "
                       "ir.compile() wrote (build_output/<jit_dir>/)")
-
-
-def is_build_dir(path: Path) -> bool:
-    """Whether `path` holds a marker file or next_levels/*/kernel_config.py (reads names only)."""
-    return bool(present_markers(path)) or bool(_next_level_names(path))
-
-
-def find_root(start: Path) -> Path:
-    """The build directory `start` is in, found as git finds its top level.
-
-    `start` itself when it is one; else the nearest parent that is one — and when that
-    is a `next_levels/<name>/` sub-build, the L3 or multi-orch root around it. A
-    directory inside no build directory is returned as it is (`classify` then says why).
-    """
-    start = Path(os.path.abspath(start))
-    if not start.is_dir() or is_build_dir(start):
-        return start
-    for parent in start.parents:
-        if is_build_dir(parent):
-            top = parent.parent.parent
-            return top if parent.parent.name == "next_levels" and is_build_dir(top) else parent
-    return start
 
 
 def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
@@ -166,13 +136,6 @@ def host_driver_words(path: Path) -> set[str] | None:
         elif isinstance(node, ast.Attribute):
             words.add(node.attr)
     return words
-
-
-def _next_level_names(root: Path) -> list[str]:
-    base = root / "next_levels"
-    if not base.is_dir():
-        return []
-    return sorted(p.name for p in base.iterdir() if (p / KERNEL_CONFIG).is_file())
 
 
 SOURCE_FIX = ("build directories must be self-contained — copy it into the directory, or mark an external "

@@ -99,18 +99,27 @@ class TieredCache:
     def __init__(self, local, remote: RemoteCache | None):
         self.local, self.remote = local, remote
 
-    def get(self, key: str, dest: Path) -> bool:
-        if self.local is not None and self.local.get(key, dest):
-            return True
+    def get(self, key: str, dest: Path, *, count: bool = True) -> bool:
+        if self.local is not None and self.local.get(key, dest, count=False):
+            return self._counted(count, hit=True)
         if self.remote is not None and self.remote.get(key, dest):
             if self.local is not None:
-                self.local.put(key, dest)
-            return True
+                self.local.put(key, dest, index=not count)
+            return self._counted(count, hit=True)
         return False
 
-    def put(self, key: str, src: Path) -> None:
+    def _counted(self, count: bool, hit: bool) -> bool:
+        if count and self.local is not None:
+            self.local._count(hits=1)
+        return hit
+
+    def record_miss(self) -> None:
         if self.local is not None:
-            self.local.put(key, src)
+            self.local.record_miss()
+
+    def put(self, key: str, src: Path, *, index: bool = False) -> None:
+        if self.local is not None:
+            self.local.put(key, src, index=index)
         if self.remote is not None:
             self.remote.put(key, src)
 

@@ -96,8 +96,10 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
             elif kind == "at":
                 doing = payload
             elif kind == "done":
+                _let_finish(proc)
                 return RunOutcome(**payload)
             elif kind == "error":
+                _let_finish(proc)
                 raise _rebuilt(*payload)
     finally:
         inbox.close()
@@ -132,6 +134,14 @@ def _rebuilt(kind: str, message: str) -> BaseException:
     types = {"mismatch": AssertionError, "count": ValueError, "golden": GoldenError, "nothing": NothingCompared,
              "executor": ExecutorError, "input": PyptoBuildError, "program": ProgramFailed}
     return types.get(kind, ProgramFailed)(message)
+
+
+def _let_finish(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """A child that reported lets its exit handlers run (temp folders of its workers are removed)."""
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -221,7 +231,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     snapshot: dict = {}
     if request["validate"]:
         outputs = golden.check_outputs(list(named), named, load_sidecar(sub))
-        snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}
+        snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}   # untouched
     dfx = execute(sub, tensors, config, names=list(named), say=say, on_task=lambda what: at(f"running {what}"))
     say(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
     at("saving the outputs")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import keyword
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -194,5 +195,6 @@ def emit_runner_command(args: argparse.Namespace) -> int:
         print(f"pypto-build: wrote {path} (run it: python {path})")
         return 0
     disabled = os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no")
-    print(f"pypto-build: no debug/run.py written: {reasons[0] if reasons else 'skipped'}")
+    print(f"pypto-build: {'' if disabled else 'error: '}no debug/run.py written: {reasons[0] if reasons else 'skipped'}",
+          file=sys.stdout if disabled else sys.stderr)
     return 0 if disabled else 2

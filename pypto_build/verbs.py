@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from . import options
 from .errors import BuildError, PyptoBuildError, WorkerDied
-from .layout import find_root
+from .markers import find_root
 
 VERBS = ("build", "replay", "validate", "explain")
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+# The tests start `pypto-build`, `doit` and `python` as subprocesses: take those of the interpreter running
+# the tests (a venv's bin/ is not on PATH unless it was activated).
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 from pypto_build import synth
 from pypto_build.api import build
@@ -77,3 +82,15 @@ def which(name: str) -> str:
     found = shutil.which(name)
     assert found, name
     return found
+
+
+def inject(kernel: Path, code: str, *, after_call: bool = False, includes: str = "") -> None:
+    """Insert C++ `code` into a generated kernel's kernel_entry (before, or after, its forward call)."""
+    text = kernel.read_text()
+    marker = "    // Forward to ptoas-generated function\n"
+    start = text.index(marker)
+    at = text.index("\n", start + len(marker)) + 1 if after_call else start
+    text = text[:at] + f"    {code}\n" + text[at:]
+    if includes:
+        text = text.replace("#include <cstdint>", f"#include <cstdint>\n{includes}", 1)
+    kernel.write_text(text)

@@ -80,8 +80,9 @@ def test_cache_cli_stats_and_clean(tmp_path):
     assert out.returncode == 0, out.stderr
     stats = subprocess.run(["pypto-build", "cache", "stats", "--cache-dir", str(cache)], capture_output=True,
                            text=True)
-    # 3 units, each stored as a binary plus its header-set manifest
-    assert ": 6 entries," in stats.stdout and "6 stores" in stats.stdout, stats.stdout
+    # 3 units, each stored as a binary plus its header-set manifest; only binaries are counted as such
+    assert ": 3 binaries (" in stats.stdout and "+ 3 index records" in stats.stdout, stats.stdout
+    assert "0 hits, 3 misses, 6 stores" in stats.stdout, stats.stdout
     clean = subprocess.run(["pypto-build", "cache", "clean"], capture_output=True, text=True,
                            env={**os.environ, "PYPTO_BUILD_CACHE": str(cache)})
     assert clean.returncode == 0 and "removed" in clean.stdout

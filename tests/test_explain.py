@@ -103,7 +103,7 @@ def test_cli_explain_and_dry_run(l2):
     out = subprocess.run(["pypto-build", "explain", str(l2)], capture_output=True, text=True)
     assert out.returncode == 0 and f"{K1}: changed: kernels/aiv/main_incore_1_aiv.cpp" in out.stdout
     dry = subprocess.run(["pypto-build", "build", "--dry-run", str(l2)], capture_output=True, text=True)
-    assert dry.stdout.splitlines()[-1] == "pypto-build: 2 would run, 3 up to date"
+    assert dry.stdout.splitlines()[-1] == "pypto-build: 1 would compile, 3 up to date, also 1 stamp"
     one = subprocess.run(["pypto-build", "explain", str(l2), "orch:main"], capture_output=True, text=True)
     assert one.stdout.splitlines()[0] == "orch:main: up to date"
     assert build(l2).compiled == [K1], "the dry run changed nothing"

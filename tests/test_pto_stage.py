@@ -185,23 +185,25 @@ def test_ptoas_failure_or_timeout_fails_leaves_kernels_and_retries(d, ptoas_env,
     assert len(ptoas_runs(ptoas_env)) == 2                   # retried
 
 
-def test_ptoas_not_found_says_so_and_lists_unapplied_edits(d, tmp_path, monkeypatch, capsys):
+def test_ptoas_not_found_fails_the_edit_unless_accepted_and_lists_it(d, tmp_path, monkeypatch, capsys):
     empty = tmp_path / "no-ptoas"
     empty.mkdir()
     monkeypatch.setenv("PTOAS_ROOT", str(empty))             # PATH is not consulted
     pto = synth.pto_path(d, "main_incore_2_aic")
     pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 5.0f)"))
-    result = build(d, progress=sys.stdout)
-    out = capsys.readouterr().out
-    assert "[pto->cpp] skipped: ptoas not found (set PTOAS_ROOT or PATH)" in out
-    assert "ptoas/main_incore_2_aic.pto" in out.splitlines()[-2]
-    assert result.not_applied == ("ptoas/main_incore_2_aic.pto",)
-    assert result.compiled == []
-    assert build(d).not_applied == ("ptoas/main_incore_2_aic.pto",)    # said again next run
+    result = build(d, progress=sys.stdout, check=False)
+    out = capsys.readouterr()
+    assert f"[pto->cpp] skipped: ptoas not found under PTOAS_ROOT={empty}" in out.out
+    assert result.names("failed") == ["ptoas:main_incore_2_aic"] and result.compiled == []
+    assert "FAILED ptoas:main_incore_2_aic: ptoas/main_incore_2_aic.pto: edited, but ptoas not found" in out.err
+    assert build(d, check=False).names("failed") == ["ptoas:main_incore_2_aic"]        # said again next run
+    accepted = build(d, progress=sys.stdout, allow_unapplied_pto=True)
+    assert accepted.not_applied == ("ptoas/main_incore_2_aic.pto",) and accepted.ok
+    assert "edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): ptoas/main_incore_2_aic.pto" \
+        in capsys.readouterr().out
+    assert build(d, allow_unapplied_pto=True).not_applied == ("ptoas/main_incore_2_aic.pto",)    # still said
     # once ptoas is there, the edit lands
-    monkeypatch.setenv("PTOAS_ROOT", str(FAKE_PTOAS.parent))
     shutil.copy(FAKE_PTOAS, empty / "ptoas")
-    monkeypatch.setenv("PTOAS_ROOT", str(empty))
     assert build(d).compiled == ["compile:aic/main_incore_2_aic"]
 
 

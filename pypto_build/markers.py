@@ -1,0 +1,49 @@
+"""The file names that make a directory a PyPTO build directory, and finding the one a path is in.
+
+Reads names only (no file content), so the no-op path can find the build root cheaply.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+KERNEL_CONFIG = "kernel_config.py"
+COMPILED_META = "compiled_meta.json"
+DISTRIBUTED_META = "distributed_meta.json"
+HOST_ORCH = "orchestration/host_orch.py"
+MARKERS = (COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG, HOST_ORCH)
+STATE_DIR = ".pypto_build"
+
+
+def present_markers(root: Path) -> tuple[str, ...]:
+    return tuple(m for m in MARKERS if (root / m).is_file())
+
+
+def next_level_names(root: Path) -> list[str]:
+    """`next_levels/<name>` entries with a kernel_config.py, sorted."""
+    base = root / "next_levels"
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / KERNEL_CONFIG).is_file())
+
+
+def is_build_dir(path: Path) -> bool:
+    """Whether `path` holds a marker file or next_levels/*/kernel_config.py."""
+    return bool(present_markers(path)) or bool(next_level_names(path))
+
+
+def find_root(start: Path) -> Path:
+    """The build directory `start` is in, found as git finds its top level.
+
+    `start` itself when it is one; else the nearest parent that is one — and when that
+    is a `next_levels/<name>/` sub-build, the L3 or multi-orch root around it. A
+    directory inside no build directory is returned as it is (`layout.classify` says why).
+    """
+    start = Path(os.path.abspath(start))
+    if not start.is_dir() or is_build_dir(start):
+        return start
+    for parent in start.parents:
+        if is_build_dir(parent):
+            top = parent.parent.parent
+            return top if parent.parent.name == "next_levels" and is_build_dir(top) else parent
+    return start

@@ -1,0 +1,160 @@
+"""One tool, one behaviour, whichever front end (issue 11, item 16).
+
+`pypto-build build|replay|validate` and `doit build|replay|validate` (entry points, run
+inside the directory) accept the same options and give the same exit status and the
+same one-line errors; the build root is found from a subdirectory; and the smaller
+promises: `--dump-args DIR`, `--dry-run --recompile`, explain's counts, a recorded
+`replay --validate` verdict, `PTOAS_ROOT` named, errors on stderr, `cache stats` for
+people, no piled-up DFX or replay outputs.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_dir, edit
+from pypto_build import synth
+
+torch = pytest.importorskip("torch")
+
+
+def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def g(built_golden, tmp_path) -> Path:
+    return copy_dir(built_golden, tmp_path / "g")
+
+
+def long_options(help_text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", help_text)) - {"--help", "--dir"}
+
+
+@pytest.mark.parametrize("verb", ["build", "replay", "validate"])
+def test_both_front_ends_accept_the_same_options(g, verb):
+    ours = long_options(run("pypto-build", verb, "--help").stdout)
+    theirs = long_options(run("doit", "help", verb, cwd=g).stdout)
+    assert ours and ours == theirs, (ours ^ theirs)
+
+
+def one_line(out: subprocess.CompletedProcess) -> str:
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+OUTCOMES = {
+    "ok": (None, 0),
+    "compile error": (lambda d: edit(synth.kernel_path(d, 1), "\nnot C++;\n"), 1),
+    "wrong result": (lambda d: synth.kernel_path(d, 1).write_text(
+        synth.kernel_path(d, 1).read_text().replace("0.5f", "0.75f")), 1),
+    "bad kernel_config.py": (lambda d: (d / "kernel_config.py").write_text("KERNELS = [\n"), 2),
+}
+
+
+@pytest.mark.parametrize("outcome", list(OUTCOMES))
+@pytest.mark.parametrize("verb", [["build"], ["validate"], ["replay", "--validate", "-q"]])
+def test_same_outcome_same_exit_status_and_line(built_golden, tmp_path, outcome, verb):
+    change, status = OUTCOMES[outcome]
+    a, b = copy_dir(built_golden, tmp_path / "a"), copy_dir(built_golden, tmp_path / "b")
+    if change:
+        change(a), change(b)
+    if outcome == "wrong result" and verb == ["build"]:
+        status = 0
+    ours = run("pypto-build", *verb, str(a))
+    theirs = run("doit", *verb, cwd=b)
+    assert (ours.returncode, theirs.returncode) == (status, status), (ours.stderr, theirs.stderr)
+    if status:
+        assert one_line(ours).replace(str(a), "DIR") == one_line(theirs).replace(str(b), "DIR")
+    assert "Traceback" not in ours.stderr + theirs.stderr
+
+
+def test_the_build_root_is_found_from_a_subdirectory(g, l3):
+    sub = g / "kernels" / "aiv"
+    out = run("pypto-build", "build", ".", cwd=sub)
+    assert out.returncode == 0 and not (sub / ".pypto_build").exists()
+    assert "0 compiled, 4 up to date" in out.stdout
+    edit(synth.kernel_path(g, 1))
+    out = run("doit", "build", cwd=sub)
+    assert out.returncode == 0 and "1 compiled" in out.stdout and not (sub / ".pypto_build").exists()
+    deep = l3 / "next_levels" / "chip_a" / "kernels"               # an L3 sub-build's folder: the L3 root
+    out = run("pypto-build", "explain", str(deep))
+    assert out.returncode == 0 and "0 would compile" in out.stdout
+    assert not (l3 / "next_levels" / "chip_a" / ".pypto_build").exists()
+
+
+def test_dump_args_before_the_directory(g):
+    out = run("pypto-build", "replay", "--dump-args", str(g))
+    assert out.returncode == 0, out.stderr
+    assert (g / "dfx_outputs" / "args_dump").is_dir()
+
+
+def test_dry_run_shows_what_recompile_will_do(g):
+    out = run("pypto-build", "build", "--dry-run", "--recompile", str(g))
+    assert out.returncode == 0
+    assert out.stdout.count("forced by --recompile") == 4
+    assert out.stdout.splitlines()[-1].startswith("pypto-build: 4 would compile, 0 up to date")
+    built = run("pypto-build", "build", "--recompile", str(g))
+    assert "4 compiled, 0 up to date" in built.stdout
+
+
+def test_explain_counts_are_builds(g):
+    edit(synth.kernel_path(g, 0))
+    edit(g / "kernels" / "common.h")                  # kernels 0 and 2 include it
+    explained = run("pypto-build", "explain", str(g)).stdout.splitlines()[-1]
+    built = run("pypto-build", "build", str(g)).stdout
+    would = re.match(r"pypto-build: (\d+) would compile, (\d+) up to date", explained).groups()
+    did = re.search(r"pypto-build: (\d+) compiled, (\d+) up to date", built).groups()
+    assert would == did == ("2", "2")
+
+
+def test_replay_validate_records_its_verdict_for_validate(g):
+    out = run("pypto-build", "replay", "--validate", str(g))
+    assert out.returncode == 0 and "Golden validation: PASSED" in out.stdout
+    again = run("pypto-build", "validate", str(g))
+    assert again.returncode == 0 and "Golden validation: PASSED (cached" in again.stdout
+    assert "[execute] running" not in again.stdout
+
+
+def test_ptoas_root_is_named_with_the_paths_it_searched(tmp_path):
+    root = synth.write_l2(tmp_path / "p", kernels=2, pto=True)
+    out = run("pypto-build", "build", str(root), env={"PTOAS_ROOT": "/bad"})
+    assert out.returncode == 0
+    assert "[pto->cpp] skipped: ptoas not found under PTOAS_ROOT=/bad (looked for /bad/ptoas, /bad/ptoas.sh, " \
+           "/bad/bin/ptoas)" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["build", "/nonexistent/dir"], ["validate", "/nonexistent/dir"],
+                                  ["cache", "stats"], ["doit", "list", "/nonexistent/dir"]])
+def test_errors_go_to_stderr(args):
+    out = run("pypto-build", *args, env={"PYPTO_BUILD_CACHE": ""})
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.startswith("pypto-build: error:")
+
+
+def test_cache_stats_counts_binaries_in_sizes_for_people(g, built_golden, tmp_path):
+    cache = tmp_path / "cache"
+    fresh = synth.write_l2(tmp_path / "fresh", kernels=3, golden=True)
+    assert run("pypto-build", "build", "--cache-dir", str(cache), str(fresh)).returncode == 0
+    clone = tmp_path / "clone"
+    subprocess.run(["cp", "-r", str(fresh), str(clone)], check=True)
+    subprocess.run(["rm", "-rf", str(clone / ".pypto_build")], check=True)
+    assert "4 from cache" in run("pypto-build", "build", "--cache-dir", str(cache), str(clone)).stdout
+    line = run("pypto-build", "cache", "stats", "--cache-dir", str(cache)).stdout.strip()
+    assert re.fullmatch(rf"cache {re.escape(str(cache))}: 4 binaries \(\d+\.\d KiB\) \+ 4 index records "
+                        r"\(\d+(\.\d KiB| B)\), limit 5\.0 GiB; 4 hits, 4 misses, 8 stores, 0 corrupt dropped, "
+                        r"0 evicted", line), line
+
+
+def test_dfx_and_replay_outputs_never_pile_up_or_mix(g):
+    for _ in range(2):
+        assert run("pypto-build", "replay", "--swimlane", "--dump-args", str(g)).returncode == 0
+    assert len(list((g / "dfx_outputs").glob("merged_swimlane_*.json"))) == 1
+    (g / ".pypto_build" / "replay" / "stale.pt").write_bytes(b"from an older run")
+    assert run("pypto-build", "replay", str(g)).returncode == 0
+    assert sorted(p.name for p in (g / ".pypto_build" / "replay").iterdir()) == ["a.pt", "out.pt"]

@@ -1,0 +1,168 @@
+"""No `.pto` edit is lost and "up to date" is never a guess (issue 11, items 1, 2 and 6).
+
+First sight of a directory is decided from content: ptoas (the labelled stand-in
+`tests/tools/fake_ptoas`) is run once and compared with the raw output; without ptoas
+the directory is taken as found. A failure keeps what the next run needs; an edit that
+cannot be applied fails the run unless `--allow-unapplied-pto` accepts it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from conftest import copy_dir
+from pypto_build import synth
+from pypto_build.api import build
+from test_pto_stage import FAKE_PTOAS, K2, OLD_LINE, ptoas_runs
+
+SENTINEL = "// --- Kernel entry point ---"
+
+
+@pytest.fixture
+def ptoas_root(tmp_path) -> Path:
+    root = tmp_path / "ptoas-root"
+    root.mkdir()
+    shutil.copy(FAKE_PTOAS, root / "ptoas")
+    return root
+
+
+@pytest.fixture
+def env(ptoas_root, tmp_path, monkeypatch) -> dict:
+    monkeypatch.setenv("PTOAS_ROOT", str(ptoas_root))
+    monkeypatch.setenv("FAKE_PTOAS_LOG", str(tmp_path / "ptoas.log"))
+    return {**os.environ}
+
+
+@pytest.fixture
+def d(tmp_path) -> Path:
+    root = synth.write_l2(tmp_path / "d", kernels=3, pto=True)
+    build(root)                          # ptoas (if any) checks each unit once; nothing is rewritten
+    return root
+
+
+def edit_pto(root: Path, value: str) -> None:
+    pto = synth.pto_path(root, "main_incore_2_aic")
+    pto.write_text(pto.read_text().replace(OLD_LINE, f"synth_scale(a[i], {value})"))
+
+
+def pypto_build(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["pypto-build", *args], capture_output=True, text=True, timeout=300,
+                          env=env or os.environ)
+
+
+def test_a_failed_splice_never_drops_the_pto_edit(d, env):
+    """The issue's case: sentinel removed, .pto edited, splice refused; sentinel restored -> the edit lands."""
+    kernel = d / K2
+    pristine = kernel.read_text()
+    kernel.write_text(pristine.replace(SENTINEL, "// entry"))
+    os.utime(kernel, (1, 1))                                   # mtimes must not matter either way
+    edit_pto(d, "5.0f")
+    first = build(d, check=False)
+    assert first.names("failed") == ["splice:main_incore_2_aic"]
+    assert kernel.read_text() == pristine.replace(SENTINEL, "// entry")     # untouched
+    kernel.write_text(pristine)                                # the user restores the sentinel
+    explained = pypto_build("explain", str(d), env=env).stdout
+    assert "splice:main_incore_2_aic: ptoas/main_incore_2_aic.cpp changed" in explained
+    second = build(d)
+    assert second.spliced == (K2,) and second.compiled == ["compile:aic/main_incore_2_aic"]
+    assert "synth_scale(a[i], 5.0f)" in kernel.read_text()
+    assert build(d).compiled == []
+
+
+def test_after_a_failure_the_reason_is_the_real_one(d, env):
+    k1 = synth.kernel_path(d, 1)
+    good = k1.read_text()
+    k1.write_text(good + "\nthis is not C++;\n")
+    assert build(d, check=False).names("failed") == ["compile:aiv/main_incore_1_aiv"]
+    reasons = {u.task: u.reason for u in build(d, check=False).units}       # state of the last good build kept
+    assert reasons["compile:aiv/main_incore_1_aiv"] == "changed: kernels/aiv/main_incore_1_aiv.cpp"
+    k1.write_text(good)                                        # back to the content last built
+    result = build(d)
+    assert {u.task: u.reason for u in result.units}["compile:aiv/main_incore_1_aiv"] == "its last run failed"
+    assert result.compiled == ["compile:aiv/main_incore_1_aiv"] and build(d).compiled == []
+
+
+def test_first_sight_of_an_edited_pto_applies_it_whatever_the_mtimes(tmp_path, env):
+    root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
+    edit_pto(root, "6.0f")
+    raw = root / "ptoas/main_incore_2_aic.cpp"
+    old_raw = raw.read_text()
+    for p in root.rglob("*"):
+        os.utime(p, (10**9, 10**9))                            # the .pto is NOT newer than its raw output
+    result = build(root)
+    assert result.spliced == (K2,) and "synth_scale(a[i], 6.0f)" in (root / K2).read_text()
+    backups = [p for p in (root / ".pypto_build/backup").rglob("*") if p.is_file()]
+    assert [p.read_text() for p in backups] == [old_raw]        # the raw output as found is kept
+
+
+@pytest.mark.parametrize("how", ["cp -r", "git clone", "copytree"])
+def test_a_directory_never_seen_never_reports_unapplied_edits(tmp_path, monkeypatch, how):
+    monkeypatch.setenv("PTOAS_ROOT", str(tmp_path / "no-ptoas"))        # no ptoas anywhere
+    src = synth.write_l2(tmp_path / "src", kernels=3, pto=True)
+    for p in src.rglob("*.pto"):
+        os.utime(p, None)                                       # .pto files newer than their raw outputs
+    dst = tmp_path / "dst"
+    if how == "cp -r":
+        subprocess.run(["cp", "-r", str(src), str(dst)], check=True)
+    elif how == "copytree":
+        shutil.copytree(src, dst, copy_function=shutil.copy)    # new mtimes, in copy order
+    else:
+        subprocess.run(["git", "init", "-q", str(src)], check=True)
+        subprocess.run(["git", "-C", str(src), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(src), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
+                       check=True)
+        subprocess.run(["git", "clone", "-q", str(src), str(dst)], check=True)
+    out = pypto_build("build", str(dst))
+    assert out.returncode == 0, out.stderr
+    assert "NOT applied" not in out.stdout + out.stderr and "[pto->cpp] no .pto changes detected" in out.stdout
+    edit_pto(dst, "5.0f")                                      # a real edit afterwards is seen, by content
+    out = pypto_build("build", str(dst))
+    assert out.returncode == 1 and "ptoas/main_incore_2_aic.pto: edited, but ptoas not found" in out.stderr
+
+
+def test_unapplied_edits_fail_build_validate_and_ci_unless_allowed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTOAS_ROOT", str(tmp_path / "no-ptoas"))
+    root = synth.write_l2(tmp_path / "g", kernels=3, pto=True, golden=True)
+    assert pypto_build("build", str(root)).returncode == 0
+    edit_pto(root, "5.0f")
+    for verb in (["build"], ["validate"], ["replay", "--validate"]):
+        out = pypto_build(*verb, str(root))
+        assert out.returncode == 1, (verb, out.stdout, out.stderr)
+        assert "FAILED ptoas:main_incore_2_aic: ptoas/main_incore_2_aic.pto: edited, but ptoas not found " \
+               f"under PTOAS_ROOT={tmp_path / 'no-ptoas'}" in out.stderr
+        assert "--allow-unapplied-pto" in out.stderr and "PASSED" not in out.stdout
+        assert "no .pto changes detected" not in out.stdout           # never both in one run
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    out = pypto_build("ci", "-q", str(root), "--json", str(report), "--junit-xml", str(junit))
+    assert out.returncode == 1
+    entry = json.loads(report.read_text())["directories"][0]
+    assert not entry["ok"] and entry["unapplied_pto"] == ["ptoas/main_incore_2_aic.pto"]
+    assert "edited, but ptoas not found" in ET.parse(junit).getroot().find("testcase/failure").get("message")
+    # accepted knowingly: success, but said, and listed in the reports
+    out = pypto_build("validate", "--allow-unapplied-pto", str(root))
+    assert out.returncode == 0 and "Golden validation: PASSED" in out.stdout
+    assert "[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): " \
+           "ptoas/main_incore_2_aic.pto" in out.stdout and "no .pto changes detected" not in out.stdout
+    out = pypto_build("ci", "-q", "--allow-unapplied-pto", str(root), "--json", str(report), "--junit-xml", str(junit))
+    assert out.returncode == 0
+    assert json.loads(report.read_text())["directories"][0]["unapplied_pto"] == ["ptoas/main_incore_2_aic.pto"]
+    assert ".pto edits NOT applied" in ET.parse(junit).getroot().find("testcase/system-out").text
+
+
+def test_the_stage_checks_by_content_with_ptoas_and_keeps_hand_edited_kernels(tmp_path, env):
+    root = synth.write_l2(tmp_path / "h", kernels=3, pto=True)
+    k2 = root / K2
+    k2.write_text(k2.read_text().replace("out[i] * 0.5f", "out[i] * 0.25f", 1))    # a hand edit of the body
+    result = build(root)
+    assert len(ptoas_runs(Path(env["FAKE_PTOAS_LOG"]))) == 2 and result.spliced == ()
+    assert "out[i] * 0.25f" in k2.read_text()                                 # kept: the .pto is unedited
+    edit_pto(root, "9.0f")                                                    # now the .pto wins, with a backup
+    assert build(root).spliced == (K2,)
+    backups = [p for p in (root / ".pypto_build/backup").rglob("*.cpp.*") if p.is_file()]
+    assert any("out[i] * 0.25f" in p.read_text() for p in backups)
