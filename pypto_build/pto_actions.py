@@ -73,6 +73,8 @@ def run_ptoas(unit: PtoUnit):
         record = load_record(unit.record)
         if old is not None and record.get("raw") != text_digest(old):
             lines.append(f"[pto->cpp]   kept {unit.raw} as it was in {backup(unit, raw, old)}")
+        if old is not None and "raw" not in record:      # first sight: kernels holding this body are not hand edits
+            record["found"] = text_digest(preprocess(old))
         os.replace(tmp, raw)
         save_record(unit.record, {**record, "raw": text_digest(new)})
     finally:
@@ -110,7 +112,7 @@ def run_splice(unit: PtoUnit):
         rel = target.as_posix()
         atomic.remove_stale_temps(target)       # left by a run killed while splicing it
         if new_text != text:
-            if bodies.get(rel) != text_digest(old_body):
+            if bodies.get(rel, record.get("found")) != text_digest(old_body):
                 lines.append(f"[pto->cpp]   kept your edited body of {rel} in {backup(unit, target, text)}")
             atomic.write_text(target, new_text, mode=target.stat().st_mode & 0o777)
             lines.append(f"[pto->cpp]   spliced -> {rel}")
@@ -147,7 +149,8 @@ def plan_splice(unit: PtoUnit, raw: str) -> list[tuple[Path, str, str, str]]:
 
 
 def load_record(path: str) -> dict:
-    """`{"raw": digest of the raw output we wrote or took as found, "bodies": {kernel: body digest}}`.
+    """`{"raw": digest of the raw output we wrote or took as found, "bodies": {kernel: body digest we
+    wrote or took as found}, "found": digest of the body of the raw output first found (first sight)}`.
 
     Empty when none or unreadable; a record of the first format (kernel -> digest) is read as its bodies.
     """
@@ -157,7 +160,7 @@ def load_record(path: str) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
-    return data if "bodies" in data else {"bodies": data}
+    return data if {"bodies", "raw", "found"} & set(data) else {"bodies": data}
 
 
 def save_record(path: str, record: dict) -> None:
@@ -179,24 +182,19 @@ def backup(unit: PtoUnit, target: Path, text: str) -> str:
 def adopt_splice(unit: PtoUnit) -> dict:
     """First sight with the raw output as found: take the kernel files as they are (by content).
 
-    Their bodies may be hand edits; their digests are recorded (`SpliceCheck.adopted`) so a
-    later splice backs them up before replacing them. A kernel that cannot be read or has no
-    sentinels is simply not recorded: a later splice says what is wrong with it.
+    Each kernel is recorded as holding the raw output's body (`SpliceCheck.adopted`), so a
+    body that differs — a hand edit — is backed up before a later splice replaces it.
     """
-    bodies = {}
     try:
         raw = Path(unit.raw).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         raw = ""
+    body = text_digest(preprocess(raw))
+    bodies = {}
     for name in function_names(raw):
         found = find_target(Path(unit.sub_rel), name)
-        if found is None:
-            continue
-        target = Path(os.path.normpath(found))
-        try:
-            bodies[target.as_posix()] = text_digest(split(target.read_text(encoding="utf-8"), target.as_posix())[1])
-        except (OSError, UnicodeDecodeError, PyptoBuildError):
-            continue
+        if found is not None:
+            bodies[Path(os.path.normpath(found)).as_posix()] = body
     return {"raw": make_state(unit.raw), "spliced": [], "adopted": True, "bodies": bodies,
             "raw_digest": text_digest(raw)}
 

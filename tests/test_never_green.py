@@ -82,10 +82,13 @@ def test_a_golden_that_proves_nothing_fails_validate(g, case):
 
 
 def validate_values(root: Path) -> dict:
-    import sqlite3
-    with sqlite3.connect(root / ".pypto_build/state.sqlite3") as db:
-        row = db.execute("select value from doit where task_id = 'validate:.'").fetchone()
-    return (json.loads(row[0]).get("_values_:") or {}) if row else {}
+    """The values the last successful validation recorded (doit's state, read as doit reads it)."""
+    from pypto_build.engine import open_state
+    dep = open_state(root / ".pypto_build/state.sqlite3", adopt=False)
+    try:
+        return dict(dep.get_values("validate:.") or {})
+    finally:
+        dep.backend._conn.close()
 
 
 def test_expected_values_come_from_inputs_the_program_never_touched(g):
