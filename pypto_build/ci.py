@@ -13,11 +13,14 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from xml.etree import ElementTree as ET
 
 from . import atomic
 from .errors import PyptoBuildError
+
+if TYPE_CHECKING:
+    from .remote_cache import Remote
 
 
 @dataclass
@@ -46,24 +49,43 @@ class CiResult:
 
 def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
            progress: TextIO | None = None) -> CiResult:
-    """Build (and validate where there is a golden) every directory; never stops at a failure."""
-    from .remote_cache import reachable
+    """Build (and validate where there is a golden) every directory; never stops at a failure.
 
-    remote = reachable(remote_cache)
+    The remote cache is opened once for the whole run: one ping, one warning at most, and a
+    failure in any directory (any process) disables it for all the others.
+    """
+    from .remote_cache import open_remote
+
     roots = [Path(d).resolve() for d in dirs]
-    if jobs <= 1 or len(roots) <= 1:
+    parallel = jobs > 1 and len(roots) > 1
+    remote = open_remote(remote_cache, for_spawn=parallel)
+    if not parallel:
         return CiResult([_one(r, cache_dir, remote, progress) for r in roots])
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = list(pool.map(_one, roots, [cache_dir] * len(roots), [remote] * len(roots)))
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_adopt_remote, initargs=(remote,)) as pool:
+        results = list(pool.map(_one_spawned, roots, [cache_dir] * len(roots)))
     if progress is not None:
         for r in results:
             print(f"== {r.path}: {'ok' if r.ok else 'FAILED'}", file=progress)
     return CiResult(results)
 
 
-def _one(root: Path, cache_dir: str | None, remote: str | None, progress: TextIO | None = None) -> DirResult:
+_run_remote: Remote | None = None      # in a spawned `ci -j N` process: the run's Remote, handed over at process start
+
+
+def _adopt_remote(remote: Remote | None) -> None:
+    """Pool initializer: a shared flag can only reach a spawned process as it starts, not with each job."""
+    global _run_remote
+    _run_remote = remote
+
+
+def _one_spawned(root: Path, cache_dir: str | None) -> DirResult:
+    return _one(root, cache_dir, _run_remote)
+
+
+def _one(root: Path, cache_dir: str | None, remote: Remote | None, progress: TextIO | None = None) -> DirResult:
     """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
     from .api import run_graph
     from .engine import load_graph

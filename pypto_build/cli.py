@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(default $PYPTO_BUILD_CACHE; size limit $PYPTO_BUILD_CACHE_SIZE, default 5G)")
     b.add_argument("--remote-cache", default=None, metavar="URL",
                    help="Bazel HTTP cache (GET/PUT /ac/, /cas/) behind the local one (default "
-                        "$PYPTO_BUILD_REMOTE_CACHE); unreachable: one warning, local build")
+                        "$PYPTO_BUILD_REMOTE_CACHE; deadline per request $PYPTO_BUILD_REMOTE_TIMEOUT, default "
+                        "10 s); a failing one: one warning per run, local build")
     b.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write a Chrome-trace/Perfetto timeline of the run (one span per task, per worker)")
     b.add_argument("-n", "--dry-run", action="store_true",

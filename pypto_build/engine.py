@@ -17,6 +17,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from doit.cmd_base import TaskLoader2
 from doit.cmd_clean import Clean
@@ -45,6 +46,9 @@ from .reporter import BuildReporter
 from .toolchain import default_platform, load_platform
 from . import noop
 
+if TYPE_CHECKING:
+    from .remote_cache import Remote
+
 STATE_DB = "state.sqlite3"
 
 opt_platform = {"section": "pypto_build", "name": "platform", "long": "platform", "type": str,
@@ -67,20 +71,23 @@ opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompi
 
 def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
                run: RunConfig | None = None, validate_on_replay: bool = False,
-               include_stale: bool = False, cache_dir: str | None = None, remote_cache: str | None = None,
+               include_stale: bool = False, cache_dir: str | None = None,
+               remote_cache: str | Remote | None = None,
                check_remote: bool = True) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed).
 
     `cache_dir` (else $PYPTO_BUILD_CACHE) is the artefact cache compiles restore from and store to;
-    `remote_cache` (else $PYPTO_BUILD_REMOTE_CACHE) a Bazel-HTTP cache URL, checked once here: an
-    unreachable one is dropped with one warning and the build goes on locally. With
-    `check_remote=False` the given URL (or None) is taken as already checked.
+    `remote_cache` (else $PYPTO_BUILD_REMOTE_CACHE) a Bazel-HTTP cache URL, opened once here for the
+    run (remote_cache.open_remote: a malformed URL is one line of error; an unreachable server is
+    dropped with one warning and the build goes on locally). With `check_remote=False` it is not
+    opened here: a `Remote` some leader already opened (`pypto-build ci`) is used as it is, and a
+    URL is dropped (for graphs that compile nothing: explain, compdb).
     """
-    from .remote_cache import reachable
+    from .remote_cache import open_remote
 
     layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
-    remote = reachable(remote_cache) if check_remote else remote_cache
+    remote = open_remote(remote_cache) if check_remote else None if isinstance(remote_cache, str) else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, validate_on_replay, os.path.abspath(os.path.expanduser(cache)) if cache else None,
                        remote)
