@@ -10,6 +10,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
@@ -20,9 +21,12 @@ from .layout import inside
 from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
+if TYPE_CHECKING:
+    from .remote_cache import Remote
+
 
 def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None,
-                remote: str | None = None):
+                remote: Remote | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler

@@ -86,6 +86,9 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     from .pto_plan import pto_options
     from .toolchain import default_platform
 
+    if remote_cache or os.environ.get("PYPTO_BUILD_REMOTE_CACHE"):
+        from .remote_config import settings     # a malformed remote URL is refused even with nothing to do
+        settings(remote_cache)
     root = Path(work_dir).resolve()
     pto = pto or pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied_pto)
     platform = platform or default_platform()

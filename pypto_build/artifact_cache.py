@@ -175,6 +175,10 @@ class ArtifactCache:
         """Count one lookup that found nothing to restore (`get(count=False)` calls count nothing)."""
         self._count(misses=1)
 
+    def record_hit(self) -> None:
+        """Count one binary restored from elsewhere (the remote behind this cache)."""
+        self._count(hits=1)
+
     def get(self, key: str, dest: Path, *, count: bool = True) -> bool:
         """Restore entry `key` onto `dest` atomically; False on a miss or a corrupt entry.
 

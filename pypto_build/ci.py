@@ -16,11 +16,14 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from xml.etree import ElementTree as ET
 
 from . import atomic
 from .errors import PyptoBuildError
+
+if TYPE_CHECKING:
+    from .remote_cache import Remote
 
 
 @dataclass
@@ -55,13 +58,18 @@ class CiResult:
 def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
            allow_unapplied_pto: bool = False, run_timeout: float | None = None,
            progress: TextIO | None = None) -> CiResult:
-    """Build (and validate where there is a golden) every directory; never stops at a failure."""
-    from .remote_cache import reachable
+    """Build (and validate where there is a golden) every directory; never stops at a failure.
 
-    remote = reachable(remote_cache)
+    The remote cache is opened once for the whole run: one ping, one warning at most, and a
+    failure in any directory (any process) disables it for all the others.
+    """
+    from .remote_cache import open_remote
+
     roots = [Path(d).resolve() for d in dirs]
+    parallel = jobs > 1 and len(roots) > 1
+    remote = open_remote(remote_cache, for_spawn=parallel)
     args = (cache_dir, remote, allow_unapplied_pto, run_timeout)
-    if jobs <= 1 or len(roots) <= 1:
+    if not parallel:
         return CiResult([_one(r, *args, progress) for r in roots])
     results = _in_processes(roots, jobs, args)
     if progress is not None:
@@ -119,7 +127,7 @@ def _died(root: Path, proc, start: float) -> DirResult:
                            f"`pypto-build validate {root}` to see why")
 
 
-def _one(root: Path, cache_dir: str | None, remote: str | None, allow_unapplied: bool = False,
+def _one(root: Path, cache_dir: str | None, remote: Remote | None, allow_unapplied: bool = False,
          run_timeout: float | None = None, progress: TextIO | None = None) -> DirResult:
     """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
     from .api import run_graph

@@ -15,10 +15,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import atomic
 from .artifact_cache import ArtifactCache
 from .hashing import file_digest, text_digest
+
+if TYPE_CHECKING:
+    from .remote_cache import Remote
 
 VERSION = "pypto_build-cache-1"
 MAX_CANDIDATES = 8
@@ -83,14 +87,11 @@ def _from_sub(sub_rel: str, path: str) -> str:
     return path if os.path.isabs(path) or sub_rel == "." else os.path.normpath(os.path.join(sub_rel, path))
 
 
-def open_cache(directory: str | None, remote: str | None = None):
-    """The cache of a run: local `--cache-dir`, remote `--remote-cache` (local first), or None."""
-    import sys
-
+def open_cache(directory: str | None, remote: Remote | None = None):
+    """The cache of a run: local `--cache-dir`, the run's `remote_cache.Remote` (local first), or None."""
     from .remote_cache import RemoteCache, TieredCache
 
     local = ArtifactCache.from_env(directory) if directory else None
-    if not remote:
+    if remote is None:
         return local
-    warn = (lambda msg: print(f"pypto-build: warning: {msg}", file=sys.stderr, flush=True))
-    return TieredCache(local, RemoteCache(remote, warn=warn))
+    return TieredCache(local, RemoteCache(remote))

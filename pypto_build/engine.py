@@ -17,6 +17,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from doit.cmd_base import TaskLoader2
 from doit.cmd_clean import Clean
@@ -46,6 +47,9 @@ from .reporter import BuildReporter
 from .toolchain import default_platform, load_platform
 from . import noop
 
+if TYPE_CHECKING:
+    from .remote_cache import Remote
+
 STATE_DB = "state.sqlite3"
 
 opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
@@ -58,20 +62,23 @@ GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pt
 
 def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
                run: RunConfig | None = None, include_stale: bool = False, cache_dir: str | None = None,
-               remote_cache: str | None = None, check_remote: bool = True, run_timeout: float | None = None) -> Graph:
+               remote_cache: str | Remote | None = None, check_remote: bool = True,
+               run_timeout: float | None = None) -> Graph:
     """Read a build directory and plan its graph (no doit, nothing executed).
 
     `cache_dir` (else $PYPTO_BUILD_CACHE) is the artefact cache compiles restore from and store to;
-    `remote_cache` (else $PYPTO_BUILD_REMOTE_CACHE) a Bazel-HTTP cache URL, checked once here: an
-    unreachable one is dropped with one warning and the build goes on locally. With
-    `check_remote=False` the given URL (or None) is taken as already checked. `run_timeout` bounds
-    each replay/validate run (default: $PYPTO_RUN_TIMEOUT or 1800 s).
+    `remote_cache` (else $PYPTO_BUILD_REMOTE_CACHE) a Bazel-HTTP cache URL, opened once here for the
+    run (remote_cache.open_remote: a malformed URL is one line of error; an unreachable server is
+    dropped with one warning and the build goes on locally). With `check_remote=False` it is not
+    opened here: a `Remote` some leader already opened (`pypto-build ci`) is used as it is, and a
+    URL is dropped (for graphs that compile nothing: explain, compdb). `run_timeout` bounds each
+    replay/validate run (default: $PYPTO_RUN_TIMEOUT or 1800 s).
     """
-    from .remote_cache import reachable
+    from .remote_cache import open_remote
 
     layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
-    remote = reachable(remote_cache) if check_remote else remote_cache
+    remote = open_remote(remote_cache) if check_remote else None if isinstance(remote_cache, str) else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, os.path.abspath(os.path.expanduser(cache)) if cache else None, remote,
                        run_timeout if run_timeout is not None else options.run_timeout())

@@ -7,6 +7,7 @@ after all of them. Task dicts are plain data plus module-level actions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from functools import partial
 
@@ -20,6 +21,9 @@ from .runconfig import RunConfig
 from .toolchain import Platform
 from .units import SubBuildPlan, plan
 
+if TYPE_CHECKING:
+    from .remote_cache import Remote
+
 DEFAULT_TASKS = ("stamp",)
 
 
@@ -31,7 +35,7 @@ class Graph:
     pto: PtoPlan
     run: RunConfig
     cache_dir: str | None = None        # artefact cache (absolute), or None
-    remote_cache: str | None = None     # Bazel-HTTP remote cache URL (None when absent or unreachable)
+    remote_cache: Remote | None = None  # the run's Bazel-HTTP remote cache (None when absent or unreachable)
     run_timeout: float = 1800.0         # seconds a replay/validate run may take
 
     def unknown_identities(self) -> list[str]:
@@ -49,7 +53,7 @@ class Graph:
 
 
 def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None,
-                run: RunConfig | None = None, cache_dir: str | None = None, remote_cache: str | None = None,
+                run: RunConfig | None = None, cache_dir: str | None = None, remote_cache: Remote | None = None,
                 run_timeout: float = 1800.0) -> Graph:
     return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()),
                  run or RunConfig(), cache_dir, remote_cache, run_timeout)

@@ -54,7 +54,8 @@ BUILD = (
         "compiling, store fresh ones (default $PYPTO_BUILD_CACHE; size $PYPTO_BUILD_CACHE_SIZE, default 5G)",
         metavar="DIR"),
     Opt("remote_cache", "remote-cache", "str", "Bazel HTTP cache (GET/PUT /ac/, /cas/) behind the local one "
-        "(default $PYPTO_BUILD_REMOTE_CACHE); unreachable: one warning, local build", metavar="URL"),
+        "(default $PYPTO_BUILD_REMOTE_CACHE; deadline per request $PYPTO_BUILD_REMOTE_TIMEOUT, default 10 s); a "
+        "failing one: one warning per run, local build", metavar="URL"),
     Opt("trace", "trace", "str", "write a Chrome-trace/Perfetto timeline of the run (one span per task, per "
         "worker)", metavar="FILE"),
 )

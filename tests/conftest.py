@@ -26,7 +26,8 @@ def copy_dir(src: Path, dst: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
     for var in ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PYPTO_BUILD_PLATFORM", "PYPTO_COMPILER_TIMEOUT",
-                "PYPTO_BUILD_CACHE", "PYPTO_BUILD_CACHE_SIZE"):
+                "PYPTO_BUILD_CACHE", "PYPTO_BUILD_CACHE_SIZE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_REMOTE_TIMEOUT",
+                "PYPTO_RUN_TIMEOUT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PYPTO_PTOAS_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
 
 
