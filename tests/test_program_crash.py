@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -28,10 +29,10 @@ HEADERS = "#include <cstdlib>\n#include <csignal>\n#include <unistd.h>"
 KERNEL1 = "task 1 (main_incore_1_aiv, func_id 1) from main_incore_1_aiv.so"
 
 CRASHES = {
-    "segfault": ("{ volatile int* p = nullptr; *p = 1; }", r"was killed by SIGSEGV while running " + KERNEL1),
-    "abort": ("abort();", r"was killed by SIGABRT while running " + KERNEL1),
-    "exit(0)": ("exit(0);", r"exited with status 0 before reporting a result .* while running " + KERNEL1),
-    "exit(3)": ("exit(3);", r"exited with status 3 before reporting a result .* while running " + KERNEL1),
+    "segfault": ("{ volatile int* p = nullptr; *p = 1; }", r"was killed by SIGSEGV while running " + re.escape(KERNEL1)),
+    "abort": ("abort();", r"was killed by SIGABRT while running " + re.escape(KERNEL1)),
+    "exit(0)": ("exit(0);", r"exited with status 0 before reporting a result .* while running " + re.escape(KERNEL1)),
+    "exit(3)": ("exit(3);", r"exited with status 3 before reporting a result .* while running " + re.escape(KERNEL1)),
 }
 
 
@@ -68,7 +69,6 @@ def alive(pid: int) -> bool:
 @pytest.mark.parametrize("how", list(CRASHES))
 @pytest.mark.parametrize("verb", [["validate"], ["replay", "--validate"], ["replay"]])
 def test_a_crashing_kernel_is_one_failed_line(g, how, verb):
-    import re
     crashing(g, how)
     out = run(*verb, str(g))
     assert out.returncode == 1, out.stderr
