@@ -7,14 +7,14 @@ the values doit stores for the next run's up-to-date check.
 from __future__ import annotations
 
 import os
-import subprocess
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
-from . import atomic, compile_cache
+from . import atomic, compile_cache, procs
 from .checker import make_state
 from .depfile import parse_depfile
 from .layout import inside
@@ -54,25 +54,23 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
             return {**_values(unit, compiler_id, context, hit, start_ns), "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
-    out_arg = os.path.relpath(out, sub)
+    out_arg = procs.path_arg(os.path.relpath(out, sub))
     argv = list(unit.argv)
     o = len(argv) - 1 - argv[::-1].index("-o")
-    argv[o + 1] = os.path.relpath(tmp_out, sub)
-    argv[o:o] = ["-MMD", "-MF", os.path.relpath(tmp_dep, sub), "-MT", out_arg,
+    argv[o + 1] = procs.path_arg(os.path.relpath(tmp_out, sub))
+    argv[o:o] = ["-MMD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg,
                  f"-ffile-prefix-map={os.path.abspath(sub)}=."]
     start_ns = time.time_ns()
     try:
         try:
-            proc = subprocess.run(argv, cwd=sub, capture_output=True, text=True, errors="replace",
-                                  timeout=unit.timeout)
-        except subprocess.TimeoutExpired:
-            return TaskFailed(_failure(unit, f"compiler timed out after {unit.timeout:g} s "
-                                             "(raise PYPTO_COMPILER_TIMEOUT)"))
+            proc = procs.run(argv, cwd=sub, timeout=unit.timeout)
         except OSError as exc:
             return TaskFailed(_failure(unit, f"cannot run the compiler: {exc}"))
+        if proc.timed_out:
+            return TaskFailed(_failure(unit, proc.output, f"compiler timed out after {unit.timeout:g} s (killed with "
+                                       "every process it started; raise PYPTO_COMPILER_TIMEOUT)"))
         if proc.returncode != 0:
-            return TaskFailed(_failure(unit, (proc.stderr or proc.stdout).strip()
-                                       or f"exit status {proc.returncode}"))
+            return TaskFailed(_failure(unit, proc.output or proc.how))
         deps = _read_depfile(tmp_dep)
         if deps is None:
             return TaskFailed(_failure(unit, "the compiler wrote no dependency file (-MMD -MF), so the headers "
@@ -149,10 +147,11 @@ def _headers(deps: list[str], sub: Path, source: str, covered: tuple[str, ...]) 
     return found
 
 
-def _failure(unit: CompileUnit, message: str) -> str:
-    """One line (the source, the compiler's first error, the fix), then the command and the full output."""
+def _failure(unit: CompileUnit, message: str, first: str | None = None) -> str:
+    """One line (the source, `first` or the compiler's first error, the fix), then the command and its
+    output (capped by procs)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    first = next((line for line in lines if "error" in line), lines[0] if lines else "failed")
-    cmd = " ".join(unit.argv)
+    first = first or next((line for line in lines if "error" in line), lines[0] if lines else "failed")
+    cmd = shlex.join(unit.argv)
     return (f"{unit.source}: compiling failed: {first[:400]} — fix it and rebuild ({unit.task})\n"
             f"  command (in {unit.sub_rel}): {cmd}\n{message}")

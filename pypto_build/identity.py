@@ -6,15 +6,16 @@ unit rebuilds and no stamp is written (fail closed).
 """
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
 from .hashing import file_digest, text_digest
+from .procs import run
 from .toolchain import PACKAGE_DIR, Platform
 
 HOST_RUNTIME_DIR = PACKAGE_DIR / "runtime" / "host"
+GIT_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,13 @@ def clean_git_revision(root: Path) -> Revision:
     if not (root / ".git").exists():
         return Revision(None, f"{root} is not a git checkout")
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        status = subprocess.run(["git", "status", "--porcelain=v1", "--untracked-files=normal"], cwd=root,
-                                capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError) as exc:
+        head = run(["git", "rev-parse", "HEAD"], cwd=root, timeout=GIT_TIMEOUT_S)
+        status = run(["git", "status", "--porcelain=v1", "--untracked-files=normal"], cwd=root,
+                     timeout=GIT_TIMEOUT_S)
+    except OSError as exc:
         return Revision(None, f"git failed in {root}: {exc}")
+    if head.timed_out or status.timed_out:
+        return Revision(None, f"git did not answer within {GIT_TIMEOUT_S:g} s in {root}")
     if head.returncode or status.returncode or not head.stdout.strip():
         return Revision(None, f"git cannot read {root}")
     if status.stdout.strip():

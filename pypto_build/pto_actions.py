@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import shlex
 import time
 from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
-from . import atomic
+from . import atomic, procs
 from .checker import make_state
 from .errors import PyptoBuildError, SpliceError
 from .hashing import text_digest
@@ -46,17 +46,17 @@ def run_ptoas(unit: PtoUnit):
     argv = ptoas_argv(unit.ptoas, os.path.relpath(unit.pto, sub), os.path.relpath(tmp, sub), level)
     try:
         try:
-            proc = subprocess.run(argv, cwd=sub, capture_output=True, text=True, errors="replace",
-                                  timeout=unit.timeout)
-        except subprocess.TimeoutExpired:
-            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: timed out after {unit.timeout:g} s "
-                              "(raise PYPTO_PTOAS_TIMEOUT); kernel files untouched, retried next run")
+            proc = procs.run(argv, cwd=sub, timeout=unit.timeout)
         except OSError as exc:
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: cannot run {unit.ptoas}: {exc}; "
                               "check --ptoas / PTOAS_ROOT")
-        command = f"  command: {' '.join(argv)}"
+        command = f"  command: {shlex.join(argv)}"
+        if proc.timed_out:
+            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: timed out after {unit.timeout:g} s (killed "
+                              "with every process it started; raise PYPTO_PTOAS_TIMEOUT); kernel files untouched, "
+                              f"retried next run\n{command}" + (f"\n{proc.output}" if proc.output else ""))
         if proc.returncode != 0 or not tmp.exists() or tmp.stat().st_size == 0:
-            output = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}, no output"
+            output = proc.output or f"{proc.how}, no output"
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: {output.splitlines()[0][:400]}; fix the .pto "
                               f"(or restore it) and rebuild — kernel files untouched, retried next run\n"
                               f"{command}\n{output}")

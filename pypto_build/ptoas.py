@@ -1,6 +1,6 @@
 """Locating ptoas, its rebuild command line, and a content identity for it.
 
-Pure functions (no subprocess): the lookup follows PyPTO's `find_ptoas_binary`
+Pure functions (nothing is run): the lookup follows PyPTO's `find_ptoas_binary`
 (reference section 5.2), the level inference and argv follow the rebuild path
 of `pto_rebuild.py` (section 5.3). ptoas itself is never run here.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .errors import ToolchainError
 from .hashing import file_digest, text_digest
+from .procs import path_arg
 
 __all__ = ["PtoasLookup", "find_ptoas", "infer_level", "ptoas_argv", "ptoas_identity", "LEVELS"]
 
@@ -89,10 +90,10 @@ def infer_level(pto_text: str) -> str:
 
 
 def ptoas_argv(ptoas: str, pto: str, out: str, level: str) -> tuple[str, ...]:
-    """PyPTO's rebuild command line (no --pto-arch, no dump flags)."""
+    """PyPTO's rebuild command line (no --pto-arch, no dump flags); the paths can only be paths."""
     if level not in LEVELS:
         raise ValueError(f"ptoas level must be one of {LEVELS}, got {level!r}")
-    return (ptoas, pto, "-o", out, "--enable-insert-sync", f"--pto-level={level}")
+    return (ptoas, path_arg(pto), "-o", path_arg(out), "--enable-insert-sync", f"--pto-level={level}")
 
 
 def _is_launcher(path: str) -> bool:

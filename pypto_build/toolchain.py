@@ -1,7 +1,8 @@
 """Compilers and the command lines each platform compiles with.
 
 Pure planning: `kernel_argv` / `orchestration_argv` return the canonical argv
-(paths relative to the sub-build, which is the compiler's cwd) that goes into
+(paths relative to the sub-build, which is the compiler's cwd, each passed
+through `procs.path_arg` so a file name is never an option) that goes into
 each unit's identity. `Compiler.identity` is the resolved path, a digest of
 the binary and its `--version` text, so replacing or upgrading the compiler
 recompiles everything.
@@ -11,18 +12,19 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ToolchainError
 from .hashing import file_digest, text_digest
+from .procs import path_arg, run
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 HOST_INCLUDE = PACKAGE_DIR / "runtime" / "host" / "include"
 HOST_FALLBACK = PACKAGE_DIR / "runtime" / "host" / "fallback"
 PLATFORMS = ("host", "a2a3sim", "a5sim", "a2a3", "a5")
 DEFAULT_PLATFORM = "host"
+VERSION_TIMEOUT_S = 30.0
 
 
 def default_platform() -> str:
@@ -64,9 +66,12 @@ def resolve_compiler(spec: str, env_var: str = "CXX") -> Compiler:
     if key in _compilers:
         return _compilers[key]
     try:
-        out = subprocess.run([exe, *words[1:], "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
+        out = run([exe, *words[1:], "--version"], timeout=VERSION_TIMEOUT_S)
+    except OSError as exc:
         raise ToolchainError(f"{exe}: cannot run '--version' ({exc}); check ${env_var}") from None
+    if out.timed_out:
+        raise ToolchainError(f"{exe}: '--version' did not finish within {VERSION_TIMEOUT_S:g} s (killed); "
+                             f"check ${env_var}")
     version = (out.stdout or out.stderr).strip()
     identity = text_digest(exe, file_digest(exe), *words[1:], version)
     compiler = Compiler((exe, *words[1:]), identity, version.splitlines()[0] if version else "")
@@ -141,6 +146,20 @@ def load_platform(name: str, env: dict | None = None) -> Platform:
     raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(PLATFORMS)}")
 
 
+def source_name_problem(source: Path) -> str | None:
+    """Why a source cannot be compiled under its file name, or None.
+
+    `procs.path_arg` keeps every path we pass a path, but the GCC driver hands the
+    source's bare base name on to cc1plus (`-dumpbase <name>`), which reads any
+    argument starting with `@` as a response file: `@k0.cpp` would run what the
+    file `k0.cpp` says. No flag moves that name, so such a source is refused.
+    """
+    if source.name.startswith("@"):
+        return ("the name starts with '@', which the compiler would read as a response file of options "
+                "(GCC hands a source's base name on to cc1plus)")
+    return None
+
+
 def kernel_argv(platform: Platform, core_type: str, source: str, output: str,
                 include_dirs: list[str]) -> tuple[str, ...]:
     """Host kernel compile, shaped like simpler's CPU-sim command line."""
@@ -152,14 +171,14 @@ def kernel_argv(platform: Platform, core_type: str, source: str, output: str,
     incs.append(f"-I{HOST_INCLUDE}")
     if not platform.pto_isa_root:
         incs.append(f"-I{HOST_FALLBACK}")
-    incs += [f"-I{d}" for d in include_dirs]
+    incs += [f"-I{path_arg(d)}" for d in include_dirs]
     return (*platform.compiler.command, "-shared", "-fPIC", "-O2", std, "-fpermissive",
             "-Wno-ignored-attributes", "-D__CPU_SIM", "-DPTO_CPU_MAX_THREADS=1", "-DNDEBUG", dav,
-            *incs, *platform.cxxflags, "-o", output, source)
+            *incs, *platform.cxxflags, "-o", path_arg(output), path_arg(source))
 
 
 def orchestration_argv(platform: Platform, source: str, output: str) -> tuple[str, ...]:
     """Host orchestration compile, shaped like simpler's host g++ command line."""
     return (*platform.compiler.command, "-shared", "-fPIC", "-O2", "-g", "-std=c++17",
             "-Wl,--build-id=sha1", "-pthread", f"-I{HOST_INCLUDE}", *platform.cxxflags,
-            "-o", output, source)
+            "-o", path_arg(output), path_arg(source))

@@ -3,7 +3,8 @@
 Pure planning from a `Layout` and a `Platform`; nothing runs here. Paths are
 posix strings relative to the build root (the engine's working directory), so
 a copied or re-cloned directory keeps its state; argv paths are relative to
-the sub-build, which is the compiler's working directory.
+the sub-build, which is the compiler's working directory (`toolchain` passes
+each through `procs.path_arg`: a file name is never an option).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .identity import BinaryContext, binary_context
 from .layout import OUTPUT_FIX, Layout, SubBuild, confine, include_dirs, kernel_source, real_path, resolve_in
 from .manifest_ast import manifest_error
 from .stamp import STAMP
-from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv
+from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv, source_name_problem
 
 
 @dataclass(frozen=True)
@@ -125,10 +126,16 @@ def _include_flag_paths(argv: tuple[str, ...], cwd: Path) -> list[str]:
 
 
 def _require_file(sub: SubBuild, src: Path, what: str, line: int) -> None:
-    """A source named by kernel_config.py must be a file before anything runs (one line naming the entry)."""
+    """A source named by kernel_config.py must be a file, under a name the compiler cannot take for
+    options, before anything runs (one line naming the entry)."""
+    shown = _rel_to(sub.path, src)
+    shown = str(src) if shown.startswith("..") else shown
+    bad_name = source_name_problem(src)
+    if bad_name:
+        raise manifest_error(sub.config.path, line, f"{what} {shown}: {bad_name}",
+                             "a source file name that does not start with '@'",
+                             "Rename the file and its entry in kernel_config.py")
     if not src.is_file():
-        shown = _rel_to(sub.path, src)
-        shown = str(src) if shown.startswith("..") else shown
         problem = "is not a file" if src.exists() else "does not exist"
         raise manifest_error(sub.config.path, line, f"{what} {shown} {problem}", "an existing source file",
                              "Restore the file, fix the entry, or recompile via ir.compile() to regenerate it")

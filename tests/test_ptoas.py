@@ -119,7 +119,8 @@ def test_infer_level(text, level):
 
 def test_ptoas_argv_is_the_rebuild_command_line():
     assert ptoas_argv("/opt/ptoas", "p/u.pto", "p/u.cpp", "level3") == (
-        "/opt/ptoas", "p/u.pto", "-o", "p/u.cpp", "--enable-insert-sync", "--pto-level=level3")
+        "/opt/ptoas", "./p/u.pto", "-o", "./p/u.cpp", "--enable-insert-sync", "--pto-level=level3")
+    assert ptoas_argv("/opt/ptoas", "-u.pto", "/abs/@u.cpp", "level2")[1:4] == ("./-u.pto", "-o", "/abs/@u.cpp")
     with pytest.raises(ValueError):
         ptoas_argv("ptoas", "u.pto", "u.cpp", "level1")
 
