@@ -59,14 +59,7 @@ class Completed:
     @property
     def how(self) -> str:
         """How it ended, for a message: `exit status N`, `killed by SIGSEGV`, `timed out`."""
-        if self.returncode is None:
-            return "timed out"
-        if self.returncode < 0:
-            try:
-                return f"killed by {signal.Signals(-self.returncode).name}"
-            except ValueError:
-                return f"killed by signal {-self.returncode}"
-        return f"exit status {self.returncode}"
+        return describe(self.returncode)
 
     @property
     def output(self) -> str:
@@ -133,6 +126,41 @@ def run(argv: Sequence[str | os.PathLike], *, timeout: float, cwd: str | os.Path
         except subprocess.TimeoutExpired:
             pass
     return Completed(argv, proc.returncode if finished else None, out.text(), err.text())
+
+
+def describe(returncode: int | None) -> str:
+    """How a program ended, for a message: `exit status N`, `killed by SIGSEGV`, `timed out` (None)."""
+    if returncode is None:
+        return "timed out"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def start(argv: Sequence[str | os.PathLike], **popen: object) -> subprocess.Popen:
+    """Start a program that talks to us while it runs (no capture) in its own session, registered like
+    `run`'s: `stop` (or `kill_running`) kills its whole group. For a child we exchange messages with."""
+    proc = subprocess.Popen([os.fspath(a) for a in argv], start_new_session=True, **popen)
+    _live.add(proc.pid)
+    return proc
+
+
+def stop(proc: subprocess.Popen, grace: float = 0.0) -> None:
+    """Let `proc` exit on its own for up to `grace` s, then SIGKILL its whole group and reap it."""
+    if grace:
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    _kill_group(proc.pid)               # before reaping: the unreaped leader keeps its group id ours
+    _live.discard(proc.pid)
+    try:
+        proc.wait(REAP_S)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def kill_running() -> None:

@@ -33,11 +33,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import procs
 from .errors import ProgramFailed, PyptoBuildError, one_line
 from .runconfig import RunConfig
 
 DEFAULT_TIMEOUT = 1800.0
 _POLL_S = 0.2
+_GRACE_S = 10.0             # a child that reported may take this long to leave by itself
 
 
 @dataclass
@@ -64,8 +66,8 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
                "parent": os.getpid()}
     read_fd, child_w = os.pipe()
     child_r, write_fd = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "pypto_build.run_child", str(child_r), str(child_w)],
-                            pass_fds=(child_r, child_w), start_new_session=True, cwd=str(sub_dir))
+    proc = procs.start([sys.executable, "-P", "-m", "pypto_build.run_child", str(child_r), str(child_w)],
+                       pass_fds=(child_r, child_w), cwd=str(sub_dir), stdin=subprocess.DEVNULL)
     os.close(child_r)
     os.close(child_w)
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
@@ -96,34 +98,26 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
             elif kind == "at":
                 doing = payload
             elif kind == "done":
-                _let_finish(proc)
+                procs.stop(proc, grace=_GRACE_S)        # its exit handlers run (rank workers' temp folders go)
                 return RunOutcome(**payload)
             elif kind == "error":
-                _let_finish(proc)
+                procs.stop(proc, grace=_GRACE_S)
                 raise _rebuilt(*payload)
     finally:
         inbox.close()
-        _kill_group(proc)
+        procs.stop(proc)
 
 
-def _died(what: str, status: int, doing: str) -> str:
-    if status < 0:
-        try:
-            how = f"was killed by {signal.Signals(-status).name}"
-        except ValueError:
-            how = f"was killed by signal {-status}"
-    else:
-        how = f"exited with status {status} before reporting a result (exit() in a kernel or golden.py?)"
+def _died(what: str, status: int | None, doing: str) -> str:
+    how = (f"was {procs.describe(status)}" if status is not None and status < 0 else
+           f"exited with status {status} before reporting a result (exit() in a kernel or golden.py?)")
     return f"{what} {how} while {doing}; nothing was compared — fix it and run again"
 
 
-def _status(proc: subprocess.Popen) -> int:
+def _status(proc: subprocess.Popen) -> int | None:
     """The child's exit status once its end of the pipe closed (it is leaving, or closed it itself)."""
-    try:
-        return proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return proc.returncode
+    procs.stop(proc, grace=5.0)
+    return proc.returncode
 
 
 def _rebuilt(kind: str, message: str) -> BaseException:
@@ -134,27 +128,6 @@ def _rebuilt(kind: str, message: str) -> BaseException:
     types = {"mismatch": AssertionError, "count": ValueError, "golden": GoldenError, "nothing": NothingCompared,
              "executor": ExecutorError, "input": PyptoBuildError, "program": ProgramFailed}
     return types.get(kind, ProgramFailed)(message)
-
-
-def _let_finish(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    """A child that reported lets its exit handlers run (temp folders of its workers are removed)."""
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the child's process group (rank workers included) and reap the child."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 # --- the child ---------------------------------------------------------------------------------------------
