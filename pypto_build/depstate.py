@@ -5,14 +5,23 @@
 2. An up-to-date task whose files were only touched gets its states refreshed,
    so the next no-op does not hash them again.
 3. The reason a task must run is kept per task (`reasons`), for reports.
+
+A state that cannot be written (full disk) stops the run with one line
+(`PyptoBuildError`) instead of a traceback; the database itself stays whole
+(sqlite's journal), so the next run with space goes on from the last commit.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 
 from doit.dependency import Dependency, get_md5
 
 from .checker import is_modified, make_state, refreshed
+from .errors import PyptoBuildError, one_line
+from .safeio import NotRegularFile, is_regular, kind_of
+from .oserrors import FREE_SPACE, describe_sqlite
 
 
 class ContentDependency(Dependency):
@@ -31,17 +40,23 @@ class ContentDependency(Dependency):
             self._adopt(task)
         result = super().get_status(task, tasks_dict, get_log=get_log)
         snapshot = {}
+        blocked = [getattr(utd, "blocked", "") for utd, _args, _kwargs in task.uptodate]
         for dep in task.file_dep:
             saved = self._get(task.name, dep)
             try:
                 st = os.stat(dep)
-            except OSError:
+                if not is_regular(st):
+                    blocked.append(str(NotRegularFile(dep, kind_of(st.st_mode))))
+                if saved and not is_modified(dep, st, saved):
+                    snapshot[dep] = refreshed(dep, st, saved) or saved
+                else:
+                    snapshot[dep] = make_state(dep, st)
+            except OSError:         # unreadable now: the task's own run reports it
                 continue
-            if saved and not is_modified(dep, st, saved):
-                snapshot[dep] = refreshed(dep, st, saved) or saved
-            else:
-                snapshot[dep] = make_state(dep, st)
         self._snapshots[task.name] = snapshot
+        if any(blocked) and result.status != "error":
+            # Running it would read a FIFO or device (and block): fail the task with that one line instead.
+            result.status, result.error_reason = "error", next(b for b in blocked if b)
         if result.status == "up-to-date":
             self._refresh(task, snapshot)
         else:
@@ -115,8 +130,29 @@ class ContentDependency(Dependency):
     def _commit(self) -> None:
         """Write the dirty rows now and keep the connection (SqliteDB.dump would close it)."""
         db = self.backend
-        for task_id in db._dirty:
-            db._conn.execute("insert or replace into doit values (?,?)",
-                             (task_id, db.codec.encode(db._cache[task_id])))
-        db._conn.commit()
+        try:
+            for task_id in db._dirty:
+                db._conn.execute("insert or replace into doit values (?,?)",
+                                 (task_id, db.codec.encode(db._cache[task_id])))
+            db._conn.commit()
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                db._conn.rollback()
+            raise self._not_written(exc) from None
         db._dirty = set()
+
+    def close(self) -> None:
+        """doit's final write of the state; a failure is one line, not a traceback."""
+        try:
+            super().close()
+        except sqlite3.Error as exc:
+            self._closed = True
+            with contextlib.suppress(sqlite3.Error):
+                self.backend._conn.close()      # uncommitted rows are rolled back: the file stays whole
+            raise self._not_written(exc) from None
+
+    def _not_written(self, exc: sqlite3.Error) -> PyptoBuildError:
+        name = self.backend.name
+        line = describe_sqlite(name, exc, "written") or (f"{name}: the build state could not be written "
+                                                         f"({one_line(exc)}); {FREE_SPACE}")
+        return PyptoBuildError(line + " (finished binaries are kept; units whose state was lost rebuild once)")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -27,13 +26,11 @@ from doit.cmd_info import Info
 from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
-from doit.dependency import DatabaseException, SqliteDB
 from doit.doit_cmd import DoitMain
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
 
 from .checker import XXHChecker
-from .depstate import ContentDependency
 from .errors import PyptoBuildError, one_line
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
 from .layout import STATE_DIR, load_layout
@@ -41,6 +38,8 @@ from .lock import dir_lock, sigterm_as_interrupt
 from .workers import exit_now, supervise
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
+from .settings import check_environment
+from .statedb import open_state
 from .reporter import BuildReporter
 from .toolchain import default_platform, load_platform
 from . import noop
@@ -78,8 +77,9 @@ def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None =
     """
     from .remote_cache import reachable
 
-    layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
+    check_environment(cache=bool(cache))       # a bad value: one line, before anything is read or written
+    layout = load_layout(root, include_stale=include_stale)
     remote = reachable(remote_cache) if check_remote else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, validate_on_replay, os.path.abspath(os.path.expanduser(cache)) if cache else None,
@@ -226,16 +226,6 @@ def record_noop(graph: Graph, tasks: list) -> bool:
         return False            # keep saying it: the leftover line is printed by the full path only
     run_key = noop.key(graph.platform.name, graph.pto.options.enabled, graph.pto.options.ptoas)
     return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
-
-
-def open_state(dep_file: Path, adopt: bool) -> ContentDependency:
-    """The doit state of a build directory (`adopt`: a building command); one clear error when unreadable."""
-    try:
-        return ContentDependency(SqliteDB, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt)
-    except (DatabaseException, sqlite3.DatabaseError) as exc:
-        reason = one_line(str(exc).rsplit("Original error:", 1)[-1])
-        raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); remove {dep_file.parent} "
-                              "to start afresh (sources and binaries are kept; every unit rebuilds once)") from None
 
 
 class BuildDirCommand:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import ast
 import enum
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
+from .safeio import kind_of, read_bytes
 
 KERNEL_CONFIG = "kernel_config.py"
 COMPILED_META = "compiled_meta.json"
@@ -62,7 +64,19 @@ class Layout:
 
 
 def present_markers(root: Path) -> tuple[str, ...]:
-    return tuple(m for m in MARKERS if (root / m).is_file())
+    """The marker files of `root`; a FIFO, socket or device under a marker's name is refused (never read)."""
+    found = []
+    for m in MARKERS:
+        try:
+            st = os.stat(root / m)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append(m)
+        elif not stat.S_ISDIR(st.st_mode):
+            raise LayoutError(f"{root / m}: is {kind_of(st.st_mode)}, not a regular file; replace it with the "
+                              "file ir.compile() wrote (or recompile via ir.compile())")
+    return tuple(found)
 
 
 def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
@@ -132,7 +146,7 @@ def host_driver_words(path: Path) -> set[str] | None:
     None when it cannot be parsed: then nothing is called stale.
     """
     try:
-        tree = parse_quietly(path.read_bytes(), path)
+        tree = parse_quietly(read_bytes(path), path)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     words: set[str] = set()

@@ -20,18 +20,21 @@ from .checker import make_state
 from .errors import PyptoBuildError, SpliceError
 from .hashing import text_digest
 from .layout import confine
+from .oserrors import one_line_failures
 from .pto_plan import PtoUnit
 from .ptoas import infer_level, ptoas_argv
+from .safeio import read_text
 from .splice import find_target, function_names, preprocess, signature_of, splice, split
 
 
+@one_line_failures
 def run_ptoas(unit: PtoUnit):
     """Regenerate `ptoas/<unit>.cpp` from the `.pto` (or report it cannot)."""
     if unit.ptoas is None:
         return {"not_applied": unit.pto}
     sub = Path(unit.sub_rel)
     raw = Path(unit.raw)
-    level = infer_level(Path(unit.pto).read_text(encoding="utf-8", errors="replace"))
+    level = infer_level(read_text(unit.pto, errors="replace"))
     atomic.remove_stale_temps(raw)
     tmp = atomic.temp_path_for(raw, suffix=".tmp.cpp")       # ptoas may want a .cpp name
     argv = ptoas_argv(unit.ptoas, os.path.relpath(unit.pto, sub), os.path.relpath(tmp, sub), level)
@@ -51,7 +54,7 @@ def run_ptoas(unit: PtoUnit):
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: {output.splitlines()[0][:400]}; fix the .pto "
                               f"(or restore it) and rebuild — kernel files untouched, retried next run\n"
                               f"{command}\n{output}")
-        if not function_names(tmp.read_text(encoding="utf-8", errors="replace")):
+        if not function_names(read_text(tmp, errors="replace")):
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: the output defines no kernel function "
                               f"(AICORE void <name>(...)); check ptoas (--ptoas, PTOAS_ROOT) and the .pto — "
                               f"{unit.raw} and kernel files untouched\n{command}")
@@ -61,6 +64,7 @@ def run_ptoas(unit: PtoUnit):
     return {"ptoas": unit.ptoas_key, "level": level, "lines": [f"[pto->cpp] regenerating from {unit.pto}"]}
 
 
+@one_line_failures
 def run_splice(unit: PtoUnit):
     """Splice the preprocessed raw body between the sentinels of every kernel it defines."""
     raw_path = Path(unit.raw)
@@ -68,7 +72,7 @@ def run_splice(unit: PtoUnit):
         return {"raw": None, "spliced": []}
     raw_state = make_state(unit.raw)
     try:
-        raw = raw_path.read_text(encoding="utf-8")
+        raw = read_text(raw_path)
     except UnicodeDecodeError as exc:
         return TaskFailed(f"{unit.raw}: not UTF-8 text (byte {exc.start}); cannot splice — restore it, or edit "
                           f"{unit.pto} so ptoas regenerates it, or recompile via ir.compile()")
@@ -103,7 +107,7 @@ def plan_splice(unit: PtoUnit, raw: str) -> list[tuple[Path, str, str, str]]:
         target = Path(os.path.normpath(found))
         confine(Path.cwd(), target, f"kernel file of {name} (splice target of {unit.pto})")
         try:
-            text = target.read_text(encoding="utf-8")
+            text = read_text(target)
         except UnicodeDecodeError:
             raise SpliceError(f"{target}: not UTF-8 text; cannot splice — restore it or recompile via "
                               "ir.compile()") from None
@@ -121,7 +125,7 @@ def plan_splice(unit: PtoUnit, raw: str) -> list[tuple[Path, str, str, str]]:
 def load_record(path: str) -> dict:
     """Body digests as last spliced, by kernel path ({} when none or unreadable)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -134,10 +138,11 @@ def save_record(path: str, bodies: dict) -> None:
 def backup(unit: PtoUnit, target: Path, text: str) -> str:
     """Keep a hand-edited kernel file under .pypto_build/backup/ before it is overwritten."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    dest = Path(unit.backup_dir) / f"{target.as_posix()}.{stamp}"
+    folder = Path(unit.backup_dir) / target.parent
+    dest = folder / atomic.fit_name(f"{target.name}.{stamp}")       # a 255-byte kernel name still fits
     n = 1
     while dest.exists():
-        dest = Path(unit.backup_dir) / f"{target.as_posix()}.{stamp}.{n}"
+        dest = folder / atomic.fit_name(f"{target.name}.{stamp}.{n}")
         n += 1
     atomic.write_text(dest, text)
     return dest.as_posix()
@@ -151,7 +156,7 @@ def adopt_splice(unit: PtoUnit, raw_path: str, record: str) -> dict | None:
     Records the current bodies so a later splice can tell hand edits apart.
     """
     try:
-        raw = Path(raw_path).read_text(encoding="utf-8")
+        raw = read_text(raw_path)
         raw_mtime = os.stat(raw_path).st_mtime
         body = preprocess(raw)
         bodies = {}
@@ -160,12 +165,12 @@ def adopt_splice(unit: PtoUnit, raw_path: str, record: str) -> dict | None:
             if found is None:
                 continue
             target = Path(os.path.normpath(found))
-            text = target.read_text(encoding="utf-8")
+            text = read_text(target)
             old_body = split(text, target.as_posix())[1]
             if old_body != body and os.stat(target).st_mtime < raw_mtime:
                 return None
             bodies[target.as_posix()] = text_digest(old_body)
+        save_record(record, bodies)
     except (OSError, UnicodeDecodeError, PyptoBuildError):
-        return None
-    save_record(record, bodies)
+        return None                 # not adopted: the splice runs and reports what is wrong
     return {"raw": make_state(raw_path), "spliced": [], "adopted": True}

@@ -6,18 +6,22 @@ the run configuration are unchanged — what CI reruns need.
 """
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
 from .errors import PyptoBuildError
+from .oserrors import one_line_failures
 from .runconfig import RunConfig
+from .safeio import kind_of
 from .runtime.executor import ExecutorError
 
 # What a run of the program can raise on bad input or a wrong result: one failed task, no traceback.
 _FAILURES = (PyptoBuildError, ExecutorError, AssertionError, TypeError, ValueError)
 
 
+@one_line_failures
 def run_replay(sub_rel: str, config: RunConfig, validate: bool):
     """Run the sub-build on golden.py's inputs; print PyPTO's lines; validate if asked."""
     try:
@@ -27,6 +31,7 @@ def run_replay(sub_rel: str, config: RunConfig, validate: bool):
     return {"validated": checked}
 
 
+@one_line_failures
 def run_validate(sub_rel: str, config: RunConfig):
     """Run and validate; the verdict is recorded only when it passes."""
     lines: list[str] = []
@@ -38,12 +43,25 @@ def run_validate(sub_rel: str, config: RunConfig):
     return {"verdict": verdict, "outputs": checked, "config": config.key(), "lines": lines}
 
 
+def _check_data(sub: Path) -> None:
+    """golden.py reads its data/ files itself: a FIFO or device there would block it, so none may be there."""
+    for path in sorted((sub / "data").rglob("*")):
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise PyptoBuildError(f"{path}: is {kind_of(mode)}, not a regular file; golden.py would block or fail "
+                                  "reading it — replace it with the data file")
+
+
 def _run(sub_rel: str, config: RunConfig, validate: bool, say) -> tuple[list[str], list[str]]:
     from .golden import compare, load_golden
     from .meta import load_sidecar
     from .replayer import execute, save_outputs
 
     sub = Path(sub_rel)
+    _check_data(sub)
     golden = load_golden(sub)
     pairs = golden.inputs()
     golden.check_inputs(pairs, load_sidecar(sub))
