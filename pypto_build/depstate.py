@@ -19,9 +19,9 @@ import sqlite3
 from doit.dependency import Dependency, get_md5
 
 from .checker import is_modified, make_state, refreshed
-from .errors import PyptoBuildError, one_line
+from .errors import PyptoBuildError
+from .oserrors import run_failure
 from .safeio import NotRegularFile, is_regular, kind_of
-from .oserrors import FREE_SPACE, describe_sqlite
 
 
 class ContentDependency(Dependency):
@@ -124,7 +124,7 @@ class ContentDependency(Dependency):
             if state is not None:
                 self._set(task.name, dep, state)
         self._set(task.name, "deps:", tuple(task.file_dep))
-        if self.checkpoint:
+        if self.checkpoint and task.actions:    # a unit (group tasks have nothing to keep)
             self._commit()                      # doit otherwise writes state only at the end of the run
 
     def _commit(self) -> None:
@@ -142,17 +142,29 @@ class ContentDependency(Dependency):
         db._dirty = set()
 
     def close(self) -> None:
-        """doit's final write of the state; a failure is one line, not a traceback."""
+        """doit's final write of the state; a failure is one line, not a traceback.
+
+        In a build (`checkpoint`) every success is already committed: what is left are refreshed
+        states and first-sight adoptions, which the next run recomputes — losing them is no failure
+        (the run's own line, or the no-op record's warning, already says the disk is full).
+        """
         try:
             super().close()
         except sqlite3.Error as exc:
             self._closed = True
             with contextlib.suppress(sqlite3.Error):
                 self.backend._conn.close()      # uncommitted rows are rolled back: the file stays whole
-            raise self._not_written(exc) from None
+            if not self.checkpoint:
+                raise self._not_written(exc) from None
 
     def _not_written(self, exc: sqlite3.Error) -> PyptoBuildError:
-        name = self.backend.name
-        line = describe_sqlite(name, exc, "written") or (f"{name}: the build state could not be written "
-                                                         f"({one_line(exc)}); {FREE_SPACE}")
-        return PyptoBuildError(line + " (finished binaries are kept; units whose state was lost rebuild once)")
+        return run_failure(self.backend.name, exc)
+
+    def remove_success(self, task) -> None:
+        """Forget a failed task's state. A build that cannot write that (full disk) goes on: the old row still
+        describes the old inputs, so the task runs again whenever they changed; its own failure is reported."""
+        try:
+            super().remove_success(task)
+        except sqlite3.Error as exc:
+            if not self.checkpoint:
+                raise self._not_written(exc) from None

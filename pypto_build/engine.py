@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from .lock import dir_lock, sigterm_as_interrupt
 from .workers import exit_now, supervise
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
+from .oserrors import run_failure
 from .settings import check_environment
 from .statedb import open_state
 from .reporter import BuildReporter
@@ -239,7 +241,10 @@ class BuildDirCommand:
         self.loader.setup(params)
         try:
             self.loader.plan()                  # bad input is refused before anything is written
-            return self._execute_locked(params, args)
+            try:
+                return self._execute_locked(params, args)
+            except (OSError, sqlite3.Error) as exc:     # a write of the run itself (full disk, ...): one line
+                raise run_failure(self.loader.dep_file, exc) from None
         except PyptoBuildError as exc:          # one line: doit's `ERROR: ...`, or the caller's
             if self.loader.keep_errors:
                 self.loader.error = exc

@@ -3,8 +3,8 @@
 Any `OSError` escaping a doit action would become a traceback text in the
 task's output; `one_line_failures` turns it into `TaskFailed("<file>: <what>;
 <fix>")` in one place. `describe` is the same sentence for the run-level
-writes (lock, state database, no-op record), `describe_sqlite` for sqlite's
-errors on the state database.
+writes (lock, no-op record), `describe_sqlite` / `run_failure` for the state
+database and anything else a run fails to write outside an action.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import functools
 import os
 from typing import Callable
 
+from .errors import PyptoBuildError, one_line
 from .safeio import NotRegularFile
 
 FREE_SPACE = "free space and rebuild"
@@ -75,6 +76,15 @@ def describe_sqlite(path: str | os.PathLike, exc: BaseException, doing: str) -> 
     else:
         return None
     return f"{os.fspath(path)}: the build state could not be {doing}: {what}; {fix}"
+
+
+def run_failure(state_db: str | os.PathLike, exc: BaseException) -> PyptoBuildError:
+    """The one line for a write of the run itself that failed (the state database, doit's own file work)."""
+    if isinstance(exc, OSError):
+        return PyptoBuildError(describe(exc))
+    line = describe_sqlite(state_db, exc, "written") or (f"{os.fspath(state_db)}: the build state could not be "
+                                                          f"written ({one_line(exc)}); {FREE_SPACE}")
+    return PyptoBuildError(line + " (finished binaries are kept; units whose state was lost rebuild once)")
 
 
 def _read_only_fs(path: str | os.PathLike) -> bool:

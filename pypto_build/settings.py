@@ -50,14 +50,18 @@ def seconds(name: str, default: float, env: Mapping[str, str] | None = None) -> 
     return value
 
 
+_EXAMPLES = {"CXX": "ccache g++", "CXXFLAGS": '-O2 -DNAME="a b"'}
+
+
 def split_words(value: str, name: str) -> list[str]:
     """`value` split as a shell would (it came from `$name`); unbalanced quotes are a `SettingError`."""
     try:
         return shlex.split(value)
     except ValueError as exc:
+        example = _EXAMPLES.get(name, "word 'two words'")
         raise SettingError(f"{name}={value!r}: cannot be split into words ({str(exc).lower()}: unbalanced "
-                           f"quotes or a trailing backslash); quote it as a shell would, e.g. "
-                           f"{name}='ccache g++' or {name}='-DNAME=\"a b\"', or unset it") from None
+                           f"quotes or a trailing backslash); fix the quoting as a shell would read it "
+                           f"(e.g. {name}={shlex.quote(example)}) or unset it") from None
 
 
 def words(name: str, env: Mapping[str, str] | None = None, default: str = "") -> list[str]:

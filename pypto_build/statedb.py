@@ -55,8 +55,9 @@ def check_state_files(dep_file: Path) -> None:
             raise PyptoBuildError(f"{path}: the build state cannot be read ({one_line(exc.strerror)}); "
                                   f"remove {dep_file.parent} to start afresh") from None
         if not stat.S_ISREG(mode):
-            raise PyptoBuildError(f"{path}: is {kind_of(mode)}, not a regular file; remove it (the build state "
-                                  "starts afresh: sources and binaries are kept, every unit rebuilds once)")
+            after = ("the build state starts afresh: sources and binaries are kept, every unit rebuilds once"
+                     if path == dep_file else "sqlite creates it again when it needs one")
+            raise PyptoBuildError(f"{path}: is {kind_of(mode)}, not a regular file; remove it ({after})")
 
 
 def open_state(dep_file: Path, adopt: bool, read_only: bool = False) -> ContentDependency:
