@@ -21,7 +21,7 @@ from doit.dependency import Dependency, get_md5
 from .checker import is_modified, make_state, refreshed
 from .errors import PyptoBuildError
 from .oserrors import run_failure
-from .safeio import NotRegularFile, is_regular, kind_of
+from .safeio import is_regular, refusal
 
 
 class ContentDependency(Dependency):
@@ -46,7 +46,7 @@ class ContentDependency(Dependency):
             try:
                 st = os.stat(dep)
                 if not is_regular(st):
-                    blocked.append(str(NotRegularFile(dep, kind_of(st.st_mode))))
+                    blocked.append(refusal(dep, st.st_mode))
                 if saved and not is_modified(dep, st, saved):
                     snapshot[dep] = refreshed(dep, st, saved) or saved
                 else:

@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
-from .safeio import kind_of, read_bytes
+from .safeio import read_bytes, refusal
 
 KERNEL_CONFIG = "kernel_config.py"
 COMPILED_META = "compiled_meta.json"
@@ -74,8 +74,8 @@ def present_markers(root: Path) -> tuple[str, ...]:
         if stat.S_ISREG(st.st_mode):
             found.append(m)
         elif not stat.S_ISDIR(st.st_mode):
-            raise LayoutError(f"{root / m}: is {kind_of(st.st_mode)}, not a regular file; replace it with the "
-                              "file ir.compile() wrote (or recompile via ir.compile())")
+            raise LayoutError(refusal(root / m, st.st_mode, "replace it with the file ir.compile() wrote (or "
+                                                            "recompile via ir.compile())"))
     return tuple(found)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import PyptoBuildError
-from .safeio import kind_of
+from .safeio import refusal
 
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
@@ -80,8 +80,7 @@ def _open(state_dir: Path, shared: bool) -> int | None:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise PyptoBuildError(f"{path}: is {kind_of(mode)}, not a regular file; remove it (pypto_build "
-                              "creates it again)")
+        raise PyptoBuildError(refusal(path, mode, "remove it (pypto_build creates it again)"))
     return fd
 
 

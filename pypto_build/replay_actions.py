@@ -14,7 +14,7 @@ from doit.exceptions import TaskFailed
 from .errors import PyptoBuildError
 from .oserrors import one_line_failures
 from .runconfig import RunConfig
-from .safeio import kind_of
+from .safeio import refusal
 from .runtime.executor import ExecutorError
 
 # What a run of the program can raise on bad input or a wrong result: one failed task, no traceback.
@@ -51,8 +51,8 @@ def _check_data(sub: Path) -> None:
         except OSError:
             continue
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise PyptoBuildError(f"{path}: is {kind_of(mode)}, not a regular file; golden.py would block or fail "
-                                  "reading it — replace it with the data file")
+            raise PyptoBuildError(refusal(path, mode, "golden.py would block or fail reading it — replace it "
+                                                      "with the data file"))
 
 
 def _run(sub_rel: str, config: RunConfig, validate: bool, say) -> tuple[list[str], list[str]]:

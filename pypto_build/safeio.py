@@ -17,6 +17,7 @@ import os
 import stat
 from typing import BinaryIO
 
+REPLACE = "replace it with the regular file it should be"
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
@@ -32,12 +33,17 @@ class NotRegularFile(OSError):
         return type(self), (self.filename, self.kind)
 
     def __str__(self) -> str:
-        return f"{self.filename}: {self.strerror}; replace it with the regular file it should be"
+        return f"{self.filename}: {self.strerror}; {REPLACE}"          # as `refusal` says it
 
 
 def kind_of(mode: int) -> str:
     """What a non-regular file is, in words ("a FIFO (named pipe)", ...)."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
+
+
+def refusal(path: str | os.PathLike, mode: int, fix: str = REPLACE) -> str:
+    """The one line for a path that is not a regular file (`mode` from its stat): what it is and `fix`."""
+    return f"{os.fspath(path)}: is {kind_of(mode)}, not a regular file; {fix}"
 
 
 def is_regular(st: os.stat_result) -> bool:

@@ -20,7 +20,7 @@ from .checker import XXHChecker
 from .depstate import ContentDependency
 from .errors import PyptoBuildError, one_line
 from .oserrors import describe_sqlite
-from .safeio import kind_of
+from .safeio import refusal
 
 SIDE_FILES = ("-journal", "-wal", "-shm")     # sqlite's companions of the database file
 
@@ -57,7 +57,7 @@ def check_state_files(dep_file: Path) -> None:
         if not stat.S_ISREG(mode):
             after = ("the build state starts afresh: sources and binaries are kept, every unit rebuilds once"
                      if path == dep_file else "sqlite creates it again when it needs one")
-            raise PyptoBuildError(f"{path}: is {kind_of(mode)}, not a regular file; remove it ({after})")
+            raise PyptoBuildError(refusal(path, mode, f"remove it ({after})"))
 
 
 def open_state(dep_file: Path, adopt: bool, read_only: bool = False) -> ContentDependency:
