@@ -18,6 +18,7 @@ from . import atomic, compile_cache, procs
 from .checker import make_state
 from .depfile import parse_depfile
 from .layout import inside
+from .oserrors import FREE_SPACE, one_line_failures
 from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .remote_cache import Remote
 
 
+@one_line_failures
 def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None,
                 remote: Remote | None = None):
     """Compile one unit into a temp file, then move it onto its output.
@@ -100,6 +102,7 @@ def _values(unit: CompileUnit, compiler_id: str, context: str | None, headers: l
     }
 
 
+@one_line_failures
 def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
     """Write the sub-build's binary_context.json once all its binaries are built.
 
@@ -153,5 +156,11 @@ def _failure(unit: CompileUnit, message: str, first: str | None = None) -> str:
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     first = first or next((line for line in lines if "error" in line), lines[0] if lines else "failed")
     cmd = shlex.join(unit.argv)
-    return (f"{unit.source}: compiling failed: {first[:400]} — fix it and rebuild ({unit.task})\n"
-            f"  command (in {unit.sub_rel}): {cmd}\n{message}")
+    full = next((why for why in _DISK_FULL if why in message), None)
+    head = (f"{unit.source}: compiling failed: {full.lower()} (the compiler could not write {unit.output}, its "
+            f"dependency file or its temp files); {FREE_SPACE}" if full else
+            f"{unit.source}: compiling failed: {first[:400]} — fix it and rebuild")
+    return f"{head} ({unit.task})\n  command (in {unit.sub_rel}): {cmd}\n{message}"
+
+
+_DISK_FULL = ("No space left on device", "Disk quota exceeded")     # strerror(ENOSPC / EDQUOT) in a tool's output

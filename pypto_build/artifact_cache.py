@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import struct
 import sys
 import tempfile
@@ -31,6 +32,10 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 import xxhash
+
+from . import atomic
+from .safeio import NotRegularFile, kind_of, open_regular
+from .settings import DEFAULT_CACHE_BYTES, cache_size
 
 _HEADER = struct.Struct("<8sI16sQ")      # magic, flags, raw xxh3-128 digest, data length
 _MAGIC = b"PTOAC\x00\x00\x01"
@@ -42,8 +47,6 @@ _SHARD_RE = re.compile(r"[0-9a-f]{2}")
 _STALE_TMP_S = 3600                      # temp files older than this are crash leftovers
 _STATS_SIZE = 256                        # bytes of padded JSON counters in .lock
 _COUNTERS = ("hits", "misses", "stores", "corrupt", "evicted")
-_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-_SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -83,14 +86,6 @@ def human_size(n: int) -> str:
     return f"{size:.1f} TiB"
 
 
-def parse_size(text: str) -> int:
-    """Bytes for "500M", "5G", "1.5G", "64KiB" or a plain byte count (binary units)."""
-    match = _SIZE_RE.fullmatch(text)
-    if not match:
-        raise ValueError(f"invalid cache size {text!r} (expected e.g. 500M, 5G or a byte count)")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
-
-
 def _default_warn(message: str) -> None:
     print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
 
@@ -103,7 +98,7 @@ def _unlink(path: Path | str) -> None:
 class ArtifactCache:
     """The local store: `get` restores a binary by key, `put` stores one."""
 
-    def __init__(self, directory: Path, *, max_bytes: int = 5 * 2**30,
+    def __init__(self, directory: Path, *, max_bytes: int = DEFAULT_CACHE_BYTES,
                  warn: Callable[[str], None] | None = None) -> None:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
@@ -117,9 +112,7 @@ class ArtifactCache:
         where = directory or env.get("PYPTO_BUILD_CACHE") or None
         if where is None:
             return None
-        size = env.get("PYPTO_BUILD_CACHE_SIZE", "").strip()
-        kwargs = {"max_bytes": parse_size(size)} if size else {}
-        return cls(Path(os.path.expanduser(str(where))), **kwargs)
+        return cls(Path(os.path.expanduser(str(where))), max_bytes=cache_size(env))
 
     # -- paths and locking ---------------------------------------------------------
     def entry_path(self, key: str) -> Path:
@@ -133,8 +126,12 @@ class ArtifactCache:
     def _locked(self) -> Iterator[int]:
         """Hold the exclusive flock on `<dir>/.lock` (a fresh fd, so threads and forks exclude too)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        path = self.directory / ".lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
         try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):        # a FIFO: pread would fail, a device could do anything
+                raise NotRegularFile(path, kind_of(st.st_mode))
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield fd
         finally:
@@ -186,7 +183,7 @@ class ArtifactCache:
         """
         path, dest = self.entry_path(key), Path(dest)
         try:
-            handle = open(path, "rb")
+            handle = open_regular(path)             # a planted FIFO or device is never read
         except FileNotFoundError:
             if count:
                 self._count(misses=1)
@@ -204,9 +201,9 @@ class ArtifactCache:
                 magic, flags, digest, length = (_HEADER.unpack(raw) if len(raw) == _HEADER.size
                                                 else (b"", 0, b"", -1))
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+                tmp = atomic.temp_path_for(dest)     # swept by the next writer of `dest` if we are killed
                 hasher, copied = xxhash.xxh3_128(), 0
-                with os.fdopen(fd, "wb") as out:
+                with open(tmp, "wb") as out:
                     while chunk := handle.read(min(_CHUNK, length - copied + 1)):
                         hasher.update(chunk)
                         out.write(chunk)
@@ -262,7 +259,7 @@ class ArtifactCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "wb") as out, open(src, "rb") as handle:
+            with os.fdopen(fd, "wb") as out, open_regular(src) as handle:
                 flags = (_EXEC if os.fstat(handle.fileno()).st_mode & 0o111 else 0) | (_INDEX if index else 0)
                 out.write(b"\0" * _HEADER.size)
                 hasher, length = xxhash.xxh3_128(), 0
@@ -287,7 +284,8 @@ class ArtifactCache:
                 if counters["bytes"] > self.max_bytes:
                     self._evict_locked(fd)
         except OSError as exc:
-            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else str(exc)
+            what = ("disk full; free space in the cache's filesystem (or lower PYPTO_BUILD_CACHE_SIZE)"
+                    if exc.errno in (errno.ENOSPC, errno.EDQUOT) else str(exc))
             self.warn(f"cache entry {path} not stored: {what}")
         finally:
             if tmp is not None:
@@ -369,7 +367,7 @@ class ArtifactCache:
 def _is_index(path: Path) -> bool:
     """Whether the entry at `path` is an index record (its header says so; unreadable: not a binary)."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             raw = handle.read(_HEADER.size)
     except OSError:
         return True

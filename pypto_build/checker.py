@@ -6,6 +6,9 @@ State saved per file: ``[mtime_ns, size, ino, ctime_ns, digest, trusted]``.
 * Different size: changed, no read.
 * Otherwise the digest decides (so `touch`, `cp -r` and checkouts rebuild nothing).
 
+A FIFO, socket or device where a file was is never read (reading could block
+forever): it counts as changed, and its state carries no digest.
+
 ``trusted`` is False when the file was younger than `RACY_NS` when its state was
 recorded: a same-size rewrite within the filesystem's timestamp granularity
 could keep the stat tuple, so such a state is always re-hashed until a later
@@ -21,6 +24,7 @@ import time
 from doit.dependency import CHECKERS, FileChangedChecker
 
 from .hashing import RACY_NS, file_digest
+from .safeio import NotRegularFile, is_regular
 
 State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 
@@ -29,11 +33,15 @@ def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns:
     """Record the state of `path` now.
 
     With `changed_since_ns`, a file modified at or after that time (while a
-    compiler was reading it) gets no digest: it must be rebuilt next time.
+    compiler was reading it) gets no digest: it must be rebuilt next time; so
+    does anything but a regular file (never read).
     """
     if st is None:
         st = os.stat(path)
-    digest: str | None = file_digest(path, st)
+    try:
+        digest: str | None = file_digest(path, st)
+    except NotRegularFile:          # a FIFO or device: never read
+        digest = None
     if changed_since_ns is not None and st.st_mtime_ns >= changed_since_ns:
         digest = None
     trusted = time.time_ns() - st.st_mtime_ns > RACY_NS
@@ -46,7 +54,7 @@ def same_stat(st: os.stat_result, state: State) -> bool:
 
 def is_modified(path: str, st: os.stat_result, state: State | None) -> bool:
     """True when the file's content differs from the recorded state."""
-    if not state or len(state) != 6:
+    if not state or len(state) != 6 or not is_regular(st):
         return True
     if st.st_size != state[1]:
         return True
@@ -54,7 +62,10 @@ def is_modified(path: str, st: os.stat_result, state: State | None) -> bool:
         return True
     if state[5] and same_stat(st, state):
         return False
-    return file_digest(path, st) != state[4]
+    try:
+        return file_digest(path, st) != state[4]
+    except NotRegularFile:          # swapped for a FIFO since the stat: changed, never read
+        return True
 
 
 def refreshed(path: str, st: os.stat_result, state: State) -> State | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from .checker import is_modified, refreshed
+from .safeio import NotRegularFile, check_regular
 from .stamp import stamp_matches
 
 
@@ -21,8 +22,10 @@ class UnitCheck:
         self.why_unknown = why_unknown
         self.output = output
         self.reason = ""
+        self.blocked = ""       # a header that is a FIFO or device: the compiler would block on it
 
     def __call__(self, task, values) -> bool:
+        self.blocked = _first_irregular((values or {}).get("headers") or {})
         self.reason = self._stale_reason(values or {})
         return not self.reason
 
@@ -100,6 +103,18 @@ def refreshed_states(states: dict) -> dict | None:
     if all(v is None for v in new.values()):
         return None
     return {path: new[path] or state for path, state in states.items()}
+
+
+def _first_irregular(paths) -> str:
+    """The one-line refusal for the first path that exists but is not a regular file ("" when none)."""
+    for path in paths:
+        try:
+            check_regular(path)
+        except NotRegularFile as exc:
+            return str(exc)
+        except OSError:
+            continue
+    return ""
 
 
 def _refresh(path: str, state) -> list | None:

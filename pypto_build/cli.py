@@ -170,7 +170,7 @@ def _dispatch(args) -> int:
         return _ci(args)
     if args.verb == "compdb":
         from .engine import load_graph
-        from .layout import find_root
+        from .markers import find_root
         from .timeline import write_compdb
         print(write_compdb(load_graph(find_root(args.dir), args.platform, check_remote=False), args.output))
         return 0
@@ -249,7 +249,7 @@ def _example(args) -> int:
 
 def _doit(args) -> int:
     from .engine import BuildDirLoader, BuildDirMain
-    from .layout import find_root
+    from .markers import find_root
     if not args.args:
         print("pypto-build: error: doit needs a build directory: pypto-build doit <command> DIR [...]",
               file=sys.stderr)

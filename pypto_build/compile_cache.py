@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import atomic
-from .artifact_cache import ArtifactCache
+from .artifact_cache import ArtifactCache, _default_warn
 from .hashing import file_digest, text_digest
+from .oserrors import describe
+from .safeio import read_text
 
 if TYPE_CHECKING:
     from .remote_cache import Remote
@@ -55,25 +57,31 @@ def store(cache: ArtifactCache, base: str, sub_rel: str, headers: list[str], out
     cache.put(result, out)
     cands = [c for c in _manifest(cache, base, out) if c.get("result") != result]
     cands = [{"headers": digests, "result": result}, *cands][:MAX_CANDIDATES]
-    tmp = atomic.temp_path_for(out, ".manifest.tmp")
-    try:
+    tmp = None
+    try:                                         # best effort, as cache.put: a full disk only warns
+        tmp = atomic.temp_path_for(out, ".manifest.tmp")
         tmp.write_text(json.dumps(cands), encoding="utf-8")
         cache.put(base, tmp, index=True)
+    except OSError as exc:
+        getattr(cache, "warn", _default_warn)(f"cache manifest of {out} not stored: {describe(exc)}")
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def _manifest(cache: ArtifactCache, base: str, near: Path) -> list[dict]:
-    tmp = atomic.temp_path_for(near, ".manifest.tmp")
+    tmp = None
     try:
+        tmp = atomic.temp_path_for(near, ".manifest.tmp")
         if not cache.get(base, tmp, count=False):
             return []
-        data = json.loads(tmp.read_text(encoding="utf-8"))
+        data = json.loads(read_text(tmp))
         return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
     except (OSError, ValueError):
-        return []
+        return []                               # a miss (a full disk fails the compile itself, in one line)
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def _to_sub(sub_rel: str, path: str) -> str:

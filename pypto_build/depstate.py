@@ -9,14 +9,23 @@
    failed: the next run decides against the real last build and says the real
    reason, and a failure never loses what the next run needs (issue: a `.pto`
    edit was dropped after a failed splice wiped its state).
+
+A state that cannot be written (full disk) stops the run with one line
+(`PyptoBuildError`) instead of a traceback; the database itself stays whole
+(sqlite's journal), so the next run with space goes on from the last commit.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 
 from doit.dependency import Dependency, get_md5
 
 from .checker import is_modified, make_state, refreshed
+from .errors import PyptoBuildError
+from .oserrors import run_failure
+from .safeio import is_regular, refusal
 
 
 class ContentDependency(Dependency):
@@ -39,17 +48,23 @@ class ContentDependency(Dependency):
         if result.status == "up-to-date" and (self.failed(task.name) or (self.force and task.name.startswith(self.force))):
             result.status = "run"
         snapshot = {}
+        blocked = [getattr(utd, "blocked", "") for utd, _args, _kwargs in task.uptodate]
         for dep in task.file_dep:
             saved = self._get(task.name, dep)
             try:
                 st = os.stat(dep)
-            except OSError:
+                if not is_regular(st):
+                    blocked.append(refusal(dep, st.st_mode))
+                if saved and not is_modified(dep, st, saved):
+                    snapshot[dep] = refreshed(dep, st, saved) or saved
+                else:
+                    snapshot[dep] = make_state(dep, st)
+            except OSError:         # unreadable now: the task's own run reports it
                 continue
-            if saved and not is_modified(dep, st, saved):
-                snapshot[dep] = refreshed(dep, st, saved) or saved
-            else:
-                snapshot[dep] = make_state(dep, st)
         self._snapshots[task.name] = snapshot
+        if any(blocked) and result.status != "error":
+            # Running it would read a FIFO or device (and block): fail the task with that one line instead.
+            result.status, result.error_reason = "error", next(b for b in blocked if b)
         if result.status == "up-to-date":
             self._refresh(task, snapshot)
         else:
@@ -67,8 +82,11 @@ class ContentDependency(Dependency):
             values = adopt(self.get_values) if adopt else None
             if values is not None:
                 adopted = getattr(utd, "adopted", None)
-                if adopted:
-                    adopted(values)
+                try:
+                    if adopted:
+                        adopted(values)
+                except OSError:
+                    return          # its record cannot be written (full disk): not adopted, the task runs
                 self._set(task.name, "_values_:", values)
                 self._set(task.name, "checker:", self.checker.__class__.__name__)
                 for dep in task.file_dep:
@@ -140,21 +158,53 @@ class ContentDependency(Dependency):
         self._set(task.name, "deps:", tuple(task.file_dep))
         if self._get(task.name, "failed:") is not None:
             self._set(task.name, "failed:", None)
-        if self.checkpoint:
+        if self.checkpoint and task.actions:    # a unit (group tasks have nothing to keep)
             self._commit()                      # doit otherwise writes state only at the end of the run
-
-    def remove_success(self, task):
-        """doit erases a failed task's state; keep it, marked failed (see the module docstring)."""
-        self._snapshots.pop(task.name, None)
-        self._set(task.name, "failed:", "1")
-        if self.checkpoint:
-            self._commit()
 
     def _commit(self) -> None:
         """Write the dirty rows now and keep the connection (SqliteDB.dump would close it)."""
         db = self.backend
-        for task_id in db._dirty:
-            db._conn.execute("insert or replace into doit values (?,?)",
-                             (task_id, db.codec.encode(db._cache[task_id])))
-        db._conn.commit()
+        try:
+            for task_id in db._dirty:
+                db._conn.execute("insert or replace into doit values (?,?)",
+                                 (task_id, db.codec.encode(db._cache[task_id])))
+            db._conn.commit()
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                db._conn.rollback()
+            raise self._not_written(exc) from None
         db._dirty = set()
+
+    def close(self) -> None:
+        """doit's final write of the state; a failure is one line, not a traceback.
+
+        In a build (`checkpoint`) every success is already committed: what is left are refreshed
+        states and first-sight adoptions, which the next run recomputes — losing them is no failure
+        (the run's own line, or the no-op record's warning, already says the disk is full).
+        """
+        try:
+            super().close()
+        except sqlite3.Error as exc:
+            self._closed = True
+            with contextlib.suppress(sqlite3.Error):
+                self.backend._conn.close()      # uncommitted rows are rolled back: the file stays whole
+            if not self.checkpoint:
+                raise self._not_written(exc) from None
+
+    def _not_written(self, exc: sqlite3.Error) -> PyptoBuildError:
+        return run_failure(self.backend.name, exc)
+
+    def remove_success(self, task) -> None:
+        """doit erases a failed task's state; keep it, marked failed (see the module docstring).
+
+        A build that cannot write the mark (full disk) goes on: the kept row still describes the last
+        good build, so the task runs again whenever its inputs differ from it; its own failure is reported.
+        """
+        self._snapshots.pop(task.name, None)
+        try:
+            self._set(task.name, "failed:", "1")
+            if self.checkpoint and task.actions:
+                self._commit()
+        except (sqlite3.Error, PyptoBuildError) as exc:
+            if not self.checkpoint:
+                raise exc if isinstance(exc, PyptoBuildError) else self._not_written(exc) from None

@@ -28,21 +28,23 @@ from doit.cmd_info import Info
 from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
-from doit.dependency import DatabaseException, SqliteDB
 from doit.doit_cmd import DoitMain
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
 
 from .checker import XXHChecker
-from .depstate import ContentDependency
 from .errors import PyptoBuildError, one_line
 from .graph import DEFAULT_TASKS, Graph, build_graph, task_dicts
-from .layout import STATE_DIR, find_root, load_layout
+from .layout import load_layout
+from .markers import STATE_DIR, find_root
 from .lock import dir_lock, sigterm_as_interrupt
 from .workers import exit_now, supervise
 from . import options
 from .pto_plan import PtoOptions, pto_options
 from .runconfig import RunConfig
+from .oserrors import run_failure
+from .settings import check_environment
+from .statedb import open_state
 from .reporter import BuildReporter
 from .toolchain import default_platform, load_platform
 from . import noop
@@ -76,8 +78,9 @@ def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None =
     """
     from .remote_cache import open_remote
 
-    layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
+    check_environment(cache=bool(cache))       # a bad value: one line, before anything is read or written
+    layout = load_layout(root, include_stale=include_stale)
     remote = open_remote(remote_cache) if check_remote else None if isinstance(remote_cache, str) else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, os.path.abspath(os.path.expanduser(cache)) if cache else None, remote,
@@ -175,17 +178,6 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
 
 
-def open_state(dep_file: Path, adopt: bool, force: tuple[str, ...] = ()) -> ContentDependency:
-    """The doit state of a build directory (`adopt`: a building command); one clear error when unreadable."""
-    try:
-        return ContentDependency(SqliteDB, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt,
-                                 force=force)
-    except (DatabaseException, sqlite3.DatabaseError) as exc:
-        reason = one_line(str(exc).rsplit("Original error:", 1)[-1])
-        raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); remove {dep_file.parent} "
-                              "to start afresh (sources and binaries are kept; every unit rebuilds once)") from None
-
-
 class BuildDirCommand:
     """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors."""
 
@@ -197,7 +189,10 @@ class BuildDirCommand:
         try:
             self.loader.setup(params)
             self.loader.plan()                  # bad input is refused before anything is written
-            return self._execute_locked(params, args)
+            try:
+                return self._execute_locked(params, args)
+            except (OSError, sqlite3.Error) as exc:     # a write of the run itself (full disk, ...): one line
+                raise run_failure(self.loader.dep_file, exc) from None
         except PyptoBuildError as exc:
             if self.loader.keep_errors:         # a library caller raises it
                 self.loader.error = exc
@@ -224,7 +219,7 @@ class BuildDirCommand:
         state = root / STATE_DIR
         with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
             noop.invalidate(root)          # the state is about to change (or be read by doit)
-            self.dep_manager = open_state(self.loader.dep_file, self.adopts, self.loader.force)
+            self.dep_manager = open_state(self.loader.dep_file, self.adopts, force=self.loader.force)
             rc = supervise(functools.partial(super().execute, params, args),
                            watch=bool(params.get("num_process")), where=str(root))
             if rc == 0 and self.adopts and not args:

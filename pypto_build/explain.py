@@ -2,8 +2,9 @@
 
 Evaluates every task's up-to-date check against the saved state without
 running anything and without writing: the state database is opened read-only
-in effect (nothing is dumped), and a never-built directory is not touched at
-all (no state folder is created).
+(sqlite `mode=ro`, under the shared lock taken on a read-only descriptor), so
+it works on a read-only directory, and a never-built directory is not touched
+at all (no state folder is created).
 """
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
 
     With `recompile`, what `build --recompile` would do: every compile unit runs.
     """
-    from .engine import BuildDirLoader, STATE_DB, open_state
+    from .engine import BuildDirLoader, STATE_DB
     from .layout import STATE_DIR
     from .lock import dir_lock
+    from .statedb import open_state
 
     root = graph.layout.root
     build_stages = ("ptoas:", "splice:", "compile:", "orch:", "stamp:")
@@ -41,7 +43,7 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
         out = {t.name: Explanation(t.name, "run", "never built") for t in tasks}
     else:
         with dir_lock(root / STATE_DIR, quiet=True, shared=True), contextlib.chdir(root):
-            dep = open_state(state, adopt=False)
+            dep = open_state(state, adopt=False, read_only=True)
             try:
                 for t in _ordered(tasks, by_name):
                     out[t.name] = _one(dep, t, by_name)

@@ -22,6 +22,7 @@ from types import ModuleType
 from .errors import PyptoBuildError, one_line
 from .meta import ProgramMeta, known_torch_dtype
 from .pyexec import exec_file
+from .safeio import refusal
 
 DEFAULT_TOL = 1e-5
 
@@ -170,6 +171,8 @@ def _raised(exc: BaseException) -> str:
 def load_golden(work_dir: Path) -> Golden:
     """Import `<work_dir>/golden.py` as a fresh module (never cached between loads)."""
     path = Path(work_dir) / "golden.py"
+    if path.exists() and not path.is_file():
+        raise GoldenError(refusal(path, path.stat().st_mode, "replace it with golden.py"))
     if not path.is_file():
         raise GoldenError(f"{path} not found; cannot derive named inputs / outputs. Pass the inputs yourself "
                           "(pypto_build.replay(dir, *tensors)) or add a golden.py with generate_inputs() and "

@@ -85,7 +85,9 @@ def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[st
     if (base / "golden.py").is_file():
         inputs.append(_join(rel, "golden.py"))
     if (base / "data").is_dir():
-        inputs += sorted(_join(rel, f.relative_to(base).as_posix()) for f in (base / "data").rglob("*") if f.is_file())
+        # Everything but directories: a FIFO or device there is an input too (stale, refused by the run).
+        inputs += sorted(_join(rel, f.relative_to(base).as_posix()) for f in (base / "data").rglob("*")
+                         if f.exists() and not f.is_dir())
     return RunTarget(name, rel, tuple(f"stamp:{p.sub.name}" for p in plans), tuple(inputs))
 
 

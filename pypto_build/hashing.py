@@ -10,6 +10,8 @@ import os
 
 import xxhash
 
+from .safeio import check_regular, open_regular
+
 _CHUNK = 1 << 20
 RACY_NS = 2_000_000_000   # a state recorded within this of its file's mtime is not trusted by stat
 _memo: dict[tuple, str] = {}
@@ -21,14 +23,16 @@ def stat_key(path: str, st: os.stat_result) -> tuple:
 
 
 def file_digest(path: str, st: os.stat_result | None = None) -> str:
-    """xxh3-128 hex digest of the file at `path` (memoised on its stat)."""
-    if st is None:
-        st = os.stat(path)
+    """xxh3-128 hex digest of the file at `path` (memoised on its stat).
+
+    Only a regular file is read: a FIFO or device raises `safeio.NotRegularFile` (an OSError) at once.
+    """
+    st = check_regular(path, st)
     key = stat_key(path, st)
     digest = _memo.get(key)
     if digest is None:
         hasher = xxhash.xxh3_128()
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             while chunk := handle.read(_CHUNK):
                 hasher.update(chunk)
         digest = hasher.hexdigest()

@@ -18,9 +18,9 @@ from pathlib import Path
 from .errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
-
-from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, MARKERS, STATE_DIR,  # noqa: F401
-                      find_root, next_level_names as _next_level_names, present_markers)
+from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, STATE_DIR,
+                      next_level_names as _next_level_names, present_markers)
+from .safeio import read_bytes
 
 
 class BuildKind(enum.Enum):
@@ -124,7 +124,7 @@ def host_driver_words(path: Path) -> set[str] | None:
     None when it cannot be parsed: then nothing is called stale.
     """
     try:
-        tree = parse_quietly(path.read_bytes(), path)
+        tree = parse_quietly(read_bytes(path), path)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     words: set[str] = set()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .safeio import open_regular
+
 MAX_METADATA_BYTES = 16 * 2**20
 
 
@@ -17,8 +19,9 @@ class TooLarge(Exception):
 
 
 def read_capped(path: Path, limit: int = MAX_METADATA_BYTES) -> bytes:
-    """The bytes of `path`; `TooLarge` when it holds more than `limit` bytes. OSError as `open` raises it."""
-    with open(path, "rb") as handle:
+    """The bytes of `path`; `TooLarge` when it holds more than `limit` bytes. OSError as `open` raises it
+    (`safeio.NotRegularFile` for a FIFO or device: never read)."""
+    with open_regular(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(limit + 1) if size <= limit else b""
     if size > limit or len(data) > limit:

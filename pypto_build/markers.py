@@ -5,7 +5,11 @@ Reads names only (no file content), so the no-op path can find the build root ch
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+
+from .errors import LayoutError
+from .safeio import refusal
 
 KERNEL_CONFIG = "kernel_config.py"
 COMPILED_META = "compiled_meta.json"
@@ -16,7 +20,19 @@ STATE_DIR = ".pypto_build"
 
 
 def present_markers(root: Path) -> tuple[str, ...]:
-    return tuple(m for m in MARKERS if (root / m).is_file())
+    """The marker files of `root`; a FIFO, socket or device under a marker's name is refused (never read)."""
+    found = []
+    for m in MARKERS:
+        try:
+            st = os.stat(root / m)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append(m)
+        elif not stat.S_ISDIR(st.st_mode):
+            raise LayoutError(refusal(root / m, st.st_mode, "replace it with the file ir.compile() wrote (or "
+                                                            "recompile via ir.compile())"))
+    return tuple(found)
 
 
 def next_level_names(root: Path) -> list[str]:

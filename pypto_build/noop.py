@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import shlex
+import sys
 import time
 from pathlib import Path
 
-from . import __version__, atomic
+from . import __version__, atomic, safeio, settings
 from .hashing import RACY_NS
 
 RECORD = "noop.json"
@@ -35,7 +35,7 @@ def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: di
     env = os.environ if env is None else env
     if env.get("PTO_ISA_ROOT"):
         return None
-    words = shlex.split(env.get("CXX") or "g++") or ["g++"]
+    words = settings.words("CXX", env, "g++") or ["g++"]
     tools = [shutil.which(words[0], path=env.get("PATH")), ptoas,
              shutil.which("ptoas", path=env.get("PATH")) if not env.get("PTOAS_ROOT") else env.get("PTOAS_ROOT")]
     parts = [__version__, platform, repr(rebuild_from_pto), *(f"{k}={env.get(k, '')}" for k in ENV_KEYS),
@@ -54,7 +54,7 @@ def signature(path: str) -> list[int] | None:
 def tool_paths(env: dict | None = None) -> list[str]:
     """Files outside the build dir whose change must defeat the fast path."""
     env = os.environ if env is None else env
-    words = shlex.split(env.get("CXX") or "g++") or ["g++"]
+    words = settings.words("CXX", env, "g++") or ["g++"]
     found = shutil.which(words[0], path=env.get("PATH"))
     paths = [os.path.realpath(found)] if found else []
     paths += [str(p) for p in sorted(PACKAGE_DIR.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
@@ -67,7 +67,7 @@ def check(root: Path, run_key: str | None) -> dict | None:
     if run_key is None:
         return None
     try:
-        data = json.loads((Path(root) / STATE_DIR / RECORD).read_text(encoding="utf-8"))
+        data = json.loads(safeio.read_text(Path(root) / STATE_DIR / RECORD))
         if data.get("key") != run_key:
             return None
         base = os.fspath(root)
@@ -92,7 +92,14 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict) -> 
         if sig is None or now - sig[0] <= RACY_NS:
             return False
         stats[path] = sig
-    atomic.write_text(root / STATE_DIR / RECORD, json.dumps({"key": run_key, "stats": stats, **summary}), sweep=True)
+    try:
+        atomic.write_text(root / STATE_DIR / RECORD, json.dumps({"key": run_key, "stats": stats, **summary}),
+                          sweep=True)
+    except OSError as exc:      # only a shortcut is lost: the build itself is complete
+        from .oserrors import describe
+        print(f"pypto-build: warning: {describe(exc, doing='written')} (the build is complete; until then "
+              "every build decides by content)", file=sys.stderr, flush=True)
+        return False
     return True
 
 

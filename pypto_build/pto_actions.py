@@ -20,11 +20,14 @@ from .checker import make_state
 from .errors import PyptoBuildError, SpliceError
 from .hashing import text_digest
 from .layout import confine
+from .oserrors import one_line_failures
 from .pto_plan import PtoUnit
 from .ptoas import infer_level, ptoas_argv
+from .safeio import read_text
 from .splice import find_target, function_names, preprocess, signature_of, splice, split
 
 
+@one_line_failures
 def run_ptoas(unit: PtoUnit):
     """Regenerate `ptoas/<unit>.cpp` from the `.pto` (or report it cannot).
 
@@ -40,7 +43,7 @@ def run_ptoas(unit: PtoUnit):
                           "without this edit")
     sub = Path(unit.sub_rel)
     raw = Path(unit.raw)
-    level = infer_level(Path(unit.pto).read_text(encoding="utf-8", errors="replace"))
+    level = infer_level(read_text(unit.pto, errors="replace"))
     atomic.remove_stale_temps(raw)
     tmp = atomic.temp_path_for(raw, suffix=".tmp.cpp")       # ptoas may want a .cpp name
     argv = ptoas_argv(unit.ptoas, os.path.relpath(unit.pto, sub), os.path.relpath(tmp, sub), level)
@@ -60,7 +63,7 @@ def run_ptoas(unit: PtoUnit):
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: {output.splitlines()[0][:400]}; fix the .pto "
                               f"(or restore it) and rebuild — kernel files untouched, retried next run\n"
                               f"{command}\n{output}")
-        new = tmp.read_text(encoding="utf-8", errors="replace")
+        new = read_text(tmp, errors="replace")
         if not function_names(new):
             return TaskFailed(f"ptoas rebuild failed for {unit.pto}: the output defines no kernel function "
                               f"(AICORE void <name>(...)); check ptoas (--ptoas, PTOAS_ROOT) and the .pto — "
@@ -84,11 +87,12 @@ def run_ptoas(unit: PtoUnit):
 
 def _read_or_none(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_text(path, errors="replace")
+    except FileNotFoundError:
         return None
 
 
+@one_line_failures
 def run_splice(unit: PtoUnit):
     """Splice the preprocessed raw body between the sentinels of every kernel it defines."""
     raw_path = Path(unit.raw)
@@ -96,7 +100,7 @@ def run_splice(unit: PtoUnit):
         return {"raw": None, "spliced": []}
     raw_state = make_state(unit.raw)
     try:
-        raw = raw_path.read_text(encoding="utf-8")
+        raw = read_text(raw_path)
     except UnicodeDecodeError as exc:
         return TaskFailed(f"{unit.raw}: not UTF-8 text (byte {exc.start}); cannot splice — restore it, or edit "
                           f"{unit.pto} so ptoas regenerates it, or recompile via ir.compile()")
@@ -133,7 +137,7 @@ def plan_splice(unit: PtoUnit, raw: str) -> list[tuple[Path, str, str, str]]:
         target = Path(os.path.normpath(found))
         confine(Path.cwd(), target, f"kernel file of {name} (splice target of {unit.pto})")
         try:
-            text = target.read_text(encoding="utf-8")
+            text = read_text(target)
         except UnicodeDecodeError:
             raise SpliceError(f"{target}: not UTF-8 text; cannot splice — restore it or recompile via "
                               "ir.compile()") from None
@@ -155,7 +159,7 @@ def load_record(path: str) -> dict:
     Empty when none or unreadable; a record of the first format (kernel -> digest) is read as its bodies.
     """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -170,10 +174,11 @@ def save_record(path: str, record: dict) -> None:
 def backup(unit: PtoUnit, target: Path, text: str) -> str:
     """Keep a hand-edited kernel file under .pypto_build/backup/ before it is overwritten."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    dest = Path(unit.backup_dir) / f"{target.as_posix()}.{stamp}"
+    folder = Path(unit.backup_dir) / target.parent
+    dest = folder / atomic.fit_name(f"{target.name}.{stamp}")       # a 255-byte kernel name still fits
     n = 1
     while dest.exists():
-        dest = Path(unit.backup_dir) / f"{target.as_posix()}.{stamp}.{n}"
+        dest = folder / atomic.fit_name(f"{target.name}.{stamp}.{n}")
         n += 1
     atomic.write_text(dest, text)
     return dest.as_posix()
@@ -186,7 +191,7 @@ def adopt_splice(unit: PtoUnit) -> dict:
     body that differs — a hand edit — is backed up before a later splice replaces it.
     """
     try:
-        raw = Path(unit.raw).read_text(encoding="utf-8")
+        raw = read_text(Path(unit.raw))
     except (OSError, UnicodeDecodeError):
         raw = ""
     body = text_digest(preprocess(raw))

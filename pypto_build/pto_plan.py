@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .atomic import fit_name
 from .errors import ToolchainError
 from .layout import OUTPUT_FIX, SOURCE_FIX, STATE_DIR, Layout, confine
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
+from .settings import PTOAS_TIMEOUT, seconds
 
 DISABLE_VALUES = ("0", "false", "no")
 
@@ -75,7 +77,7 @@ def pto_options(rebuild_from_pto: bool | None = None, ptoas: str | None = None,
                 env: dict | None = None, allow_unapplied: bool = False) -> PtoOptions:
     """Options from the API/CLI flag and `PYPTO_REBUILD_FROM_PTO`, in PyPTO's words."""
     env = os.environ if env is None else env
-    timeout = float(env.get("PYPTO_PTOAS_TIMEOUT") or 60)
+    timeout = seconds(*PTOAS_TIMEOUT, env=env)
     if rebuild_from_pto is False:
         return PtoOptions(False, "rebuild_from_pto=False", ptoas, timeout, allow_unapplied)
     flag = (env.get("PYPTO_REBUILD_FROM_PTO") or "").strip().lower()
@@ -106,7 +108,7 @@ def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> Pt
         for path, fix in ((f"{prefix}ptoas/{stem}.pto", SOURCE_FIX), (f"{prefix}ptoas/{stem}.cpp", OUTPUT_FIX)):
             confine(layout.root, layout.root / path, f"ptoas unit {label}", fix)
         units.append(PtoUnit(label, sub.rel, f"{prefix}ptoas/{stem}.pto", f"{prefix}ptoas/{stem}.cpp",
-                             f"{STATE_DIR}/splice/{label}.json", f"{STATE_DIR}/backup", lookup.path, key,
-                             options.timeout, options.allow_unapplied,
+                             f"{STATE_DIR}/splice/{sub.label(fit_name(f'{stem}.json'))}", f"{STATE_DIR}/backup",
+                             lookup.path, key, options.timeout, options.allow_unapplied,
                              "" if lookup.path else missing_text(lookup)))
     return PtoPlan(tuple(units), lookup, options)

@@ -16,6 +16,7 @@ from doit.exceptions import TaskFailed
 
 from .checker import make_state
 from .errors import PyptoBuildError
+from .oserrors import one_line_failures
 from .runconfig import RunConfig
 from .runtime.executor import ExecutorError
 
@@ -23,6 +24,7 @@ from .runtime.executor import ExecutorError
 _FAILURES = (PyptoBuildError, ExecutorError, AssertionError)
 
 
+@one_line_failures
 def run_replay(sub_rel: str, config: RunConfig, timeout: float):
     """Run the sub-build on golden.py's inputs; print PyPTO's lines as they come."""
     from .run_child import run_program
@@ -34,6 +36,7 @@ def run_replay(sub_rel: str, config: RunConfig, timeout: float):
     return {}
 
 
+@one_line_failures
 def run_validate(sub_rel: str, config: RunConfig, timeout: float):
     """Run and validate; the verdict (and what golden.py read) is recorded only when it passes."""
     from .run_child import run_program

@@ -5,6 +5,7 @@ timings are complete with `-n N`. Group tasks (no actions) are not reported.
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from .errors import one_line
 
 
 PTO_STAGE = ("ptoas:", "splice:")
+_DOIT_PREFIX = re.compile(r"\AERROR: Task '[^\n]*?' checking dependencies: ")
 
 
 @dataclass
@@ -92,6 +94,7 @@ class BuildReporter:
         if not task.actions and not isinstance(exception, UnmetDependency):
             return
         message = exception.get_msg() if hasattr(exception, "get_msg") else str(exception)
+        message = _DOIT_PREFIX.sub("", message, count=1)     # the task is named in our own line already
         if isinstance(exception, UnmetDependency):
             if not task.actions:
                 return

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -36,6 +37,7 @@ from typing import Callable, Sequence
 from . import procs
 from .errors import ProgramFailed, PyptoBuildError, one_line
 from .runconfig import RunConfig
+from .safeio import refusal
 
 DEFAULT_TIMEOUT = 1800.0
 _POLL_S = 0.2
@@ -61,6 +63,7 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
     AssertionError for an output that does not match — the same types the in-process steps raise.
     """
     sub_dir = Path(sub_dir).resolve()
+    _check_data(sub_dir)
     request = {"sub": str(sub_dir), "config": config, "validate": validate, "names": list(names or []),
                "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
                "parent": os.getpid()}
@@ -106,6 +109,18 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
     finally:
         inbox.close()
         procs.stop(proc)
+
+
+def _check_data(sub: Path) -> None:
+    """golden.py reads its data/ files itself: a FIFO or device there would block it, so none may be there."""
+    for path in sorted((sub / "data").rglob("*")):
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise PyptoBuildError(refusal(path, mode, "golden.py would block or fail reading it — replace it "
+                                                      "with the data file"))
 
 
 def _died(what: str, status: int | None, doing: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import atomic
+from . import atomic, safeio
 
 STAMP = "cache/binary_context.json"
 
@@ -24,6 +24,6 @@ def remove_stamp(path: Path) -> None:
 
 def stamp_matches(path: Path, stamp: dict) -> bool:
     try:
-        return Path(path).read_text(encoding="utf-8") == stamp_text(stamp)
+        return safeio.read_text(path) == stamp_text(stamp)
     except (OSError, UnicodeDecodeError):
         return False

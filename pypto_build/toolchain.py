@@ -10,11 +10,11 @@ recompiles everything.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import settings
 from .errors import ToolchainError
 from .hashing import file_digest, text_digest
 from .procs import path_arg, run
@@ -53,7 +53,7 @@ def resolve_compiler(spec: str, env_var: str = "CXX") -> Compiler:
 
     Memoised per process on the binary's stat, so a replaced compiler is seen.
     """
-    words = shlex.split(spec)
+    words = settings.split_words(spec, env_var)
     if not words:
         raise ToolchainError(f"${env_var} is empty; set it to a C++ compiler such as g++")
     exe = shutil.which(words[0])
@@ -87,7 +87,7 @@ def host_compiler(env: dict | None = None) -> Compiler:
 def extra_flags(env: dict | None = None) -> tuple[str, ...]:
     """`$CXXFLAGS`, appended to every compile as make users expect."""
     env = os.environ if env is None else env
-    return tuple(shlex.split(env.get("CXXFLAGS", "")))
+    return tuple(settings.words("CXXFLAGS", env))
 
 
 @dataclass(frozen=True)

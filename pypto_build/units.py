@@ -16,6 +16,8 @@ from .errors import LayoutError
 from .identity import BinaryContext, binary_context
 from .layout import OUTPUT_FIX, Layout, SubBuild, confine, include_dirs, kernel_source, real_path, resolve_in
 from .manifest_ast import manifest_error
+from .safeio import kind_of
+from .settings import COMPILER_TIMEOUT, seconds
 from .stamp import STAMP
 from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv, source_name_problem
 
@@ -50,7 +52,7 @@ class SubBuildPlan:
 
 def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     """Every compile unit of every sub-build of `layout`."""
-    timeout = float(os.environ.get("PYPTO_COMPILER_TIMEOUT") or 900)
+    timeout = seconds(*COMPILER_TIMEOUT)
     plans = []
     for sub in layout.sub_builds:
         # The orchestration first: it is the longest compile, and doit dispatches in this order,
@@ -136,7 +138,7 @@ def _require_file(sub: SubBuild, src: Path, what: str, line: int) -> None:
                              "a source file name that does not start with '@'",
                              "Rename the file and its entry in kernel_config.py")
     if not src.is_file():
-        problem = "is not a file" if src.exists() else "does not exist"
+        problem = f"is {kind_of(src.stat().st_mode)}, not a regular file" if src.exists() else "does not exist"
         raise manifest_error(sub.config.path, line, f"{what} {shown} {problem}", "an existing source file",
                              "Restore the file, fix the entry, or recompile via ir.compile() to regenerate it")
 

@@ -31,7 +31,8 @@ def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
     except (PyptoBuildError, OSError) as exc:
         if debug:
             raise
-        print(f"pypto-build: error: {exc}", file=sys.stderr)
+        from .oserrors import describe
+        print(f"pypto-build: error: {describe(exc) if isinstance(exc, OSError) else exc}", file=sys.stderr)
         if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
             from .workers import exit_now
             exit_now(2)

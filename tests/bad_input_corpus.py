@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -20,8 +21,8 @@ STATE = ".pypto_build"
 HUGE = 65 * 2**20          # past the documented 16 MiB limit of metadata files (docs/guide.md)
 
 # Every message says how to fix the problem; these are the remedies the tool's messages use.
-FIX_RE = re.compile(r"recompile via ir\.compile\(\)|\b(fix|restore|remove|add|pass|raise|check) |replay one of",
-                    re.IGNORECASE)
+FIX_RE = re.compile(r"recompile via ir\.compile\(\)|replay one of"
+                    r"|\b(fix|restore|remove|add|pass|raise|check|replace|set|unset|free|copy) ", re.IGNORECASE)
 
 
 # ---------------------------------------------------------------------------
@@ -175,6 +176,17 @@ def prepend(rel: str, data: bytes) -> Callable[[Path], None]:
 def delete(rel: str) -> Callable[[Path], None]:
     def apply(d: Path) -> None:
         (d / rel).unlink()
+    return apply
+
+
+def fifo(rel: str) -> Callable[[Path], None]:
+    """Put a FIFO (named pipe) where the file `rel` is: reading it would block forever."""
+    def apply(d: Path) -> None:
+        path = d / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            path.unlink()
+        os.mkfifo(path)
     return apply
 
 
@@ -381,5 +393,57 @@ def _layout_cases() -> list[Case]:
     ]
 
 
-CASES = [*_meta_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(), *_golden_cases(), *_layout_cases()]
+def _environment_cases() -> list[Case]:
+    """Bad values of our environment variables: refused while planning (issue 11, item 13)."""
+    b, never = "build", os.path.join(tempfile.gettempdir(), "pypto-build-corpus-cache-never-created")
+    number, positive = r"is not a number; set it to a positive number of seconds", r"is not positive"
+    return [
+        Case("env_cxx_unbalanced_quote", "l2", lambda d: None, b, "CXX='g++ \"-O2'", r"unbalanced quotes",
+             env={"CXX": 'g++ "-O2'}),
+        Case("env_cxxflags_unbalanced_quote", "l2", lambda d: None, b, "CXXFLAGS=\"-DNAME='a b\"",
+             r"unbalanced quotes", env={"CXXFLAGS": "-DNAME='a b"}),
+        Case("env_cxxflags_trailing_backslash", "l2", lambda d: None, "replay", "CXXFLAGS", r"trailing backslash",
+             env={"CXXFLAGS": "-O2 \\"}),
+        Case("env_compiler_timeout_text", "l2", lambda d: None, b, "PYPTO_COMPILER_TIMEOUT='soon'", number,
+             env={"PYPTO_COMPILER_TIMEOUT": "soon"}),
+        Case("env_compiler_timeout_zero", "l2", lambda d: None, b, "PYPTO_COMPILER_TIMEOUT='0'", positive,
+             env={"PYPTO_COMPILER_TIMEOUT": "0"}),
+        Case("env_compiler_timeout_negative", "l2", lambda d: None, "validate", "PYPTO_COMPILER_TIMEOUT='-5'",
+             positive, env={"PYPTO_COMPILER_TIMEOUT": "-5"}),
+        Case("env_compiler_timeout_nan", "l2", lambda d: None, b, "PYPTO_COMPILER_TIMEOUT='nan'", number,
+             env={"PYPTO_COMPILER_TIMEOUT": "nan"}),
+        Case("env_compiler_timeout_inf", "l2", lambda d: None, b, "PYPTO_COMPILER_TIMEOUT='inf'", r"is infinite",
+             env={"PYPTO_COMPILER_TIMEOUT": "inf"}),
+        Case("env_ptoas_timeout_text", "l2", lambda d: None, b, "PYPTO_PTOAS_TIMEOUT='1m'", number,
+             env={"PYPTO_PTOAS_TIMEOUT": "1m"}),
+        Case("env_ptoas_timeout_explain", "l2", lambda d: None, "explain", "PYPTO_PTOAS_TIMEOUT='-inf'",
+             r"is infinite", env={"PYPTO_PTOAS_TIMEOUT": "-inf"}),
+        Case("env_cache_size", "l2", lambda d: None, b, "PYPTO_BUILD_CACHE_SIZE='lots'", r"not a size",
+             env={"PYPTO_BUILD_CACHE_SIZE": "lots", "PYPTO_BUILD_CACHE": never}),
+    ]
+
+
+def _odd_file_cases() -> list[Case]:
+    """A FIFO where a file we read should be: one line, never a blocked read (issue 11, item 11)."""
+    b, fifo_re = "build", r"is a FIFO \(named pipe\), not a regular file"
+    return [
+        Case("fifo_kernel_config", "l2", fifo("kernel_config.py"), b, "kernel_config.py", fifo_re),
+        Case("fifo_compiled_meta", "l2", fifo("compiled_meta.json"), "validate", "compiled_meta.json", fifo_re),
+        Case("fifo_host_orch", "l3", fifo("orchestration/host_orch.py"), b, "host_orch.py", fifo_re),
+        Case("fifo_kernel_source", "l2", fifo(KERNEL1), b, KERNEL1, fifo_re),
+        Case("fifo_state_db", "l2", chain(fifo(f"{STATE}/state.sqlite3"), lambda d: os.utime(d / KERNEL1)), b,
+             "state.sqlite3", fifo_re, planning=False),         # checked under the lock (its pid is written)
+        Case("fifo_state_journal_explain", "l2", fifo(f"{STATE}/state.sqlite3-journal"), "explain",
+             "state.sqlite3-journal", fifo_re),
+        Case("fifo_lock", "l2", chain(fifo(f"{STATE}/lock"), lambda d: os.utime(d / KERNEL1)), b, "lock",
+             fifo_re),
+        Case("fifo_header", "l2", fifo("kernels/common.h"), b, "kernels/common.h", fifo_re, planning=False),
+        Case("fifo_raw_ptoas_output", "l2", fifo(RAW), b, RAW, fifo_re, planning=False),
+        Case("fifo_golden_data", "l2", chain(write("data/extra.bin", b"\0" * 16), fifo("data/extra.bin")),
+             "validate", "data/extra.bin", fifo_re, planning=False),
+    ]
+
+
+CASES = [*_meta_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(), *_golden_cases(), *_layout_cases(),
+         *_environment_cases(), *_odd_file_cases()]
 assert len({c.name for c in CASES}) == len(CASES)

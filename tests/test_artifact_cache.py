@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.artifact_cache import ArtifactCache, parse_size
+from pypto_build.artifact_cache import ArtifactCache
+from pypto_build.settings import parse_size
 
 KEYS = [f"{i:02x}" + "5a" * 15 for i in range(20)]     # 32 hex digits, 20 shards
 

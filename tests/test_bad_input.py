@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -68,8 +69,11 @@ def snapshot(path: Path, *, with_state: bool) -> dict[str, str]:
         for name in files:
             full = os.path.join(dirpath, name)
             rel = os.path.normpath(os.path.join(rel_dir, name))
-            if os.path.islink(full):
+            mode = os.lstat(full).st_mode
+            if stat.S_ISLNK(mode):
                 out[rel] = "->" + os.readlink(full)
+            elif not stat.S_ISREG(mode):            # a FIFO (odd-file cases): never read, it would block
+                out[rel] = f"special {stat.S_IFMT(mode):o}"
             else:
                 out[rel] = hashlib.sha256(Path(full).read_bytes()).hexdigest()
     return out

@@ -16,7 +16,6 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from conftest import copy_dir
 from pypto_build import synth
 from pypto_build.api import build
 from test_pto_stage import FAKE_PTOAS, K2, OLD_LINE, ptoas_runs
