@@ -9,15 +9,14 @@ doit's dict, same names) into what planning and running take.
 from __future__ import annotations
 
 import argparse
-import math
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from . import settings
 from .errors import PyptoBuildError
 from .runconfig import LOG_LEVELS, RunConfig
 
-DEFAULT_RUN_TIMEOUT = 1800.0
+DEFAULT_RUN_TIMEOUT = settings.RUN_TIMEOUT[1]
 
 
 @dataclass(frozen=True)
@@ -156,20 +155,10 @@ def run_config(values: Any) -> RunConfig:
 
 def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> float:
     """--run-timeout, else $PYPTO_RUN_TIMEOUT, else the default; one clear error for a bad value."""
-    env = os.environ if env is None else env
     given = _get(values, "run_timeout") if values is not None else None
-    where, raw = ("--run-timeout", given) if given is not None else ("PYPTO_RUN_TIMEOUT",
-                                                                     env.get("PYPTO_RUN_TIMEOUT") or None)
-    if raw is None:
-        return DEFAULT_RUN_TIMEOUT
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise PyptoBuildError(f"{where}={raw!r} is not a timeout; give a number of seconds > 0 (default "
-                              f"{DEFAULT_RUN_TIMEOUT:g})")
-    return seconds
+    if given is not None:
+        return settings.judge_seconds("--run-timeout", str(given), DEFAULT_RUN_TIMEOUT)
+    return settings.seconds(*settings.RUN_TIMEOUT, env=env)
 
 
 def graph_options(values: Any) -> dict:

@@ -19,6 +19,7 @@ from .errors import PyptoBuildError
 
 COMPILER_TIMEOUT = ("PYPTO_COMPILER_TIMEOUT", 900.0)
 PTOAS_TIMEOUT = ("PYPTO_PTOAS_TIMEOUT", 60.0)
+RUN_TIMEOUT = ("PYPTO_RUN_TIMEOUT", 1800.0)        # a replayed program (run_child.py)
 CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
 DEFAULT_CACHE_BYTES = 5 * 2**30
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -38,6 +39,11 @@ def seconds(name: str, default: float, env: Mapping[str, str] | None = None) -> 
     raw = _env(env).get(name)
     if raw is None or not raw.strip():
         return float(default)
+    return judge_seconds(name, raw, default)
+
+
+def judge_seconds(name: str, raw: object, default: float) -> float:
+    """`raw` (from `$name` or an option called `name`) as a timeout: finite and > 0, else `SettingError`."""
     try:
         value = float(raw)
         problem = ("is not a number" if math.isnan(value) else "is infinite" if math.isinf(value)
@@ -94,6 +100,7 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
     env = _env(env)
     seconds(*COMPILER_TIMEOUT, env=env)
     seconds(*PTOAS_TIMEOUT, env=env)
+    seconds(*RUN_TIMEOUT, env=env)
     words("CXX", env, "g++")
     words("CXXFLAGS", env)
     if cache:
