@@ -135,7 +135,7 @@ def test_read_only_dir_explain_and_dry_run_work_build_and_replay_refuse(referenc
             out = cli(*args)
             assert out.returncode == 0, out.stderr
             assert f"compile:aiv/main_incore_1_aiv: changed: {K1}" in out.stdout
-            assert "pypto-build: 2 would run" in out.stdout
+            assert "pypto-build: 1 would compile, 3 up to date, also 1 stamp" in out.stdout
         for verb in ("build", "replay", "validate"):
             line = one_line(out := cli(verb, str(view)))
             assert out.returncode == 2
