@@ -187,7 +187,7 @@ def test_no_run_script_for_l3_and_multi_orch(tmp_path, capsys):
     assert "distributed (L3)" in reasons[0]
     multi = synth.write_multi_orch(tmp_path / "multi")
     assert emit_runner_command(argparse.Namespace(dir=multi)) == 2
-    assert "multi-orchestration parent" in capsys.readouterr().out
+    assert "multi-orchestration parent" in capsys.readouterr().err              # an error: on stderr
     assert not (l3 / "debug").exists() and not (multi / "debug").exists()
 
 
