@@ -6,10 +6,12 @@ State saved per file: ``[mtime_ns, size, ino, ctime_ns, digest, trusted]``.
 * Different size: changed, no read.
 * Otherwise the digest decides (so `touch`, `cp -r` and checkouts rebuild nothing).
 
-``trusted`` is False when the file was younger than `RACY_NS` when its state was
-recorded: a same-size rewrite within the filesystem's timestamp granularity
-could keep the stat tuple, so such a state is always re-hashed until a later
-run records it as old enough (the racy-git / ccache guard).
+``trusted`` is False when the file changed (by ctime, `racy.changed_since`)
+within the timestamp granularity before its state was recorded: a same-size
+rewrite in that window could keep the stat tuple, so such a state is always
+re-hashed until a later run records it as settled (the racy-git / ccache
+guard). mtimes are only ever compared for equality: a file dated in the
+future is trusted like any other once its last change has settled.
 
 The class name is stored by doit per task; keep it stable.
 """
@@ -20,7 +22,8 @@ import time
 
 from doit.dependency import CHECKERS, FileChangedChecker
 
-from .hashing import RACY_NS, file_digest
+from .hashing import file_digest
+from .racy import RACY_NS, changed_since  # noqa: F401  (RACY_NS: the worst-case window, for bench/)
 
 State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 
@@ -28,15 +31,16 @@ State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns: int | None = None) -> State:
     """Record the state of `path` now.
 
-    With `changed_since_ns`, a file modified at or after that time (while a
-    compiler was reading it) gets no digest: it must be rebuilt next time.
+    With `changed_since_ns`, a file that may have changed at or after that time
+    (while a compiler was reading it) gets no digest: it must be rebuilt next time.
     """
     if st is None:
         st = os.stat(path)
+    now = time.time_ns()
     digest: str | None = file_digest(path, st)
-    if changed_since_ns is not None and st.st_mtime_ns >= changed_since_ns:
+    if changed_since_ns is not None and changed_since(st, changed_since_ns):
         digest = None
-    trusted = time.time_ns() - st.st_mtime_ns > RACY_NS
+    trusted = not changed_since(st, now)
     return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, digest, trusted]
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from pypto_build import synth
 from pypto_build.api import build
+from pypto_build.racy import FINE_NS
 
 
 def copy_dir(src: Path, dst: Path) -> Path:
@@ -60,12 +62,22 @@ def l3(built_l3, tmp_path) -> Path:
 
 
 def age_tree(root: Path, seconds: float = 3600) -> None:
-    """Set every file's and directory's mtime into the past (past the racy window)."""
+    """Set every file's and directory's mtime into the past (a `touch -d`), then wait out the racy window.
+
+    Trust rests on ctime (`pypto_build.racy`), which utime sets to now: the wait (a few
+    ticks of the kernel's clock, not seconds) lets the next run record these files as settled.
+    """
     when = os.stat(root).st_mtime - seconds
     for dirpath, _dirs, files in os.walk(root, topdown=False):
         for name in files:
             os.utime(os.path.join(dirpath, name), (when, when))
         os.utime(dirpath, (when, when))
+    settle_ctimes()
+
+
+def settle_ctimes() -> None:
+    """Wait until every change made so far is older than the racy window (nanosecond file systems)."""
+    time.sleep(2 * FINE_NS / 1e9)
 
 
 def edit(path: Path, text: str = "\n// edited\n") -> None:
