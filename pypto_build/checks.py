@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from .checker import is_modified, refreshed
+from .depfile import TRACKING
 from .stamp import stamp_matches
 
 
@@ -39,6 +40,8 @@ class UnitCheck:
             return self.why_unknown or "identity unknown"
         if values.get("context") != self.expect["context"]:
             return "runtime/PTO-ISA identity changed"
+        if values.get("tracking") != TRACKING:
+            return "headers recorded by an older pypto_build (system headers left out)"
         for header, state in (values.get("headers") or {}).items():
             try:
                 st = os.stat(header)

@@ -20,7 +20,7 @@ from . import atomic
 from .artifact_cache import ArtifactCache
 from .hashing import file_digest, text_digest
 
-VERSION = "pypto_build-cache-1"
+VERSION = "pypto_build-cache-2"     # 2: header lists from -MD (system headers too)
 MAX_CANDIDATES = 8
 
 

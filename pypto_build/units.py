@@ -98,7 +98,7 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
 def _unit(task: str, kind: str, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
           platform: Platform, timeout: float, extra_roots: tuple[str, ...] = ()) -> CompileUnit:
     covered = platform.covered_roots()
-    roots = (*covered.values(), *_include_flag_paths(argv, sub.path), *extra_roots)
+    roots = (*covered.values(), *_include_flag_paths(argv, sub.path), *extra_roots, *platform.system_dirs)
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP),
                        # The compiler itself is its own input (identity), so the key covers only its arguments.
                        argv_key(argv[len(platform.compiler.command):], covered), tuple(covered.values()), timeout,
