@@ -16,6 +16,7 @@ import functools
 import os
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 from doit.cmd_base import TaskLoader2
@@ -40,6 +41,7 @@ from .layout import STATE_DIR, load_layout
 from .lock import dir_lock, sigterm_as_interrupt
 from .workers import exit_now, supervise
 from .pto_plan import PtoOptions, pto_options
+from .ptoas import find_ptoas
 from .runconfig import RunConfig
 from .reporter import BuildReporter
 from .toolchain import default_platform, load_platform
@@ -78,12 +80,13 @@ def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None =
     """
     from .remote_cache import reachable
 
+    started = time.time_ns()
     layout = load_layout(root, include_stale=include_stale)
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
     remote = reachable(remote_cache) if check_remote else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, validate_on_replay, os.path.abspath(os.path.expanduser(cache)) if cache else None,
-                       remote)
+                       remote, started)
 
 
 def _opt(name: str, long: str, type_, default, help_: str, **extra) -> dict:
@@ -224,8 +227,13 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     lines = [graph.pto.skipped_line] if graph.pto.skipped_line else []
     if graph.layout.stale:
         return False            # keep saying it: the leftover line is printed by the full path only
-    run_key = noop.key(graph.platform.name, graph.pto.options.enabled, graph.pto.options.ptoas)
-    return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
+    # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
+    options, compiler = graph.pto.options, graph.platform.compiler
+    ptoas_path = graph.pto.lookup.path if graph.pto.lookup else find_ptoas(options.ptoas).path
+    run_key = noop.key(graph.platform.name, options.enabled, options.ptoas, compiler=compiler.probe,
+                       ptoas_path=ptoas_path)
+    paths += noop.tool_paths(compiler.path, ptoas_path)
+    return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines}, graph.planned_ns)
 
 
 def open_state(dep_file: Path, adopt: bool) -> ContentDependency:

@@ -33,6 +33,7 @@ class Graph:
     validate_on_replay: bool = False
     cache_dir: str | None = None        # artefact cache (absolute), or None
     remote_cache: str | None = None     # Bazel-HTTP remote cache URL (None when absent or unreachable)
+    planned_ns: int = 0                 # time.time_ns() before planning read anything (noop.record's reference)
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -50,9 +51,9 @@ class Graph:
 
 def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None,
                 run: RunConfig | None = None, validate_on_replay: bool = False,
-                cache_dir: str | None = None, remote_cache: str | None = None) -> Graph:
+                cache_dir: str | None = None, remote_cache: str | None = None, planned_ns: int = 0) -> Graph:
     return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()),
-                 run or RunConfig(), validate_on_replay, cache_dir, remote_cache)
+                 run or RunConfig(), validate_on_replay, cache_dir, remote_cache, planned_ns)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ import os
 import xxhash
 
 _CHUNK = 1 << 20
-RACY_NS = 2_000_000_000   # a state recorded within this of its file's mtime is not trusted by stat
 _memo: dict[tuple, str] = {}
 
 
