@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
-from . import atomic, compile_cache
+from . import atomic, compile_cache, header_sets
 from .checker import make_state
 from .depfile import TRACKING, DepfileError, parse_depfile
 from .identity import identity_covers
 from .layout import inside
+from .racy import fs_now
 from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
@@ -41,15 +41,16 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     cache = compile_cache.open_cache(cache_dir, remote) if context is not None else None
     base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
     if cache is not None:
-        start_ns = time.time_ns()
+        start_ns = fs_now(out.parent)
         hit = compile_cache.lookup(cache, base, unit.sub_rel, out)
         if hit is not None:
             # an entry another directory's run stored: its headers pass the same checks as a compile's
-            states = _escape(unit, Path("."), hit) or _header_states(unit, hit, start_ns)
+            states = _escape(unit, Path("."), hit) or _header_states(unit, _headers(hit, Path("."), unit), start_ns)
             if isinstance(states, str):
                 out.unlink(missing_ok=True)
                 return TaskFailed(states)
-            return {**_values(unit, compiler_id, context, states), "cache": "hit"}
+            values = _values(unit, compiler_id, context, states)
+            return values if isinstance(values, TaskFailed) else {**values, "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     out_arg = os.path.relpath(out, sub)
@@ -60,7 +61,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
     argv[o:o] = ["-MD", "-MF", os.path.relpath(tmp_dep, sub), "-MT", out_arg,
                  f"-ffile-prefix-map={os.path.abspath(sub)}=."]
-    start_ns = time.time_ns()
+    start_ns = fs_now(out.parent)                # a header with a later ctime may differ from what was read
     try:
         try:
             proc = subprocess.run(argv, cwd=sub, capture_output=True, text=True, errors="replace",
@@ -86,7 +87,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
         if escape:
             out.unlink(missing_ok=True)          # no binary built from an outside header stays installed
             return TaskFailed(escape)
-        states = _header_states(unit, _headers(deps, sub, unit.source, unit.covered), start_ns)
+        states = _header_states(unit, _headers(deps, sub, unit), start_ns)
         if isinstance(states, str):
             out.unlink(missing_ok=True)
             return TaskFailed(states)
@@ -94,27 +95,35 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     finally:
         for leftover in (tmp_out, tmp_dep):
             leftover.unlink(missing_ok=True)
-    values = _values(unit, compiler_id, context, states)
-    if cache is not None and all(state[4] is not None for state in values["headers"].values()):
-        compile_cache.store(cache, base, unit.sub_rel, list(values["headers"]), out)
-    return values
+    inside, outside = states
+    if cache is not None and all(state[4] is not None for state in (*inside.values(), *outside.values())):
+        compile_cache.store(cache, base, unit.sub_rel, [*inside, *outside], out)
+    return _values(unit, compiler_id, context, states)
 
 
-def _values(unit: CompileUnit, compiler_id: str, context: str | None, headers: dict) -> dict:
+def _values(unit: CompileUnit, compiler_id: str, context: str | None, states: tuple[dict, dict]) -> dict | TaskFailed:
+    """What the next check compares; the headers outside the build directory as a shared set (header_sets)."""
+    inside, outside = states
+    try:
+        shared = header_sets.store(outside) if outside else None
+    except OSError as exc:
+        return TaskFailed(_failure(unit, f"cannot record the headers it read ({exc})"))
     return {"argv": unit.argv_key, "compiler": compiler_id, "context": context, "tracking": TRACKING,
-            "headers": headers, "output": make_state(unit.output)}
+            "headers": inside, "outside": shared, "output": make_state(unit.output)}
 
 
-def _header_states(unit: CompileUnit, headers: list[str], start_ns: int) -> dict | str:
-    """The state of every header (no digest when it may have changed since `start_ns`), or one line."""
-    states = {}
-    for header in headers:
-        try:
-            states[header] = make_state(header, changed_since_ns=start_ns)
-        except OSError as exc:
-            return (f"{unit.task}: {unit.source} includes {header}, which cannot be read after the compile "
-                    f"({exc.strerror or exc}); rebuild — binary not installed")
-    return states
+def _header_states(unit: CompileUnit, headers: tuple[list[str], list[str]], start_ns: int) -> tuple[dict, dict] | str:
+    """The states of the headers inside and outside the build directory (no digest when a header may
+    have changed since `start_ns`), or one line."""
+    found: tuple[dict, dict] = ({}, {})
+    for states, paths in zip(found, headers):
+        for header in paths:
+            try:
+                states[header] = make_state(header, changed_since_ns=start_ns)
+            except OSError as exc:
+                return (f"{unit.task}: {unit.source} includes {header}, which cannot be read after the compile "
+                        f"({exc.strerror or exc}); rebuild — binary not installed")
+    return found
 
 
 def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
@@ -160,27 +169,30 @@ def _escape(unit: CompileUnit, sub: Path, deps: list[str]) -> str | None:
     return None
 
 
-def _headers(deps: list[str], sub: Path, source: str, covered: tuple[str, ...]) -> list[str]:
-    """The depfile's headers (system ones too), as paths relative to the build root (absolute outside it).
+def _headers(deps: list[str], sub: Path, unit: CompileUnit) -> tuple[list[str], list[str]]:
+    """The depfile's headers (system ones too) inside and outside the build directory, as paths relative
+    to the build root (outside it: as the compiler named them, usually absolute).
 
     Left out: the source, and headers whose content an identity vouches for
     (`identity.identity_covers`). A path is shortened (`a/b/../c.h` -> `a/c.h`)
     only when the short form is the same file, as ccache does: through a
     symbolic link, `..` does not undo the step before it.
     """
-    found: list[str] = []
-    skip = os.path.realpath(source)
+    found: tuple[list[str], list[str]] = ([], [])
+    root = os.path.realpath(".")
+    skip = os.path.realpath(unit.source)
     for dep in deps:
         joined = os.path.join(sub, dep)
         real = os.path.realpath(joined)
-        if real == skip or identity_covers(real, covered):
+        if real == skip or identity_covers(real, unit.covered):
             continue
         path = os.path.normpath(joined)
         if os.path.realpath(path) != real:
             path = joined[2:] if joined.startswith("./") else joined
         path = Path(path).as_posix()
-        if path not in found:
-            found.append(path)
+        kind = found[0] if inside(real, root) else found[1]
+        if path not in kind:
+            kind.append(path)
     return found
 
 

@@ -31,14 +31,15 @@ State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns: int | None = None) -> State:
     """Record the state of `path` now.
 
-    With `changed_since_ns`, a file that may have changed at or after that time
-    (while a compiler was reading it) gets no digest: it must be rebuilt next time.
+    With `changed_since_ns` (a `racy.fs_now()` reading), a file that may have changed
+    at or after that time (while a compiler was reading it) gets no digest: it must be
+    rebuilt next time.
     """
     if st is None:
         st = os.stat(path)
     now = time.time_ns()
     digest: str | None = file_digest(path, st)
-    if changed_since_ns is not None and changed_since(st, changed_since_ns):
+    if changed_since_ns is not None and changed_since(st, changed_since_ns, fs_clock=True):
         digest = None
     trusted = not changed_since(st, now)
     return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, digest, trusted]

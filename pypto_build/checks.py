@@ -11,16 +11,22 @@ import os
 
 from .checker import is_modified, refreshed
 from .depfile import TRACKING
+from .header_sets import SetChecker
 from .stamp import stamp_matches
 
 
 class UnitCheck:
-    """Up to date iff argv, compiler, context, headers and output all match the last build."""
+    """Up to date iff argv, compiler, context, headers and output all match the last build.
 
-    def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str):
+    `sets` is shared by the units of one graph (headers outside the build directory: `header_sets`).
+    """
+
+    def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str,
+                 sets: SetChecker | None = None):
         self.expect = {"argv": argv, "compiler": compiler, "context": context}
         self.why_unknown = why_unknown
         self.output = output
+        self.sets = sets or SetChecker()
         self.reason = ""
 
     def __call__(self, task, values) -> bool:
@@ -49,6 +55,10 @@ class UnitCheck:
                 return f"header {header} removed"
             if is_modified(header, st, state):
                 return f"header {header} changed"
+        if values.get("outside"):
+            stale = self.sets.stale(values["outside"])
+            if stale:
+                return stale
         try:
             st = os.stat(self.output)
         except OSError:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 # Recorded with every compile's values: states recorded under `-MMD` (no system headers, none behind
 # `-isystem` or `#pragma GCC system_header`) are incomplete, so their units rebuild once.
-TRACKING = "g++ -MD, read exactly"
+TRACKING = "MD exact + shared sets"
 
 
 class DepfileError(ValueError):

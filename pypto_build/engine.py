@@ -45,7 +45,7 @@ from .ptoas import find_ptoas
 from .runconfig import RunConfig
 from .reporter import BuildReporter
 from .toolchain import default_platform, load_platform
-from . import noop
+from . import header_sets, noop
 
 STATE_DB = "state.sqlite3"
 
@@ -207,6 +207,8 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     if graph is None or graph.unknown_identities():
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
+    sets = {v["outside"] for v in values.values() if v.get("outside")}
+    header_sets.prune(graph.layout.root, sets)
     if any(v.get("not_applied") or v.get("forced") for v in values.values()):
         return False
     paths: list[str] = [".", *graph.layout.markers]
@@ -220,6 +222,11 @@ def record_noop(graph: Graph, tasks: list) -> bool:
             paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
         for u in p.units:
             paths += [u.source, u.output, *(values.get(u.task, {}).get("headers") or {})]
+    for name in sorted(sets):                  # headers outside the build directory, and their record
+        states = header_sets.read(name)
+        if states is None:
+            return False                       # its units rebuild next run
+        paths += [header_sets.record_path(name).as_posix(), *states]
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.split(":")[0] in ("ptoas", "splice", "compile",

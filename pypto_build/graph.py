@@ -12,6 +12,7 @@ from functools import partial
 
 from .actions import run_compile, run_stamp
 from .checks import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
+from .header_sets import SetChecker
 from .layout import BuildKind, Layout
 from .pto_actions import adopt_splice, run_ptoas, run_splice
 from .pto_plan import PtoOptions, PtoPlan, plan_pto
@@ -109,6 +110,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
         })
         splices.setdefault(u.sub_rel, []).append(f"splice:{u.name}")
     compiler_id = graph.platform.compiler.identity
+    sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
     for p in graph.plans:
         ctx, why = p.context.digest, p.context.unknown
         for unit in p.units:
@@ -120,7 +122,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
                 "actions": [(run_compile, [unit, compiler_id, ctx, graph.cache_dir, graph.remote_cache])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
-                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output)],
+                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],
                 "clean": True,
                 "meta": {"unit": unit},
             })

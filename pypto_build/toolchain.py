@@ -122,9 +122,9 @@ def _ask_search_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[str
             return tuple(dict.fromkeys(dirs))
         elif listing and line.startswith(" "):
             dirs.append(os.path.realpath(line.strip().removesuffix(" (framework directory)")))
-    first = next((ln for ln in (out.stderr or out.stdout).splitlines() if ln.strip()), f"exit status {out.returncode}")
-    raise ToolchainError(f"{compiler.path}: '-E -v' did not list its include directories ({first.strip()[:200]}); "
-                         "check $CXX and $CXXFLAGS")
+    said = [ln.strip() for ln in (out.stderr or out.stdout).splitlines() if ln.strip()]
+    raise ToolchainError(f"{compiler.path}: '-E -v' did not list its include directories "
+                         f"({said[0][:200] if said else f'exit status {out.returncode}'}); check $CXX and $CXXFLAGS")
 
 
 def host_compiler(env: dict | None = None) -> Compiler:

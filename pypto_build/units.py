@@ -98,11 +98,12 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
 def _unit(task: str, kind: str, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
           platform: Platform, timeout: float, extra_roots: tuple[str, ...] = ()) -> CompileUnit:
     covered = platform.covered_roots()
-    roots = (*covered.values(), *_include_flag_paths(argv, sub.path), *extra_roots, *platform.system_dirs)
+    roots = (*covered.values(), *_include_flag_paths(argv, sub.path), *extra_roots)
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP),
                        # The compiler itself is its own input (identity), so the key covers only its arguments.
                        argv_key(argv[len(platform.compiler.command):], covered), tuple(covered.values()), timeout,
-                       tuple(dict.fromkeys(real_path(r) for r in roots)))
+                       # the compiler's search directories come resolved
+                       tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs])))
 
 
 _INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")

@@ -7,6 +7,7 @@ header outside the build directory and the include roots is refused through each
 """
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -45,6 +46,10 @@ def test_headers_under_an_isystem_dir_of_cxxflags_are_tracked(l2, tmp_path, monk
     assert result.compiled == [K1]
     assert reasons(result)[K1] == f"header {sysinc}/site.h changed"
     assert build(l2).compiled == []
+    from pypto_build import header_sets
+    named = {values_of(l2, t)["outside"] for t in [*KERNELS, "orch:main"]}
+    assert {p.name for p in (l2 / header_sets.SETS_DIR).iterdir()} == {f"{n}.json" for n in named}, \
+        "the record of the set before the edit was pruned"
 
 
 def test_a_system_header_pragma_hides_nothing_it_includes(l2):
@@ -58,15 +63,25 @@ def test_a_system_header_pragma_hides_nothing_it_includes(l2):
     assert reasons(result)[K1] == "header kernels/vendor_impl.h changed"
 
 
-def test_system_headers_of_the_compiler_are_tracked_too(l2):
-    """-MD lists <cstdint> and what it includes: they are inputs like any other (state keys are absolute)."""
+def values_of(root: Path, task: str) -> dict:
     from pypto_build.engine import STATE_DB, open_state
-    dep = open_state(l2 / ".pypto_build" / STATE_DB, adopt=False)
+    dep = open_state(root / ".pypto_build" / STATE_DB, adopt=False)
     try:
-        headers = dep.get_values(K1)["headers"]
+        return dep.get_values(task)
     finally:
         dep.backend._conn.close()
-    assert any(h.endswith("/cstdint") and h.startswith("/") for h in headers), sorted(headers)
+
+
+def test_system_headers_of_the_compiler_are_tracked_in_one_shared_set(l2):
+    """-MD lists <cstdint> and what it includes: inputs like any other, their states kept once for all units."""
+    from pypto_build import header_sets
+    sets = {task: values_of(l2, task)["outside"] for task in KERNELS}
+    assert len(set(sets.values())) == 1, "the three kernels read the same system headers: one record"
+    states = header_sets.read(sets[K1], l2)
+    assert any(h.endswith("/cstdint") and h.startswith("/") for h in states), sorted(states)
+    assert not any(h.startswith("/") for h in values_of(l2, K1)["headers"]), "no per-unit copy"
+    assert sorted(p.name for p in (l2 / header_sets.SETS_DIR).iterdir()) == \
+        sorted({f"{n}.json" for n in [*sets.values(), values_of(l2, "orch:main")["outside"]]})
 
 
 NAMES = ["a:b.h", "with space.h", "hash#1.h", "dollar$1.h", "back\\slash.h", "tab\there.h", "c:\\d e#f$.h"]
@@ -150,12 +165,8 @@ def test_pto_isa_headers_git_ignores_are_tracked_per_unit(l2, pto_isa_ignored, m
 def test_tracked_pto_isa_headers_stay_covered_by_the_revision(l2, pto_isa_ignored, monkeypatch):
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa_ignored))
     build(l2)
-    from pypto_build.engine import STATE_DB, open_state
-    dep = open_state(l2 / ".pypto_build" / STATE_DB, adopt=False)
-    try:
-        headers = dep.get_values(K1)["headers"]
-    finally:
-        dep.backend._conn.close()
+    from pypto_build import header_sets
+    headers = header_sets.read(values_of(l2, K1)["outside"], l2)
     assert str(pto_isa_ignored / "include/pto/generated.hpp") in headers
     assert not any(h.endswith("pto-inst.hpp") for h in headers), "git's revision covers it"
 
@@ -191,10 +202,44 @@ def test_states_recorded_without_system_headers_rebuild_once(l2):
     """A directory built by an older pypto_build (-MMD: no system headers) is not trusted to be complete."""
     from pypto_build.engine import STATE_DB, open_state
     dep = open_state(l2 / ".pypto_build" / STATE_DB, adopt=False)
-    values = dep.get_values(K1)
+    values = dict(dep.get_values(K1))
     dep._set(K1, "_values_:", {k: v for k, v in values.items() if k != "tracking"})
     dep.close()
     result = build(l2)
     assert result.compiled == [K1]
     assert reasons(result)[K1] == "headers recorded by an older pypto_build (system headers left out)"
     assert build(l2).compiled == []
+
+
+@pytest.mark.parametrize("damage", ["removed", "garbled", "another set's"])
+def test_a_missing_or_damaged_record_of_outside_headers_rebuilds_its_units(l2, damage):
+    from pypto_build import header_sets
+    name = values_of(l2, K1)["outside"]
+    record = l2 / header_sets.SETS_DIR / f"{name}.json"
+    orch = l2 / header_sets.SETS_DIR / f"{values_of(l2, 'orch:main')['outside']}.json"
+    if damage == "removed":
+        record.unlink()
+    elif damage == "garbled":
+        record.write_text(record.read_text()[:-20])
+    else:
+        record.write_bytes(orch.read_bytes())                # valid, but not the set its name says
+    result = build(l2)
+    assert result.compiled == KERNELS
+    assert set(reasons(result).values()) == {f"{header_sets.SETS_DIR}/{name}.json (states of headers outside "
+                                             "the build directory) missing or damaged"}
+    assert header_sets.read(name, l2) is not None, "rewritten by the compiles"
+    assert build(l2).compiled == []
+
+
+def test_a_compiler_that_cannot_list_its_include_dirs_is_one_line(l2, tmp_path):
+    """The compiler's own search directories are include roots: not knowing them is bad environment (exit 2)."""
+    fake = tmp_path / "odd-cxx"
+    fake.write_text('#!/bin/sh\ncase "$1" in --version) echo "odd 1.0";; *) echo "odd: what is -E?" >&2; exit 1;; '
+                    "esac\n")
+    fake.chmod(0o755)
+    out = subprocess.run(["pypto-build", "build", str(l2)], capture_output=True, text=True,
+                         env={**os.environ, "CXX": str(fake)})
+    assert out.returncode == 2, out.stderr
+    line, = out.stderr.splitlines()
+    assert str(fake) in line and "'-E -v' did not list its include directories (odd: what is -E?)" in line
+    assert "Traceback" not in out.stdout

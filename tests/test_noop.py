@@ -205,3 +205,19 @@ def test_a_header_dated_in_the_future_rebuilds_its_includers_once(settled):
     build(settled)                                      # the full path records the no-op summary...
     assert (settled / ".pypto_build/noop.json").exists()
     assert is_fast(build(settled))                      # ...and the fast path answers the next run
+
+
+def test_a_header_outside_the_directory_is_in_the_record(l2, tmp_path, monkeypatch):
+    """Headers outside the build dir (here under an -isystem dir of CXXFLAGS) defeat the fast path when edited."""
+    sysinc = tmp_path / "sysinc"
+    sysinc.mkdir()
+    (sysinc / "site.h").write_text("#define SITE 1\n")
+    src = synth.kernel_path(l2, 1)
+    src.write_text(src.read_text().replace('#include "tensor.h"', '#include "tensor.h"\n#include <site.h>', 1))
+    monkeypatch.setenv("CXXFLAGS", f"-isystem {sysinc}")
+    assert len(build(l2).compiled) == 4
+    settle(l2)
+    assert is_fast(build(l2))
+    edit(sysinc / "site.h")
+    result = build(l2)
+    assert not is_fast(result) and result.compiled == ["compile:aiv/main_incore_1_aiv"]

@@ -6,7 +6,7 @@ import time
 
 from conftest import settle_ctimes
 from pypto_build.checker import is_modified, make_state
-from pypto_build.racy import changed_since
+from pypto_build.racy import changed_since, fs_now
 
 FUTURE = time.time() + 86400
 
@@ -35,9 +35,9 @@ def test_a_change_after_a_compile_started_leaves_no_digest_whatever_the_mtime(tm
     path = tmp_path / "h.h"
     path.write_text("one\n")
     settle_ctimes()
-    started = time.time_ns()
+    started = fs_now(tmp_path)                            # the file system's clock, as a compile reads it
     path.write_text("two\n")
     os.utime(path, (1_000_000_000, 1_000_000_000))       # dated 2001: a `touch -d`, a `cp -p`
     st = os.stat(path)
-    assert changed_since(st, started)
+    assert changed_since(st, started, fs_clock=True)
     assert make_state(str(path), st, changed_since_ns=started)[4] is None
