@@ -222,11 +222,10 @@ def record_noop(graph: Graph, tasks: list) -> bool:
             paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
         for u in p.units:
             paths += [u.source, u.output, *(values.get(u.task, {}).get("headers") or {})]
-    for name in sorted(sets):                  # headers outside the build directory, and their record
-        states = header_sets.read(name)
-        if states is None:
-            return False                       # its units rebuild next run
-        paths += [header_sets.record_path(name).as_posix(), *states]
+    outside = header_sets.files_of(sets)       # headers outside the build directory, and their records
+    if outside is None:
+        return False                           # a record is gone: its units rebuild next run
+    paths += outside
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.split(":")[0] in ("ptoas", "splice", "compile",

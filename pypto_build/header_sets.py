@@ -50,6 +50,17 @@ def read(name: str, root: Path | str = ".") -> dict[str, list] | None:
     return None
 
 
+def files_of(names: set[str]) -> list[str] | None:
+    """The records of sets `names` and the headers in them (for the no-op record); None if one is unreadable."""
+    files: list[str] = []
+    for name in sorted(names):
+        states = read(name)
+        if states is None:
+            return None
+        files += [record_path(name).as_posix(), *states]
+    return files
+
+
 class SetChecker:
     """Each set's verdict, once per run: "" when every header in it is unchanged, else why not.
 
