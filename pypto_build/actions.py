@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
-from . import atomic, compile_cache, procs
+from . import atomic, compile_cache, header_sets, procs
 from .checker import make_state
-from .depfile import parse_depfile
+from .depfile import TRACKING, DepfileError, parse_depfile
+from .identity import identity_covers
 from .layout import inside
 from .oserrors import FREE_SPACE, one_line_failures
+from .racy import fs_now
 from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
@@ -46,23 +47,27 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     cache = compile_cache.open_cache(cache_dir, remote) if context is not None else None
     base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
     if cache is not None:
-        start_ns = time.time_ns()
+        start_ns = fs_now(out.parent)
         hit = compile_cache.lookup(cache, base, unit.sub_rel, out)
         if hit is not None:
-            escape = _escape(unit, Path("."), hit)       # an entry another directory's run stored
-            if escape:
+            # an entry another directory's run stored: its headers pass the same checks as a compile's
+            states = _escape(unit, Path("."), hit) or _header_states(unit, _headers(hit, Path("."), unit), start_ns)
+            if isinstance(states, str):
                 out.unlink(missing_ok=True)
-                return TaskFailed(escape)
-            return {**_values(unit, compiler_id, context, hit, start_ns), "cache": "hit"}
+                return TaskFailed(states)
+            values = _values(unit, compiler_id, context, states)
+            return values if isinstance(values, TaskFailed) else {**values, "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     out_arg = procs.path_arg(os.path.relpath(out, sub))
     argv = list(unit.argv)
     o = len(argv) - 1 - argv[::-1].index("-o")
     argv[o + 1] = procs.path_arg(os.path.relpath(tmp_out, sub))
-    argv[o:o] = ["-MMD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg,
+    # -MD, not -MMD: -MMD leaves out every header it deems a system one (under -isystem, after
+    # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
+    argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg,
                  f"-ffile-prefix-map={os.path.abspath(sub)}=."]
-    start_ns = time.time_ns()
+    start_ns = fs_now(out.parent)                # a header with a later ctime may differ from what was read
     try:
         try:
             proc = procs.run(argv, cwd=sub, timeout=unit.timeout)
@@ -73,33 +78,56 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
                                        "every process it started; raise PYPTO_COMPILER_TIMEOUT)"))
         if proc.returncode != 0:
             return TaskFailed(_failure(unit, proc.output or proc.how))
-        deps = _read_depfile(tmp_dep)
+        try:
+            deps = _read_depfile(tmp_dep, out_arg)
+        except DepfileError as exc:
+            out.unlink(missing_ok=True)
+            return TaskFailed(_failure(unit, f"the compiler's dependency file cannot be read exactly ({exc}), so "
+                                             "the headers it read cannot be checked — binary not installed"))
         if deps is None:
-            return TaskFailed(_failure(unit, "the compiler wrote no dependency file (-MMD -MF), so the headers "
+            return TaskFailed(_failure(unit, "the compiler wrote no dependency file (-MD -MF), so the headers "
                                              "it read cannot be checked; use a gcc-compatible CXX"))
         escape = _escape(unit, sub, deps)
         if escape:
             out.unlink(missing_ok=True)          # no binary built from an outside header stays installed
             return TaskFailed(escape)
-        headers = _headers(deps, sub, unit.source, unit.covered)
+        states = _header_states(unit, _headers(deps, sub, unit), start_ns)
+        if isinstance(states, str):
+            out.unlink(missing_ok=True)
+            return TaskFailed(states)
         os.replace(tmp_out, out)
     finally:
         for leftover in (tmp_out, tmp_dep):
             leftover.unlink(missing_ok=True)
-    values = _values(unit, compiler_id, context, headers, start_ns)
-    if cache is not None and all(state[4] is not None for state in values["headers"].values()):
-        compile_cache.store(cache, base, unit.sub_rel, list(values["headers"]), out)
-    return values
+    inside, outside = states
+    if cache is not None and all(state[4] is not None for state in (*inside.values(), *outside.values())):
+        compile_cache.store(cache, base, unit.sub_rel, [*inside, *outside], out)
+    return _values(unit, compiler_id, context, states)
 
 
-def _values(unit: CompileUnit, compiler_id: str, context: str | None, headers: list[str], start_ns: int) -> dict:
-    return {
-        "argv": unit.argv_key,
-        "compiler": compiler_id,
-        "context": context,
-        "headers": {h: make_state(h, changed_since_ns=start_ns) for h in headers if os.path.exists(h)},
-        "output": make_state(unit.output),
-    }
+def _values(unit: CompileUnit, compiler_id: str, context: str | None, states: tuple[dict, dict]) -> dict | TaskFailed:
+    """What the next check compares; the headers outside the build directory as a shared set (header_sets)."""
+    inside, outside = states
+    try:
+        shared = header_sets.store(outside) if outside else None
+    except OSError as exc:
+        return TaskFailed(_failure(unit, f"cannot record the headers it read ({exc})"))
+    return {"argv": unit.argv_key, "compiler": compiler_id, "context": context, "tracking": TRACKING,
+            "headers": inside, "outside": shared, "output": make_state(unit.output)}
+
+
+def _header_states(unit: CompileUnit, headers: tuple[list[str], list[str]], start_ns: int) -> tuple[dict, dict] | str:
+    """The states of the headers inside and outside the build directory (no digest when a header may
+    have changed since `start_ns`), or one line."""
+    found: tuple[dict, dict] = ({}, {})
+    for states, paths in zip(found, headers):
+        for header in paths:
+            try:
+                states[header] = make_state(header, changed_since_ns=start_ns)
+            except OSError as exc:
+                return (f"{unit.task}: {unit.source} includes {header}, which cannot be read after the compile "
+                        f"({exc.strerror or exc}); rebuild — binary not installed")
+    return found
 
 
 @one_line_failures
@@ -115,19 +143,30 @@ def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
     return {"stamp": stamp}
 
 
-def _read_depfile(depfile: Path) -> list[str] | None:
-    """Every file the compiler read (system headers aside), as written; None without a depfile."""
+def _read_depfile(depfile: Path, target: str) -> list[str] | None:
+    """Every file the compiler read, as written (DepfileError when not exactly parseable); None without one."""
     try:
-        return parse_depfile(depfile.read_text(encoding="utf-8", errors="surrogateescape"))
+        text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
         return None
+    return parse_depfile(text, target)
 
 
 def _escape(unit: CompileUnit, sub: Path, deps: list[str]) -> str | None:
-    """One line about the first dependency outside the build directory and the unit's include roots."""
+    """One line about the first dependency that is gone, or outside the build directory and the include roots.
+
+    Include roots are the unit's own (`CompileUnit.include_roots`: identity-covered roots, every
+    -I/-isystem/... of its argv, the compiler's built-in search directories).
+    """
     root = os.path.realpath(".")                 # actions run in the build root
     for dep in deps:
-        real = os.path.realpath(os.path.join(sub, dep))
+        try:
+            real = os.path.realpath(os.path.join(sub, dep), strict=True)
+        except OSError:
+            # A name a depfile cannot represent reads back as another, missing one: never assume it is inside.
+            return (f"{unit.task}: {unit.source} includes {dep!r}, which does not exist after the compile (removed "
+                    "meanwhile, or a header name with a newline or a trailing backslash, which a depfile cannot "
+                    "represent); rename the header or rebuild — binary not installed")
         if not inside(real, root) and not any(inside(real, r) for r in unit.include_roots):
             return (f"{unit.task}: {unit.source} includes {dep}, which resolves outside the build directory "
                     f"(to {real}); keep headers inside the build directory (an external kernel may also use "
@@ -135,18 +174,30 @@ def _escape(unit: CompileUnit, sub: Path, deps: list[str]) -> str | None:
     return None
 
 
-def _headers(deps: list[str], sub: Path, source: str, covered: tuple[str, ...]) -> list[str]:
-    """The depfile's headers, as paths relative to the build root.
+def _headers(deps: list[str], sub: Path, unit: CompileUnit) -> tuple[list[str], list[str]]:
+    """The depfile's headers (system ones too) inside and outside the build directory, as paths relative
+    to the build root (outside it: as the compiler named them, usually absolute).
 
-    Headers under `covered` roots are left out: an identity covers them.
+    Left out: the source, and headers whose content an identity vouches for
+    (`identity.identity_covers`). A path is shortened (`a/b/../c.h` -> `a/c.h`)
+    only when the short form is the same file, as ccache does: through a
+    symbolic link, `..` does not undo the step before it.
     """
-    found = []
+    found: tuple[list[str], list[str]] = ([], [])
+    root = os.path.realpath(".")
+    skip = os.path.realpath(unit.source)
     for dep in deps:
-        path = dep if os.path.isabs(dep) else os.path.normpath(os.path.join(sub, dep))
-        if any(path.startswith(root + os.sep) for root in covered):
+        joined = os.path.join(sub, dep)
+        real = os.path.realpath(joined)
+        if real == skip or identity_covers(real, unit.covered):
             continue
-        if path != source and path not in found:
-            found.append(Path(path).as_posix())
+        path = os.path.normpath(joined)
+        if os.path.realpath(path) != real:
+            path = joined[2:] if joined.startswith("./") else joined
+        path = Path(path).as_posix()
+        kind = found[0] if inside(real, root) else found[1]
+        if path not in kind:
+            kind.append(path)
     return found
 
 

@@ -93,7 +93,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     pto = pto or pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied_pto)
     platform = platform or default_platform()
     if not tasks and not recompile and not include_stale and trace is None:
-        hit = noop.check(root, noop.key(platform, pto.enabled, pto.ptoas))
+        hit = noop.check(root, lambda: noop.key(platform, pto.enabled, pto.ptoas))
         if hit is not None:
             return _noop_result(root, platform, hit, progress)
     from .engine import load_graph

@@ -9,10 +9,12 @@ State saved per file: ``[mtime_ns, size, ino, ctime_ns, digest, trusted]``.
 A FIFO, socket or device where a file was is never read (reading could block
 forever): it counts as changed, and its state carries no digest.
 
-``trusted`` is False when the file was younger than `RACY_NS` when its state was
-recorded: a same-size rewrite within the filesystem's timestamp granularity
-could keep the stat tuple, so such a state is always re-hashed until a later
-run records it as old enough (the racy-git / ccache guard).
+``trusted`` is False when the file changed (by ctime, `racy.changed_since`)
+within the timestamp granularity before its state was recorded: a same-size
+rewrite in that window could keep the stat tuple, so such a state is always
+re-hashed until a later run records it as settled (the racy-git / ccache
+guard). mtimes are only ever compared for equality: a file dated in the
+future is trusted like any other once its last change has settled.
 
 The class name is stored by doit per task; keep it stable.
 """
@@ -23,8 +25,12 @@ import time
 
 from doit.dependency import CHECKERS, FileChangedChecker
 
-from .hashing import RACY_NS, file_digest
+from .hashing import file_digest
+from .racy import RACY_NS, changed_since
 from .safeio import NotRegularFile, is_regular
+
+__all__ = ["State", "make_state", "same_stat", "is_modified", "refreshed", "XXHChecker",
+           "RACY_NS"]    # RACY_NS: the worst-case racy window (bench/ reads it here)
 
 State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 
@@ -32,19 +38,20 @@ State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns: int | None = None) -> State:
     """Record the state of `path` now.
 
-    With `changed_since_ns`, a file modified at or after that time (while a
-    compiler was reading it) gets no digest: it must be rebuilt next time; so
-    does anything but a regular file (never read).
+    With `changed_since_ns` (a `racy.fs_now()` reading), a file that may have changed
+    at or after that time (while a compiler was reading it) gets no digest: it must be
+    rebuilt next time; so does anything but a regular file (never read).
     """
     if st is None:
         st = os.stat(path)
+    now = time.time_ns()
     try:
         digest: str | None = file_digest(path, st)
     except NotRegularFile:          # a FIFO or device: never read
         digest = None
-    if changed_since_ns is not None and st.st_mtime_ns >= changed_since_ns:
+    if changed_since_ns is not None and changed_since(st, changed_since_ns, fs_clock=True):
         digest = None
-    trusted = time.time_ns() - st.st_mtime_ns > RACY_NS
+    trusted = not changed_since(st, now)
     return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, digest, trusted]
 
 

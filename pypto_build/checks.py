@@ -11,16 +11,23 @@ import os
 
 from .checker import is_modified, refreshed
 from .safeio import NotRegularFile, check_regular
+from .depfile import TRACKING
+from .header_sets import SetChecker
 from .stamp import stamp_matches
 
 
 class UnitCheck:
-    """Up to date iff argv, compiler, context, headers and output all match the last build."""
+    """Up to date iff argv, compiler, context, headers and output all match the last build.
 
-    def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str):
+    `sets` is shared by the units of one graph (headers outside the build directory: `header_sets`).
+    """
+
+    def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str,
+                 sets: SetChecker | None = None):
         self.expect = {"argv": argv, "compiler": compiler, "context": context}
         self.why_unknown = why_unknown
         self.output = output
+        self.sets = sets or SetChecker()
         self.reason = ""
         self.blocked = ""       # a header that is a FIFO or device: the compiler would block on it
 
@@ -42,9 +49,15 @@ class UnitCheck:
             return self.why_unknown or "identity unknown"
         if values.get("context") != self.expect["context"]:
             return "runtime/PTO-ISA identity changed"
+        if values.get("tracking") != TRACKING:
+            return "headers recorded by an older pypto_build (system headers left out)"
         changed = first_changed(values.get("headers") or {})
         if changed:
             return f"header {changed}"
+        if values.get("outside"):
+            stale = self.sets.stale(values["outside"])
+            if stale:
+                return stale
         try:
             st = os.stat(self.output)
         except OSError:

@@ -26,7 +26,7 @@ from .safeio import read_text
 if TYPE_CHECKING:
     from .remote_cache import Remote
 
-VERSION = "pypto_build-cache-1"
+VERSION = "pypto_build-cache-2"     # 2: header lists from -MD (system headers too)
 MAX_CANDIDATES = 8
 
 

@@ -16,6 +16,7 @@ import functools
 import os
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,13 +42,14 @@ from .lock import dir_lock, sigterm_as_interrupt
 from .workers import exit_now, supervise
 from . import options
 from .pto_plan import PtoOptions, pto_options
+from .ptoas import find_ptoas
 from .runconfig import RunConfig
 from .oserrors import run_failure
 from .settings import check_environment
 from .statedb import open_state
 from .reporter import BuildReporter
 from .toolchain import default_platform, load_platform
-from . import noop
+from . import header_sets, noop
 
 if TYPE_CHECKING:
     from .remote_cache import Remote
@@ -78,13 +80,14 @@ def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None =
     """
     from .remote_cache import open_remote
 
+    started = time.time_ns()
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
     check_environment(cache=bool(cache))       # a bad value: one line, before anything is read or written
     layout = load_layout(root, include_stale=include_stale)
     remote = open_remote(remote_cache) if check_remote else None if isinstance(remote_cache, str) else remote_cache
     return build_graph(layout, load_platform(platform or default_platform()), pto or pto_options(),
                        run, os.path.abspath(os.path.expanduser(cache)) if cache else None, remote,
-                       run_timeout if run_timeout is not None else options.run_timeout())
+                       run_timeout if run_timeout is not None else options.run_timeout(), started)
 
 
 class BuildDirLoader(TaskLoader2):
@@ -154,6 +157,8 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     if graph is None or graph.unknown_identities():
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
+    sets = {v["outside"] for v in values.values() if v.get("outside")}
+    header_sets.prune(graph.layout.root, sets)
     if any(v.get("not_applied") or v.get("forced") for v in values.values()):
         return False
     paths: list[str] = [".", *graph.layout.markers]
@@ -167,6 +172,10 @@ def record_noop(graph: Graph, tasks: list) -> bool:
             paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
         for u in p.units:
             paths += [u.source, u.output, *(values.get(u.task, {}).get("headers") or {})]
+    outside = header_sets.files_of(sets)       # headers outside the build directory, and their records
+    if outside is None:
+        return False                           # a record is gone: its units rebuild next run
+    paths += outside
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.split(":")[0] in ("ptoas", "splice", "compile",
@@ -174,8 +183,13 @@ def record_noop(graph: Graph, tasks: list) -> bool:
     lines = [graph.pto.skipped_line] if graph.pto.skipped_line else []
     if graph.layout.stale:
         return False            # keep saying it: the leftover line is printed by the full path only
-    run_key = noop.key(graph.platform.name, graph.pto.options.enabled, graph.pto.options.ptoas)
-    return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines})
+    # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
+    pto, compiler = graph.pto.options, graph.platform.compiler
+    ptoas_path = graph.pto.lookup.path if graph.pto.lookup else find_ptoas(pto.ptoas).path
+    run_key = noop.key(graph.platform.name, pto.enabled, pto.ptoas, compiler=compiler.probe,
+                       ptoas_path=ptoas_path)
+    paths += noop.tool_paths(compiler.path, ptoas_path)
+    return noop.record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines}, graph.planned_ns)
 
 
 class BuildDirCommand:

@@ -13,6 +13,7 @@ from functools import partial
 
 from .actions import run_compile, run_stamp
 from .checks import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
+from .header_sets import SetChecker
 from .layout import BuildKind, Layout
 from .pto_actions import adopt_splice, record_adopted, run_ptoas, run_splice
 from .pto_plan import PtoOptions, PtoPlan, plan_pto
@@ -37,6 +38,7 @@ class Graph:
     cache_dir: str | None = None        # artefact cache (absolute), or None
     remote_cache: Remote | None = None  # the run's Bazel-HTTP remote cache (None when absent or unreachable)
     run_timeout: float = 1800.0         # seconds a replay/validate run may take
+    planned_ns: int = 0                 # time.time_ns() before planning read anything (noop.record's reference)
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -54,9 +56,9 @@ class Graph:
 
 def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None,
                 run: RunConfig | None = None, cache_dir: str | None = None, remote_cache: Remote | None = None,
-                run_timeout: float = 1800.0) -> Graph:
+                run_timeout: float = 1800.0, planned_ns: int = 0) -> Graph:
     return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()),
-                 run or RunConfig(), cache_dir, remote_cache, run_timeout)
+                 run or RunConfig(), cache_dir, remote_cache, run_timeout, planned_ns)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
         })
         splices.setdefault(u.sub_rel, []).append(f"splice:{u.name}")
     compiler_id = graph.platform.compiler.identity
+    sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
     for p in graph.plans:
         ctx, why = p.context.digest, p.context.unknown
         for unit in p.units:
@@ -126,7 +129,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
                 "actions": [(run_compile, [unit, compiler_id, ctx, graph.cache_dir, graph.remote_cache])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
-                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output)],
+                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],
                 "clean": True,
                 "meta": {"unit": unit},
             })

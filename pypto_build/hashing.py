@@ -13,7 +13,6 @@ import xxhash
 from .safeio import check_regular, open_regular
 
 _CHUNK = 1 << 20
-RACY_NS = 2_000_000_000   # a state recorded within this of its file's mtime is not trusted by stat
 _memo: dict[tuple, str] = {}
 
 

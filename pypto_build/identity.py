@@ -6,16 +6,19 @@ unit rebuilds and no stamp is written (fail closed).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
 from .hashing import file_digest, text_digest
+from .layout import inside
 from .procs import run
 from .toolchain import PACKAGE_DIR, Platform
 
 HOST_RUNTIME_DIR = PACKAGE_DIR / "runtime" / "host"
 GIT_TIMEOUT_S = 5.0
+_LISTING_BYTES = 256 << 20      # `git ls-files` of a large checkout, kept whole
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,11 @@ def clean_git_revision(root: Path) -> Revision:
         return Revision(None, f"git cannot read {root}")
     if status.stdout.strip():
         return Revision(None, f"{root} has uncommitted or untracked changes")
+    hidden = _hidden_from_status(str(root))
+    if hidden:
+        return Revision(None, f"{root} has files git status does not check ({hidden}: assume-unchanged or "
+                              "skip-worktree); clear the bit with git update-index --no-assume-unchanged / "
+                              "--no-skip-worktree")
     return Revision(head.stdout.strip())
 
 
@@ -87,3 +95,79 @@ def binary_context(platform: Platform, runtime_name: str) -> BinaryContext:
     """The context binaries of one sub-build are built under."""
     return BinaryContext(platform.name, runtime_name, host_runtime_revision(),
                          _pto_isa_revision(platform.pto_isa_root))
+
+
+def identity_covers(real: str, roots: tuple[str, ...]) -> bool:
+    """Whether an identity vouches for the content of the header at resolved path `real`.
+
+    `roots` are the resolved directories of `Platform.covered_roots()`.
+
+    Under the package's host runtime: yes (its revision digests every file there).
+    Under a git checkout (`PTO_ISA_ROOT`): only for a file git tracks and may
+    report as modified — its revision is HEAD of a clean checkout, and `git status`
+    never shows ignored files (nor assume-unchanged / skip-worktree ones). Other
+    headers are tracked per unit.
+    """
+    for top in roots:
+        if not inside(real, top):
+            continue
+        if top == str(HOST_RUNTIME_DIR):
+            return True
+        return (_index_tags(top) or {}).get(os.path.relpath(real, top)) == "H"
+    return False
+
+
+def _hidden_from_status(top: str) -> str | None:
+    """The first file whose edits `git status` would not report: assume-unchanged (a lower-case tag), or
+    skip-worktree (`S`) and present on disk (a sparse checkout's absent files are fine)."""
+    tags = _index_tags(top)
+    if tags is None:
+        return "git ls-files failed"
+    for path, tag in tags.items():
+        if tag.islower() or (tag == "S" and os.path.lexists(os.path.join(top, path))):
+            return path
+    return None
+
+
+_tags: dict[tuple, dict[str, str]] = {}
+
+
+def _index_tags(top: str) -> dict[str, str] | None:
+    """`git ls-files -v` of the checkout at `top`: path -> tag (`H`: tracked, nothing hidden); None on failure.
+
+    Memoised per process on the stat of the checkout's index, which every add, rm,
+    commit, checkout and update-index rewrites.
+    """
+    index = _index_file(top)
+    try:
+        st = os.stat(index) if index else None
+    except OSError:
+        st = None
+    key = (top, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st else None
+    if key is not None and key in _tags:
+        return _tags[key]
+    try:
+        out = run(["git", "ls-files", "-z", "-v"], cwd=top, timeout=30, head=_LISTING_BYTES, tail=0)
+    except OSError:
+        return None
+    if out.returncode:          # failed, or timed out (None)
+        return None
+    tags = {entry[2:]: entry[:1] for entry in out.stdout.split("\0") if len(entry) > 2}
+    if key is not None:
+        _tags[key] = tags
+    return tags
+
+
+def _index_file(top: str) -> str | None:
+    """`.git/index`, or the index of a linked worktree / submodule (`.git` is then a `gitdir:` file)."""
+    dot = os.path.join(top, ".git")
+    if os.path.isdir(dot):
+        return os.path.join(dot, "index")
+    try:
+        with open(dot, encoding="utf-8") as handle:
+            line = handle.readline().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return os.path.join(top, line[len("gitdir:"):].strip(), "index")

@@ -17,7 +17,7 @@ from .errors import ToolchainError
 from .hashing import file_digest, text_digest
 from .procs import path_arg
 
-__all__ = ["PtoasLookup", "find_ptoas", "infer_level", "ptoas_argv", "ptoas_identity", "LEVELS"]
+__all__ = ["PtoasLookup", "find_ptoas", "identity_files", "infer_level", "ptoas_argv", "ptoas_identity", "LEVELS"]
 
 LEVELS = ("level2", "level3")
 
@@ -121,6 +121,12 @@ def _launched_binaries(path: str) -> list[str]:
     return found
 
 
+def identity_files(path: str) -> list[str]:
+    """The files `ptoas_identity` reads: the resolved executable, then the `bin/ptoas` a launcher runs."""
+    resolved = _resolved(path)
+    return [resolved, *(_launched_binaries(resolved) if _is_launcher(resolved) else [])]
+
+
 def ptoas_identity(path: str) -> str:
     """xxh3-128 digest of ptoas's resolved path and content.
 
@@ -129,11 +135,10 @@ def ptoas_identity(path: str) -> str:
     libraries the binary loads are not covered.
     """
     try:
-        resolved = _resolved(path)
+        resolved, *binaries = identity_files(path)
         parts = [resolved, file_digest(resolved)]
-        if _is_launcher(resolved):
-            for binary in _launched_binaries(resolved):
-                parts += ["bin/ptoas", binary, file_digest(binary)]
+        for binary in binaries:
+            parts += ["bin/ptoas", binary, file_digest(binary)]
     except (OSError, ValueError) as exc:
         raise ToolchainError(f"{path}: cannot read ptoas ({exc}); check --ptoas / PTOAS_ROOT") from exc
     return text_digest(*parts)

@@ -39,32 +39,41 @@ class Compiler:
     command: tuple[str, ...]   # as configured, first word resolved to an absolute path
     identity: str              # digest of path + binary + --version
     version: str               # first line of --version
+    probe: str = ""            # digest of path + words + --version: the identity but the binary's content
 
     @property
     def path(self) -> str:
         return self.command[0]
 
 
-_compilers: dict[tuple, Compiler] = {}
+@dataclass(frozen=True)
+class CompilerProbe:
+    """What `$CXX` resolves to now: the binary (symlinks resolved), its extra words and its `--version` text."""
+
+    exe: str
+    words: tuple[str, ...]
+    version: str
+
+    @property
+    def digest(self) -> str:
+        """The identity without the binary's content (the no-op record compares the binary by stat)."""
+        return text_digest(self.exe, *self.words, self.version)
 
 
-def resolve_compiler(spec: str, env_var: str = "CXX") -> Compiler:
-    """Resolve a compiler command like `g++` or `ccache g++-12`; ToolchainError if absent.
+def probe_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> CompilerProbe:
+    """Resolve `spec` on PATH (or `path`) and run its `--version`; ToolchainError if absent.
 
-    Memoised per process on the binary's stat, so a replaced compiler is seen.
+    Never memoised: a wrapper or launcher (`my-g++`, `ccache g++`) may run another compiler
+    after a change that leaves its own file as it was, and its `--version` shows that.
     """
     words = settings.split_words(spec, env_var)
     if not words:
         raise ToolchainError(f"${env_var} is empty; set it to a C++ compiler such as g++")
-    exe = shutil.which(words[0])
+    exe = shutil.which(words[0], path=path)
     if exe is None:
         raise ToolchainError(f"C++ compiler '{words[0]}' not found on PATH (from ${env_var}={spec!r}); "
                              f"install it or set {env_var} to a compiler that exists")
     exe = os.path.realpath(exe)
-    st = os.stat(exe)
-    key = (spec, exe, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key in _compilers:
-        return _compilers[key]
     try:
         out = run([exe, *words[1:], "--version"], timeout=VERSION_TIMEOUT_S)
     except OSError as exc:
@@ -72,16 +81,59 @@ def resolve_compiler(spec: str, env_var: str = "CXX") -> Compiler:
     if out.timed_out:
         raise ToolchainError(f"{exe}: '--version' did not finish within {VERSION_TIMEOUT_S:g} s (killed); "
                              f"check ${env_var}")
-    version = (out.stdout or out.stderr).strip()
-    identity = text_digest(exe, file_digest(exe), *words[1:], version)
-    compiler = Compiler((exe, *words[1:]), identity, version.splitlines()[0] if version else "")
-    _compilers[key] = compiler
-    return compiler
+    return CompilerProbe(exe, tuple(words[1:]), (out.stdout or out.stderr).strip())
+
+
+def resolve_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> Compiler:
+    """Resolve a compiler command like `g++` or `ccache g++-12` on PATH (or `path`); ToolchainError if absent."""
+    probe = probe_compiler(spec, env_var, path)
+    identity = text_digest(probe.exe, file_digest(probe.exe), *probe.words, probe.version)
+    first = probe.version.splitlines()[0] if probe.version else ""
+    return Compiler((probe.exe, *probe.words), identity, first, probe.digest)
+
+
+_system_dirs: dict[tuple, tuple[str, ...]] = {}
+
+
+def system_include_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[str, ...]:
+    """The directories the compiler searches for `#include` (its built-in ones and `$CXXFLAGS`'), resolved.
+
+    Asked of the compiler itself (`-x c++ -E -v`, in an empty temporary directory), once per
+    compiler identity and flags per process: `--sysroot`, `-nostdinc`, `-m32`... change them.
+    """
+    key = (compiler.identity, compiler.command, cxxflags)
+    if key not in _system_dirs:
+        _system_dirs[key] = _ask_search_dirs(compiler, cxxflags)
+    return _system_dirs[key]
+
+
+def _ask_search_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[str, ...]:
+    import tempfile
+
+    argv = [*compiler.command, *cxxflags, "-x", "c++", "-E", "-v", "-"]
+    with tempfile.TemporaryDirectory(prefix="pypto-build-probe-") as scratch:
+        try:
+            out = run(argv, cwd=scratch, timeout=VERSION_TIMEOUT_S)
+        except OSError as exc:
+            raise ToolchainError(f"{compiler.path}: cannot run '-E -v' to list its include directories ({exc}); "
+                                 "check $CXX") from None
+    dirs: list[str] = []
+    listing = False
+    for line in out.stderr.splitlines():
+        if line.startswith("#include ") and line.endswith("search starts here:"):
+            listing = True
+        elif line.startswith("End of search list."):
+            return tuple(dict.fromkeys(dirs))
+        elif listing and line.startswith(" "):
+            dirs.append(os.path.realpath(line.strip().removesuffix(" (framework directory)")))
+    said = [ln.strip() for ln in (out.stderr or out.stdout).splitlines() if ln.strip()]
+    raise ToolchainError(f"{compiler.path}: '-E -v' did not list its include directories "
+                         f"({said[0][:200] if said else f'exit status {out.returncode}'}); check $CXX and $CXXFLAGS")
 
 
 def host_compiler(env: dict | None = None) -> Compiler:
     env = os.environ if env is None else env
-    return resolve_compiler(env.get("CXX") or "g++")
+    return resolve_compiler(env.get("CXX") or "g++", path=env.get("PATH"))
 
 
 def extra_flags(env: dict | None = None) -> tuple[str, ...]:
@@ -98,6 +150,7 @@ class Platform:
     compiler: Compiler
     cxxflags: tuple[str, ...]
     pto_isa_root: Path | None
+    system_dirs: tuple[str, ...] = ()   # where the compiler finds headers by itself: not an escape
 
     @property
     def binary_suffix(self) -> str:
@@ -131,7 +184,8 @@ def host_platform(env: dict | None = None) -> Platform:
     if pto_root is not None and not (pto_root / "include").is_dir():
         raise ToolchainError(f"PTO_ISA_ROOT={pto}: no include/ directory there; point PTO_ISA_ROOT at a "
                              "pto-isa checkout or unset it")
-    return Platform("host", host_compiler(env), extra_flags(env), pto_root)
+    compiler, flags = host_compiler(env), extra_flags(env)
+    return Platform("host", compiler, flags, pto_root, system_include_dirs(compiler, flags))
 
 
 def load_platform(name: str, env: dict | None = None) -> Platform:

@@ -105,7 +105,8 @@ def _unit(task: str, kind: str, sub: SubBuild, source: str, out_rel: str, argv: 
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP),
                        # The compiler itself is its own input (identity), so the key covers only its arguments.
                        argv_key(argv[len(platform.compiler.command):], covered), tuple(covered.values()), timeout,
-                       tuple(dict.fromkeys(real_path(r) for r in roots)))
+                       # the compiler's search directories come resolved
+                       tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs])))
 
 
 _INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")

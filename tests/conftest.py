@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.g
 
 from pypto_build import synth
 from pypto_build.api import build
+from pypto_build.racy import FINE_NS
 
 
 def copy_dir(src: Path, dst: Path) -> Path:
@@ -66,12 +68,22 @@ def l3(built_l3, tmp_path) -> Path:
 
 
 def age_tree(root: Path, seconds: float = 3600) -> None:
-    """Set every file's and directory's mtime into the past (past the racy window)."""
+    """Set every file's and directory's mtime into the past (a `touch -d`), then wait out the racy window.
+
+    Trust rests on ctime (`pypto_build.racy`), which utime sets to now: the wait (a few
+    ticks of the kernel's clock, not seconds) lets the next run record these files as settled.
+    """
     when = os.stat(root).st_mtime - seconds
     for dirpath, _dirs, files in os.walk(root, topdown=False):
         for name in files:
             os.utime(os.path.join(dirpath, name), (when, when))
         os.utime(dirpath, (when, when))
+    settle_ctimes()
+
+
+def settle_ctimes() -> None:
+    """Wait until every change made so far is older than the racy window (nanosecond file systems)."""
+    time.sleep(2 * FINE_NS / 1e9)
 
 
 def edit(path: Path, text: str = "\n// edited\n") -> None:
@@ -95,3 +107,20 @@ def inject(kernel: Path, code: str, *, after_call: bool = False, includes: str =
     if includes:
         text = text.replace("#include <cstdint>", f"#include <cstdint>\n{includes}", 1)
     kernel.write_text(text)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def pto_isa(tmp_path) -> Path:
+    """A stand-in PTO-ISA checkout: a git repo whose pto/pto-inst.hpp declares an empty namespace."""
+    repo = tmp_path / "pto-isa"
+    (repo / "include" / "pto").mkdir(parents=True)
+    (repo / "include" / "pto" / "pto-inst.hpp").write_text("#pragma once\nnamespace pto {}\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    return repo

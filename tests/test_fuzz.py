@@ -1,6 +1,6 @@
 """Property-based tests over every reader of untrusted text: any input either gives a well-formed
 result or raises the documented error type (ManifestError, MetaError, SpliceError; the depfile parser
-never raises), and the splice round trip holds for generated wrapper files.
+raises only DepfileError), and the splice round trip holds for generated wrapper files.
 
 More focused fuzzers live beside each module's tests (test_manifest, test_meta, test_splice); these
 feed raw bytes through the file readers the CLI uses.
@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pypto_build.depfile import parse_depfile
+from pypto_build.depfile import DepfileError, parse_depfile
 from pypto_build.errors import ManifestError, MetaError, SpliceError
 from pypto_build.manifest import KernelConfig, read_kernel_config
 from pypto_build.meta import ProgramMeta, load_compiled_meta, load_distributed_meta
@@ -31,31 +31,50 @@ atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 # depfile parser
 # ---------------------------------------------------------------------------
 
-PATH_CHARS = st.sampled_from(list("abcxyz019_-+./ $#@%=,~") + ["ü", "日"])
-dep_paths = st.text(PATH_CHARS, min_size=1, max_size=24).filter(lambda p: p.strip() == p and p.strip())
+PATH_CHARS = st.sampled_from(list("abcxyz019_-+./ $#@%=,~:\\\t") + ["ü", "日"])
+# What a depfile can represent: no newline (not in PATH_CHARS), no trailing backslash.
+dep_paths = st.text(PATH_CHARS, min_size=1, max_size=24).filter(lambda p: not p.endswith("\\"))
+TARGET = "out dir/k:1.so"        # -MT text is written verbatim: spaces and colons included
 
 
 def gcc_escape(path: str) -> str:
-    """How g++ -MD writes one prerequisite: spaces and '#' backslash-escaped, '$' doubled."""
-    return path.replace("$", "$$").replace("#", "\\#").replace(" ", "\\ ")
+    """How g++ 12 -MD writes one prerequisite (libcpp's `munge`): a space or tab gets a backslash and the
+    backslashes before it are doubled, '#' gets a backslash, '$' is doubled; everything else is as is."""
+    out, run = [], 0
+    for ch in path:
+        if ch in " \t":
+            out.append("\\" * run + "\\" + ch)
+        elif ch == "#":
+            out.append("\\#")
+        elif ch == "$":
+            out.append("$$")
+        else:
+            out.append(ch)
+        run = run + 1 if ch == "\\" else 0
+    return "".join(out)
 
 
 @FUZZ
 @given(st.text(max_size=400))
-@example("a.o: b.h \\\n c.h\n")
-@example("a.o:b.h\nb.h:\n")
+@example(f"{TARGET}: b.h \\\n c.h\n")
+@example(f"{TARGET}:b.h\nb.h:\n")
+@example(f"{TARGET}: a\\")
 @example("\\")
-def test_depfile_any_text_gives_distinct_strings(text: str) -> None:
-    deps = parse_depfile(text)
-    assert isinstance(deps, list) and all(isinstance(d, str) and d for d in deps)
-    assert len(deps) == len(set(deps))
+def test_depfile_any_text_gives_distinct_strings_or_a_depfile_error(text: str) -> None:
+    for candidate in (text, f"{TARGET}:{text}"):
+        try:
+            deps = parse_depfile(candidate, TARGET)
+        except DepfileError:
+            continue
+        assert isinstance(deps, list) and all(isinstance(d, str) and d for d in deps)
+        assert len(deps) == len(set(deps))
 
 
 @FUZZ
 @given(st.lists(dep_paths, min_size=1, max_size=12), st.lists(st.integers(1, 4), min_size=1, max_size=12),
        st.booleans(), st.booleans())
 def test_depfile_round_trip_of_gcc_output(deps: list[str], widths: list[int], phony: bool, crlf: bool) -> None:
-    lines, row = [], ["out/k.so:"]
+    lines, row = [], [f"{TARGET}:"]
     for i, dep in enumerate(deps):
         row.append(gcc_escape(dep))
         if len(row) > widths[i % len(widths)]:
@@ -67,7 +86,7 @@ def test_depfile_round_trip_of_gcc_output(deps: list[str], widths: list[int], ph
     if phony:                                   # -MP: an empty rule per header
         text += "".join(f"{newline}{gcc_escape(d)}:{newline}" for d in deps[1:])
     unique = list(dict.fromkeys(deps))
-    assert parse_depfile(text) == unique
+    assert parse_depfile(text, TARGET) == unique
 
 
 # ---------------------------------------------------------------------------

@@ -203,7 +203,7 @@ def test_external_kernel_builds_and_its_output_stays_inside(l2p, tmp_path):
     assert list((tmp_path / "external").iterdir()) == []
 
 
-# Headers: every file the compiler read (its -MMD depfile) resolves inside the build directory
+# Headers: every file the compiler read (its -MD depfile) resolves inside the build directory
 # or under an include root the tool passes itself.
 
 def _include(path: Path, line: str) -> None:

@@ -2,30 +2,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
-import pytest
-
+from conftest import git
 from pypto_build.api import build
 from pypto_build.identity import clean_git_revision
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
-@pytest.fixture
-def pto_isa(tmp_path) -> Path:
-    """A stand-in PTO-ISA checkout: a git repo whose pto/pto-inst.hpp declares an empty namespace."""
-    repo = tmp_path / "pto-isa"
-    (repo / "include" / "pto").mkdir(parents=True)
-    (repo / "include" / "pto" / "pto-inst.hpp").write_text("#pragma once\nnamespace pto {}\n")
-    git(repo, "init", "-q")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "one")
-    return repo
 
 
 def test_clean_git_revision_rules(pto_isa, tmp_path):

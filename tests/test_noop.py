@@ -1,13 +1,16 @@
 """The no-op fast path: nothing loaded when nothing changed, and never wrong when something did."""
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, edit
+from conftest import age_tree, edit, settle_ctimes, which
 from pypto_build import synth
 from pypto_build.api import build
 
@@ -96,3 +99,125 @@ def test_selected_tasks_and_recompile_bypass_the_record(settled):
     result = build(settled, recompile=True)
     assert len(result.compiled) == 4
     assert not (settled / ".pypto_build/noop.json").exists()      # fresh outputs: nothing recorded yet
+
+
+# The fast path never disagrees with `explain`: every input of the decision is looked up the same way.
+
+FAKE_PTOAS = Path(__file__).parent / "tools" / "fake_ptoas"
+UNITS = ("ptoas:", "compile:", "orch:")
+
+
+def script(path: Path, text: str) -> Path:
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(0o755)
+    return path
+
+
+def cli(*args: str) -> str:
+    out = subprocess.run(["pypto-build", *args], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def would_run(root: Path) -> set[str]:
+    return {line.split(": ", 1)[0] for line in cli("explain", str(root)).splitlines() if line.startswith(UNITS)}
+
+
+def ran(root: Path) -> tuple[set[str], bool]:
+    """`pypto-build build`: the units it ran, and whether it answered from the no-op record (doit never loaded)."""
+    code = ("import sys; from pypto_build.cli import main; rc = main(['build', %r]); "
+            "print('doit loaded:', 'doit' in sys.modules); sys.exit(rc)" % str(root))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    ptoas = {f"ptoas:{Path(line.rsplit(' ', 1)[1]).stem}" for line in lines
+             if line.startswith("[pto->cpp] regenerating from ")}
+    return ptoas | {line.split()[0] for line in lines if line.startswith(UNITS)}, "doit loaded: False" in lines
+
+
+CHANGES = ["nothing", "g++ link on PATH retargeted", "g++ behind a wrapper retargeted", "wrapper edited",
+           "ptoas replaced in place", "ptoas link retargeted", "PTOAS_ROOT moved"]
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_the_fast_path_says_nothing_to_do_only_when_explain_does(tmp_path, monkeypatch, change):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_gxx = which("g++")
+    (bin_dir / "g++").symlink_to(real_gxx)
+    other = script(tmp_path / "other-g++", 'case "$1" in --version) echo "g++ (other) 99.1"; exit 0;; esac\n'
+                                           f'exec {real_gxx} "$@"\n')
+    wrapper = script(tmp_path / "cxx-wrap", 'exec g++ "$@"\n')
+    ptoas_a, ptoas_b = tmp_path / "ptoas-a", tmp_path / "ptoas-b"
+    for exe in (ptoas_a, ptoas_b):
+        shutil.copy(FAKE_PTOAS, exe)
+    edit(ptoas_b, "# another build of ptoas\n")
+    ptoas_root = tmp_path / "ptoas-root"
+    ptoas_root.mkdir()
+    (ptoas_root / "ptoas").symlink_to(ptoas_a)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PTOAS_ROOT", str(ptoas_root))
+    if change in ("g++ behind a wrapper retargeted", "wrapper edited"):
+        monkeypatch.setenv("CXX", str(wrapper))
+    root = synth.write_l2(tmp_path / "d", kernels=2, pto=True)
+    for raw in (root / "ptoas").glob("*.cpp"):       # older than its .pto: ptoas runs (not adopted), so its
+        os.utime(raw, (1_000_000_000, 1_000_000_000))  # identity is recorded
+    assert "ptoas:main_group" in ran(root)[0]
+    age_tree(root)
+    assert ran(root) == (set(), False) and (root / ".pypto_build/noop.json").exists()
+
+    if change == "g++ link on PATH retargeted":
+        (bin_dir / "g++").unlink()
+        (bin_dir / "g++").symlink_to(other)
+    elif change == "g++ behind a wrapper retargeted":     # the wrapper file itself is unchanged
+        (bin_dir / "g++").unlink()
+        (bin_dir / "g++").symlink_to(other)
+    elif change == "wrapper edited":
+        edit(wrapper, "# edited\n")
+    elif change == "ptoas replaced in place":
+        edit(ptoas_a, "# rebuilt\n")
+    elif change == "ptoas link retargeted":
+        (ptoas_root / "ptoas").unlink()
+        (ptoas_root / "ptoas").symlink_to(ptoas_b)
+    elif change == "PTOAS_ROOT moved":
+        moved = tmp_path / "ptoas-root-2"
+        moved.mkdir()
+        shutil.copy(ptoas_b, moved / "ptoas")
+        monkeypatch.setenv("PTOAS_ROOT", str(moved))
+
+    would = would_run(root)                       # explain first: it writes nothing
+    units, fast = ran(root)
+    assert units == would, "the build does what explain says"
+    assert not (fast and would), f"the fast path skipped {sorted(would)}"
+    assert bool(would) == (change != "nothing")
+    assert fast == (change == "nothing")
+
+
+def test_a_header_dated_in_the_future_rebuilds_its_includers_once(settled):
+    header = settled / "kernels/common.h"
+    edit(header)
+    future = time.time() + 86400
+    os.utime(header, (future, future))
+    includers = ["compile:aic/main_incore_0_aic", "compile:aic/main_incore_2_aic"]
+    assert build(settled).compiled == includers
+    assert build(settled).compiled == []                # not again, and not on every run
+    settle_ctimes()
+    build(settled)                                      # the full path records the no-op summary...
+    assert (settled / ".pypto_build/noop.json").exists()
+    assert is_fast(build(settled))                      # ...and the fast path answers the next run
+
+
+def test_a_header_outside_the_directory_is_in_the_record(l2, tmp_path, monkeypatch):
+    """Headers outside the build dir (here under an -isystem dir of CXXFLAGS) defeat the fast path when edited."""
+    sysinc = tmp_path / "sysinc"
+    sysinc.mkdir()
+    (sysinc / "site.h").write_text("#define SITE 1\n")
+    src = synth.kernel_path(l2, 1)
+    src.write_text(src.read_text().replace('#include "tensor.h"', '#include "tensor.h"\n#include <site.h>', 1))
+    monkeypatch.setenv("CXXFLAGS", f"-isystem {sysinc}")
+    assert len(build(l2).compiled) == 4
+    settle(l2)
+    assert is_fast(build(l2))
+    edit(sysinc / "site.h")
+    result = build(l2)
+    assert not is_fast(result) and result.compiled == ["compile:aiv/main_incore_1_aiv"]
