@@ -22,12 +22,20 @@ class DepfileError(ValueError):
     """The text is not a depfile g++ wrote for this target (or holds a name it cannot represent)."""
 
 
+def written_target(target: str) -> str:
+    """`-MT target` as g++ writes it: leading `./` (and the slashes after one) dropped, the rest verbatim."""
+    while target.startswith("./"):
+        target = target[2:].lstrip("/")
+    return target
+
+
 def parse_depfile(text: str, target: str) -> list[str]:
-    """The prerequisites of `target`'s rule, in order, without duplicates.
+    """The prerequisites of the rule of `target` (as passed to `-MT`), in order, without duplicates.
 
     Empty `name:` rules after it (from `-MP`) are allowed when they name those
     prerequisites; anything else raises `DepfileError`.
     """
+    target = written_target(target)
     head = target + ":"
     if not text.startswith(head):
         raise DepfileError(f"it does not start with the target {target!r} we asked for "
