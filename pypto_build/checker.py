@@ -29,7 +29,7 @@ from .hashing import file_digest
 from .racy import RACY_NS, changed_since
 from .safeio import NotRegularFile, is_regular
 
-__all__ = ["State", "make_state", "same_stat", "is_modified", "refreshed", "XXHChecker",
+__all__ = ["State", "make_state", "same_stat", "is_modified", "first_changed", "refreshed", "XXHChecker",
            "RACY_NS"]    # RACY_NS: the worst-case racy window (bench/ reads it here)
 
 State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
@@ -73,6 +73,18 @@ def is_modified(path: str, st: os.stat_result, state: State | None) -> bool:
         return file_digest(path, st) != state[4]
     except NotRegularFile:          # swapped for a FIFO since the stat: changed, never read
         return True
+
+
+def first_changed(states: dict) -> str | None:
+    """`<path> removed` / `<path> changed` for the first recorded file whose content moved, else None."""
+    for path, state in states.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return f"{path} removed"
+        if is_modified(path, st, state):
+            return f"{path} changed"
+    return None
 
 
 def refreshed(path: str, st: os.stat_result, state: State) -> State | None:

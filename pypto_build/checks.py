@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from .checker import is_modified, refreshed
+from .checker import first_changed, is_modified, refreshed
 from .safeio import NotRegularFile, check_regular
 from .depfile import TRACKING
 from .header_sets import SetChecker
@@ -96,18 +96,6 @@ class StampCheck:
 
     def __repr__(self) -> str:
         return self.reason or "stamp current"
-
-
-def first_changed(states: dict) -> str | None:
-    """`<path> removed` / `<path> changed` for the first recorded file whose content moved, else None."""
-    for path, state in states.items():
-        try:
-            st = os.stat(path)
-        except OSError:
-            return f"{path} removed"
-        if is_modified(path, st, state):
-            return f"{path} changed"
-    return None
 
 
 def refreshed_states(states: dict) -> dict | None:

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from . import atomic
-from .checker import is_modified
+from .checker import first_changed
 from .hashing import text_digest
 
 SETS_DIR = ".pypto_build/headers"      # relative to the build root (every action's working directory)
@@ -81,14 +81,8 @@ def _check(name: str) -> str:
     states = read(name)
     if states is None:
         return f"{record_path(name)} (states of headers outside the build directory) missing or damaged"
-    for header, state in states.items():
-        try:
-            st = os.stat(header)
-        except OSError:
-            return f"header {header} removed"
-        if is_modified(header, st, state):
-            return f"header {header} changed"
-    return ""
+    changed = first_changed(states)
+    return f"header {changed}" if changed else ""
 
 
 def prune(root: Path, keep: set[str]) -> None:

@@ -19,6 +19,9 @@ from pypto_build.api import build
 from pypto_build.racy import FINE_NS
 
 
+FAKE_PTOAS = Path(__file__).resolve().parent / "tools" / "fake_ptoas"     # the labelled ptoas stand-in
+
+
 def copy_dir(src: Path, dst: Path) -> Path:
     """`cp -a`: keeps mtimes and the state folder, new inodes (like a CI cache restore)."""
     subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
@@ -124,3 +127,15 @@ def pto_isa(tmp_path) -> Path:
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "one")
     return repo
+
+
+@pytest.fixture
+def ptoas_env(tmp_path, monkeypatch) -> Path:
+    """PTOAS_ROOT holding the stand-in as `ptoas`; returns the log of its invocations (FAKE_PTOAS_LOG)."""
+    root = tmp_path / "ptoas-root"
+    root.mkdir()
+    shutil.copy(FAKE_PTOAS, root / "ptoas")
+    log = tmp_path / "ptoas.log"
+    monkeypatch.setenv("PTOAS_ROOT", str(root))
+    monkeypatch.setenv("FAKE_PTOAS_LOG", str(log))
+    return log

@@ -26,11 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, copy_dir, edit
+from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
 from pypto_build import synth
 from pypto_build.api import build
 
-FAKE_PTOAS = str(Path(__file__).parent / "tools" / "fake_ptoas")
 TRIALS = int(os.environ.get("PYPTO_BUILD_CRASH_TRIALS", "11"))
 KILLS = [(signal.SIGKILL, "group"), (signal.SIGKILL, "leader"), (signal.SIGTERM, "leader"),
          (signal.SIGTERM, "group")]
@@ -270,7 +269,7 @@ def pristine(tmp_path_factory) -> dict[str, Path]:
     age_tree(one_edit)
     edit(next((one_edit / "kernels" / "aiv").glob("*.cpp")), '\nextern "C" int edited() { return 7; }\n')
     pto = synth.write_l2(base / "pto", kernels=4, pto=True)
-    build(pto, ptoas=FAKE_PTOAS)
+    build(pto, ptoas=str(FAKE_PTOAS))
     age_tree(pto)
     for p in sorted((pto / "ptoas").glob("*.pto")):
         edit(p, f"// CPP: // edited {p.stem}\n")
@@ -281,8 +280,8 @@ def scenarios(pristine: dict[str, Path]) -> dict[str, Scenario]:
     j2 = ["build", "-q", "-j", "2"]
     return {
         "compile": Scenario("compile", j2, pristine["plain"], {"jobs": 2}),
-        "splice": Scenario("splice", [*j2, "--ptoas", FAKE_PTOAS], pristine["pto"],
-                           {"jobs": 2, "ptoas": FAKE_PTOAS}),
+        "splice": Scenario("splice", [*j2, "--ptoas", str(FAKE_PTOAS)], pristine["pto"],
+                           {"jobs": 2, "ptoas": str(FAKE_PTOAS)}),
         "stamp": Scenario("stamp", ["build", "-q"], pristine["one_edit"]),
         "cache-store": Scenario("cache-store", j2, pristine["plain"], {"jobs": 2}, cache=True),
         "replay": Scenario("replay", ["replay", "--validate"], pristine["plain"], validate=True),

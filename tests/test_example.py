@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FAKE_PTOAS
+
 import pypto_build
 from pypto_build.golden import load_golden
 from pypto_build.manifest import read_kernel_config
@@ -15,7 +17,6 @@ from pypto_build.splice import function_names, preprocess, splice, split
 
 EXAMPLE = Path(pypto_build.__file__).resolve().parent / "examples" / "matmul_relu"
 KERNELS = {"matmul_relu_incore_0_aic": "aic", "matmul_relu_incore_1_aiv": "aiv"}
-FAKE_PTOAS = Path(__file__).resolve().parent / "tools" / "fake_ptoas"
 
 
 def _assert_no_build_products(root: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, edit, settle_ctimes, which
+from conftest import FAKE_PTOAS, age_tree, edit, settle_ctimes, which
 from pypto_build import synth
 from pypto_build.api import build
 
@@ -103,7 +103,6 @@ def test_selected_tasks_and_recompile_bypass_the_record(settled):
 
 # The fast path never disagrees with `explain`: every input of the decision is looked up the same way.
 
-FAKE_PTOAS = Path(__file__).parent / "tools" / "fake_ptoas"
 UNITS = ("ptoas:", "compile:", "orch:")
 
 

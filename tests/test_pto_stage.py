@@ -13,27 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, copy_dir, edit
+from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
 from pypto_build import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
 from test_synth import call_kernel
 
-FAKE_PTOAS = Path(__file__).parent / "tools" / "fake_ptoas"
 K2 = "kernels/aic/main_incore_2_aic.cpp"
 OLD_LINE = "synth_scale(a[i], 3.0f)"
-
-
-@pytest.fixture
-def ptoas_env(tmp_path, monkeypatch) -> Path:
-    """PTOAS_ROOT holding the stand-in as `ptoas`; returns the invocation log."""
-    root = tmp_path / "ptoas-root"
-    root.mkdir()
-    shutil.copy(FAKE_PTOAS, root / "ptoas")
-    log = tmp_path / "ptoas.log"
-    monkeypatch.setenv("PTOAS_ROOT", str(root))
-    monkeypatch.setenv("FAKE_PTOAS_LOG", str(log))
-    return log
 
 
 def ptoas_runs(log: Path) -> list[str]:

@@ -18,24 +18,9 @@ import pytest
 
 from pypto_build import synth
 from pypto_build.api import build
-from test_pto_stage import FAKE_PTOAS, K2, OLD_LINE, ptoas_runs
+from test_pto_stage import K2, OLD_LINE, ptoas_runs
 
 SENTINEL = "// --- Kernel entry point ---"
-
-
-@pytest.fixture
-def ptoas_root(tmp_path) -> Path:
-    root = tmp_path / "ptoas-root"
-    root.mkdir()
-    shutil.copy(FAKE_PTOAS, root / "ptoas")
-    return root
-
-
-@pytest.fixture
-def env(ptoas_root, tmp_path, monkeypatch) -> dict:
-    monkeypatch.setenv("PTOAS_ROOT", str(ptoas_root))
-    monkeypatch.setenv("FAKE_PTOAS_LOG", str(tmp_path / "ptoas.log"))
-    return {**os.environ}
 
 
 @pytest.fixture
@@ -50,12 +35,11 @@ def edit_pto(root: Path, value: str) -> None:
     pto.write_text(pto.read_text().replace(OLD_LINE, f"synth_scale(a[i], {value})"))
 
 
-def pypto_build(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["pypto-build", *args], capture_output=True, text=True, timeout=300,
-                          env=env or os.environ)
+def pypto_build(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["pypto-build", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_a_failed_splice_never_drops_the_pto_edit(d, env):
+def test_a_failed_splice_never_drops_the_pto_edit(d, ptoas_env):
     """The issue's case: sentinel removed, .pto edited, splice refused; sentinel restored -> the edit lands."""
     kernel = d / K2
     pristine = kernel.read_text()
@@ -66,7 +50,7 @@ def test_a_failed_splice_never_drops_the_pto_edit(d, env):
     assert first.names("failed") == ["splice:main_incore_2_aic"]
     assert kernel.read_text() == pristine.replace(SENTINEL, "// entry")     # untouched
     kernel.write_text(pristine)                                # the user restores the sentinel
-    explained = pypto_build("explain", str(d), env=env).stdout
+    explained = pypto_build("explain", str(d)).stdout
     assert "splice:main_incore_2_aic: ptoas/main_incore_2_aic.cpp changed" in explained
     second = build(d)
     assert second.spliced == (K2,) and second.compiled == ["compile:aic/main_incore_2_aic"]
@@ -74,7 +58,7 @@ def test_a_failed_splice_never_drops_the_pto_edit(d, env):
     assert build(d).compiled == []
 
 
-def test_after_a_failure_the_reason_is_the_real_one(d, env):
+def test_after_a_failure_the_reason_is_the_real_one(d, ptoas_env):
     k1 = synth.kernel_path(d, 1)
     good = k1.read_text()
     k1.write_text(good + "\nthis is not C++;\n")
@@ -87,7 +71,7 @@ def test_after_a_failure_the_reason_is_the_real_one(d, env):
     assert result.compiled == ["compile:aiv/main_incore_1_aiv"] and build(d).compiled == []
 
 
-def test_first_sight_of_an_edited_pto_applies_it_whatever_the_mtimes(tmp_path, env):
+def test_first_sight_of_an_edited_pto_applies_it_whatever_the_mtimes(tmp_path, ptoas_env):
     root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
     edit_pto(root, "6.0f")
     raw = root / "ptoas/main_incore_2_aic.cpp"
@@ -154,12 +138,12 @@ def test_unapplied_edits_fail_build_validate_and_ci_unless_allowed(tmp_path, mon
     assert ".pto edits NOT applied" in ET.parse(junit).getroot().find("testcase/system-out").text
 
 
-def test_the_stage_checks_by_content_with_ptoas_and_keeps_hand_edited_kernels(tmp_path, env):
+def test_the_stage_checks_by_content_with_ptoas_and_keeps_hand_edited_kernels(tmp_path, ptoas_env):
     root = synth.write_l2(tmp_path / "h", kernels=3, pto=True)
     k2 = root / K2
     k2.write_text(k2.read_text().replace("out[i] * 0.5f", "out[i] * 0.25f", 1))    # a hand edit of the body
     result = build(root)
-    assert len(ptoas_runs(Path(env["FAKE_PTOAS_LOG"]))) == 2 and result.spliced == ()
+    assert len(ptoas_runs(ptoas_env)) == 2 and result.spliced == ()
     assert "out[i] * 0.25f" in k2.read_text()                                 # kept: the .pto is unedited
     edit_pto(root, "9.0f")                                                    # now the .pto wins, with a backup
     assert build(root).spliced == (K2,)

@@ -248,17 +248,6 @@ def test_a_source_named_like_a_response_file_is_refused_before_anything_runs(tmp
     assert list(root.rglob("*.so")) == []
 
 
-@pytest.fixture
-def ptoas_log(tmp_path, monkeypatch) -> Path:
-    ptoas_root = tmp_path / "ptoas-root"
-    ptoas_root.mkdir()
-    shutil.copy(FAKE_PTOAS, ptoas_root / "ptoas")
-    log = tmp_path / "ptoas.log"
-    monkeypatch.setenv("PTOAS_ROOT", str(ptoas_root))
-    monkeypatch.setenv("FAKE_PTOAS_LOG", str(log))
-    return log
-
-
 def pto_dir(tmp_path: Path, stem: str) -> Path:
     """An L2 dir whose ptoas unit of kernel 2 is called `stem`, built once (ptoas checks each unit once)."""
     root = synth.write_l2(tmp_path / "d", kernels=3, pto=True)
@@ -269,12 +258,12 @@ def pto_dir(tmp_path: Path, stem: str) -> Path:
 
 
 @pytest.mark.parametrize("stem", ["@u", "-u"])
-def test_ptoas_gets_unit_files_as_paths(tmp_path, ptoas_log, stem):
+def test_ptoas_gets_unit_files_as_paths(tmp_path, ptoas_env, stem):
     root = pto_dir(tmp_path, stem)
     pto = root / f"ptoas/{stem}.pto"
     pto.write_text(pto.read_text().replace("synth_scale(a[i], 3.0f)", "synth_scale(a[i], 5.0f)"))
     result = build(root)
-    runs = ptoas_log.read_text().splitlines()
+    runs = ptoas_env.read_text().splitlines()
     assert runs[-1] == f"./ptoas/{stem}.pto level2" and all(r.startswith("./ptoas/") for r in runs)
     assert result.compiled == ["compile:aic/main_incore_2_aic"]
     assert "5.0f" in (root / "kernels/aic/main_incore_2_aic.cpp").read_text()
@@ -296,7 +285,7 @@ def test_a_compiler_that_times_out_is_killed_with_everything_it_started(tmp_path
     assert_gone(found)
 
 
-def test_a_ptoas_that_times_out_is_killed_with_everything_it_started(tmp_path, ptoas_log, monkeypatch, reaper):
+def test_a_ptoas_that_times_out_is_killed_with_everything_it_started(tmp_path, ptoas_env, monkeypatch, reaper):
     root = pto_dir(tmp_path, "main_incore_2_aic")
     pidfile = tmp_path / "ptoas.pids"
     reaper.append(lambda: [int(w) for w in pidfile.read_text().split()] if pidfile.exists() else [])
