@@ -47,7 +47,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     cache = compile_cache.open_cache(cache_dir, remote) if context is not None else None
     base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
     if cache is not None:
-        start_ns = fs_now(out.parent)
+        start_ns = fs_now(out)
         hit = compile_cache.lookup(cache, base, unit.sub_rel, out)
         if hit is not None:
             # an entry another directory's run stored: its headers pass the same checks as a compile's
@@ -67,7 +67,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
     argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg,
                  f"-ffile-prefix-map={os.path.abspath(sub)}=."]
-    start_ns = fs_now(out.parent)                # a header with a later ctime may differ from what was read
+    start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
     try:
         try:
             proc = procs.run(argv, cwd=sub, timeout=unit.timeout)

@@ -37,7 +37,8 @@ def temp_prefix(target: Path) -> str:
     return f".{fit_name(Path(target).name, _ROOM)}."
 
 
-def _create_temp(target: Path, suffix: str) -> tuple[int, str]:
+def create_temp(target: Path, suffix: str) -> tuple[int, str]:
+    """A fresh temp file of `target` (see the module docstring), opened: (fd, path)."""
     if suffix not in SUFFIXES:
         raise ValueError(f"temp suffix {suffix!r} is not one of {SUFFIXES} (the sweep would miss it)")
     prefix = os.path.join(os.fspath(target.parent), temp_prefix(target))
@@ -53,7 +54,7 @@ def _create_temp(target: Path, suffix: str) -> tuple[int, str]:
 
 def temp_path_for(target: Path, suffix: str = ".tmp") -> Path:
     """A fresh, unique (empty, created) temp path next to `target`."""
-    fd, name = _create_temp(Path(target), suffix)
+    fd, name = create_temp(Path(target), suffix)
     os.close(fd)
     return Path(name)
 
@@ -68,7 +69,7 @@ def write_bytes(target: Path, data: bytes, *, mode: int = 0o644, sweep: bool = F
     target.parent.mkdir(parents=True, exist_ok=True)
     if sweep:
         remove_stale_temps(target)
-    fd, name = _create_temp(target, ".tmp")
+    fd, name = create_temp(target, ".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

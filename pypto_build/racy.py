@@ -21,7 +21,9 @@ Two questions use the rule:
 from __future__ import annotations
 
 import os
-import tempfile
+from pathlib import Path
+
+from . import atomic
 
 RACY_NS = 2_000_000_000   # whole-second timestamps: the window, also the worst case anywhere
 FINE_NS = 50_000_000      # nanosecond timestamps: a few ticks of the coarse clock
@@ -42,9 +44,13 @@ def changed_since(st: os.stat_result, since_ns: int, *, fs_clock: bool = False) 
     return st.st_ctime_ns >= since_ns - window_ns(st, fs_clock=fs_clock)
 
 
-def fs_now(directory: str | os.PathLike) -> int:
-    """The file system's clock now: the ctime of a file created (and removed) in `directory`."""
-    fd, name = tempfile.mkstemp(prefix=".clock.", suffix=".tmp", dir=directory)
+def fs_now(near: str | os.PathLike) -> int:
+    """The file system's clock now: the ctime of a temp file of `near`'s, created and removed.
+
+    Named as an atomic write's temp of `near` (a unit's output), so that one left by a
+    process killed right here is swept with that unit's other temps on its next run.
+    """
+    fd, name = atomic.create_temp(Path(near), ".tmp")
     try:
         return os.fstat(fd).st_ctime_ns
     finally:

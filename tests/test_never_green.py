@@ -77,8 +77,17 @@ def test_a_golden_that_proves_nothing_fails_validate(g, case):
     (old, new), pattern = GOLDEN_CASES[case]
     edit_golden(g, old, new)
     one_failure(run("validate", str(g)), pattern)
-    one_failure(run("replay", "--validate", str(g)), pattern)      # the same for replay --validate
     assert "verdict" not in validate_values(g)                       # nothing recorded as passed
+
+
+@pytest.mark.parametrize("case", ["sys.exit(0) in compute_golden", "__outputs__ is empty", "infinite ATOL"])
+def test_replay_validate_fails_the_same_way(g, case):
+    """replay --validate loads golden.py through the same child process: one exit, one structure
+    and one tolerance case stand for the rest."""
+    (old, new), pattern = GOLDEN_CASES[case]
+    edit_golden(g, old, new)
+    one_failure(run("replay", "--validate", str(g)), pattern)
+    assert "verdict" not in validate_values(g)
 
 
 def validate_values(root: Path) -> dict:

@@ -35,7 +35,7 @@ def test_a_change_after_a_compile_started_leaves_no_digest_whatever_the_mtime(tm
     path = tmp_path / "h.h"
     path.write_text("one\n")
     settle_ctimes()
-    started = fs_now(tmp_path)                            # the file system's clock, as a compile reads it
+    started = fs_now(tmp_path / "out.so")                           # the file system's clock, as a compile reads it
     path.write_text("two\n")
     os.utime(path, (1_000_000_000, 1_000_000_000))       # dated 2001: a `touch -d`, a `cp -p`
     st = os.stat(path)
