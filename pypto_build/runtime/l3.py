@@ -27,7 +27,6 @@ import importlib.util
 import inspect
 import itertools
 import json
-import os
 import queue
 import shutil
 import sys
@@ -36,7 +35,6 @@ import traceback
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Sequence
 
 from .. import atomic
@@ -44,7 +42,7 @@ from ..errors import one_line
 from ..meta import load_distributed_meta
 from ..pyexec import exec_file
 from ..runconfig import LOG_LEVELS, RunConfig
-from . import l3_shims
+from . import l3_shims, rank_channel
 from .executor import ExecutorError
 
 __all__ = ["run_distributed", "ENTRY_MARKER", "DISPATCH_PROGRAM"]
@@ -52,8 +50,6 @@ __all__ = ["run_distributed", "ENTRY_MARKER", "DISPATCH_PROGRAM"]
 ENTRY_MARKER = "_pypto_distributed_entry"
 DISPATCH_PROGRAM = "dispatch_program.json"
 _POLL_S = 0.2
-_SUN_PATH_MAX = 107             # bytes of a Unix socket's path (108 with the NUL)
-_SOCKET_NAME_ROOM = len("/pymp-12345678/listener-12345678")     # what multiprocessing adds to $TMPDIR
 _module_ids = itertools.count()
 
 
@@ -263,7 +259,7 @@ class _RankPool:
     def start(self) -> None:
         import torch.multiprocessing as tmp
 
-        _socket_dir_that_fits()
+        rank_channel.socket_dir_that_fits()
         ctx = tmp.get_context("spawn")
         self._results = ctx.Queue()
         # The worker function lives in this module, so a worker needs nothing from the caller's __main__:
@@ -307,7 +303,8 @@ class _RankPool:
                 [f"scalar{i}" for i in range(len(task_args.scalars))]
         msg = ("run", seq, chip, str(self.chips[chip]), views, list(task_args.scalars), names,
                None if out_dir is None else str(out_dir))
-        self._requests[rank].put(_pickled(msg, f"rank {rank} (device {self.device_ids[rank]}), dispatch d{k} ({chip})"))
+        where = f"rank {rank} (device {self.device_ids[rank]}), dispatch d{k} ({chip})"
+        self._requests[rank].put(rank_channel.pack(msg, where))
         self.count += 1
 
     def wait_all(self) -> None:
@@ -361,40 +358,6 @@ class _RankPool:
                 q.close()
 
 
-def _pickled(msg: tuple, where: str) -> tuple[str, bytes]:
-    """`msg` pickled here, not in the queue's feeder thread: a tensor that cannot be sent fails this
-    dispatch with a message, instead of being dropped by that thread while the driver waits forever."""
-    try:
-        return ("msg", bytes(ForkingPickler.dumps(msg)))
-    except Exception as exc:  # noqa: BLE001 - whatever pickling raises, this dispatch cannot be sent
-        raise ExecutorError(f"{where}: cannot send the arguments to the rank's worker process: "
-                            f"{type(exc).__name__}: {exc}") from None
-
-
-def _socket_dir_that_fits() -> None:
-    """Make multiprocessing's private temp dir one whose sockets fit in a socket address.
-
-    Sending a shared tensor opens a Unix socket under that dir (in $TMPDIR); a long
-    $TMPDIR makes the bind fail ("AF_UNIX path too long"). Like Python 3.13, fall back
-    to a short system directory then. The dir is chosen once per process.
-    """
-    import multiprocessing.util as mp_util
-    import tempfile
-
-    base = tempfile.gettempdir()
-    if len(os.fsencode(base)) + _SOCKET_NAME_ROOM <= _SUN_PATH_MAX:
-        return
-    short = next((d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.access(d, os.W_OK | os.X_OK)), None)
-    if short is None:
-        return
-    saved = tempfile.tempdir
-    tempfile.tempdir = short
-    try:
-        mp_util.get_temp_dir()          # created now, under `short`, and kept for this process
-    finally:
-        tempfile.tempdir = saved
-
-
 def _worker_main(rank: int, device_id: int, swim_name: str | None, dump: bool, threshold: int,
                  requests: Any, results: Any) -> None:
     """Worker process of one rank: run chip programs in the order they arrive until told to stop."""
@@ -414,7 +377,7 @@ def _worker_main(rank: int, device_id: int, swim_name: str | None, dump: bool, t
             msg = requests.get()
             if msg[0] == "stop":
                 return
-            msg = ForkingPickler.loads(msg[1])
+            msg = rank_channel.unpack(msg)
             _kind, seq, chip, sub_dir, views, scalars, names, out_dir = msg
             logs = []
             try:
