@@ -297,14 +297,14 @@ class _RankPool:
             atomic.write_text(marker, json.dumps({"program": chip}) + "\n")
             self.files.append(str(marker))
         seq = next(self._seq)
-        self._pending[seq] = _Pending(rank, k, chip, ranges)
         by_id = {id(v): key for key, v in self.tensors.items()}
         names = [by_id.get(id(v), f"arg{i}") for i, v in enumerate(views)] + \
                 [f"scalar{i}" for i in range(len(task_args.scalars))]
         msg = ("run", seq, chip, str(self.chips[chip]), views, list(task_args.scalars), names,
                None if out_dir is None else str(out_dir))
-        where = f"rank {rank} (device {self.device_ids[rank]}), dispatch d{k} ({chip})"
-        self._requests[rank].put(rank_channel.pack(msg, where))
+        packed = rank_channel.pack(msg, f"rank {rank} (device {self.device_ids[rank]}), dispatch d{k} ({chip})")
+        self._pending[seq] = _Pending(rank, k, chip, ranges)       # sent from here on: its answer is awaited
+        self._requests[rank].put(packed)
         self.count += 1
 
     def wait_all(self) -> None:
