@@ -146,7 +146,7 @@ class CompiledProgram:
             executor = self.ensure_built()
             names = [p.name for p in self.params]
             if config is not None and (config.enable_chip_swimlane or config.enable_dump_args):
-                from .replayer import execute
+                from .execution import execute
                 execute(self.output_dir, full, config, names=names, say=lambda _line: None)
             else:
                 executor.run(full, param_names=names)

@@ -187,7 +187,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
 
     from .golden import compare, load_golden
     from .meta import load_sidecar
-    from .replayer import execute, save_outputs
+    from .execution import execute, save_outputs
 
     sub = Path(request["sub"])
     config: RunConfig = request["config"]

@@ -62,7 +62,7 @@ def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
     """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
     from .api import run_graph
     from .engine import load_graph
-    from .replayer import check_replayable
+    from .execution import check_replayable
 
     get = (lambda name, default=None: options._get(values, name, default))
     config = options.run_config(values)
