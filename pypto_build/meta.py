@@ -15,6 +15,7 @@ from typing import Any
 from pypto_build import atomic
 from pypto_build.errors import MetaError, one_line
 from pypto_build.limits import TooLarge, read_capped
+from pypto_build.markers import COMPILED_META, DISTRIBUTED_META
 
 __all__ = [
     "COMPILED_META_FILENAME",
@@ -35,9 +36,9 @@ __all__ = [
     "write_meta",
 ]
 
-COMPILED_META_FILENAME = "compiled_meta.json"
+COMPILED_META_FILENAME = COMPILED_META          # the names live in markers.py (what marks a build dir)
 COMPILED_META_SCHEMA = 1
-DISTRIBUTED_META_FILENAME = "distributed_meta.json"
+DISTRIBUTED_META_FILENAME = DISTRIBUTED_META
 DISTRIBUTED_META_SCHEMA = 2
 _FILENAMES = {COMPILED_META_SCHEMA: COMPILED_META_FILENAME, DISTRIBUTED_META_SCHEMA: DISTRIBUTED_META_FILENAME}
 

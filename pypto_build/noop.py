@@ -31,12 +31,12 @@ from pathlib import Path
 
 from . import __version__, atomic, safeio
 from .errors import ToolchainError
+from .markers import STATE_DIR
 from .ptoas import find_ptoas, identity_files
 from .racy import changed_since
 from .toolchain import probe_compiler
 
 RECORD = "noop.json"
-STATE_DIR = ".pypto_build"
 ENV_KEYS = ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PATH")
 PACKAGE_DIR = Path(__file__).resolve().parent
 FIND = object()    # `key(ptoas_path=FIND)`: look ptoas up now

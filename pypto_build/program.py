@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import PyptoBuildError
+from .markers import STATE_DIR
 from .meta import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
 
 __all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]
@@ -21,7 +22,7 @@ _MISSING = ("{path} not found — cannot reconstruct a compiled program from thi
             "single-chip replay feature, is a distributed (L3+) build (use DistributedCompiledProgram.from_dir), "
             "or is the parent of a multi-orch build (each next_levels/<name>/ sub-build has its own sidecar — "
             "reload one of those). Recompile via ir.compile() to refresh.")
-_SKIP_DIRS = frozenset((".pypto_build", "next_levels", "dfx_outputs", "debug", "ptoas"))
+_SKIP_DIRS = frozenset((STATE_DIR, "next_levels", "dfx_outputs", "debug", "ptoas"))
 
 
 class CompiledProgram:
