@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .errors import BuildError, PyptoBuildError
+from . import stages
 
 _one_run = threading.Lock()   # doit keeps globals and we chdir: one run per process at a time
 
@@ -50,7 +51,7 @@ class BuildResult:
     @property
     def compiled(self) -> list[str]:
         """Compile and orchestration tasks that ran."""
-        return [n for n in self.names("ran") if n.startswith(("compile:", "orch:"))]
+        return [n for n in self.names("ran") if n.startswith(stages.UNITS)]
 
     @property
     def from_cache(self) -> list[str]:
@@ -108,7 +109,7 @@ def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) 
     names = list(hit.get("tasks") or [])
     lines = list(hit.get("lines") or [])
     if progress is not None:
-        current = sum(1 for n in names if n.startswith(("compile:", "orch:")))
+        current = sum(1 for n in names if n.startswith(stages.UNITS))
         for line in lines:
             print(line, file=progress)
         print(f"pypto-build: 0 compiled, {current} up to date", file=progress, flush=True)
@@ -132,7 +133,7 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
     root = Path(work_dir).resolve()
     graph = load_graph(root, None, pto_options(rebuild_from_pto, allow_unapplied=allow_unapplied_pto), config,
                        run_timeout=run_timeout)
-    return run_graph(graph, tasks=["validate"], jobs=jobs, progress=progress, check=check)
+    return run_graph(graph, tasks=[stages.VALIDATE], jobs=jobs, progress=progress, check=check)
 
 
 def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile: bool = False,

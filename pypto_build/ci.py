@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from xml.etree import ElementTree as ET
 
-from . import atomic
+from . import atomic, stages
 from .errors import PyptoBuildError
 
 if TYPE_CHECKING:
@@ -142,12 +142,13 @@ def _one(root: Path, cache_dir: str | None, remote: Remote | None, allow_unappli
         graph = load_graph(root, pto=pto_options(allow_unapplied=allow_unapplied), cache_dir=cache_dir,
                            remote_cache=remote, check_remote=False, run_timeout=run_timeout)
         validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
-        result = run_graph(graph, tasks=["validate"] if validating else None, keep_going=True, progress=progress,
+        result = run_graph(graph, tasks=[stages.VALIDATE] if validating else None, keep_going=True, progress=progress,
                            check=False)
         failures = result.failures
         error = failures[0].message if failures else ("" if result.ok else f"doit exit status {result.returncode}")
-        cached = validating and bool(result.names("up-to-date", "validate:")) and not result.names("ran", "validate:")
-        failed_pto = {u.task.partition(":")[2] for u in failures if u.task.startswith(("ptoas:", "splice:"))}
+        verdict = stages.prefix(stages.VALIDATE)
+        cached = validating and bool(result.names("up-to-date", verdict)) and not result.names("ran", verdict)
+        failed_pto = {u.task.partition(":")[2] for u in failures if u.task.startswith(stages.PTO)}
         unapplied = sorted({*result.not_applied, *(u.pto for u in graph.pto.units if u.name in failed_pto)})
         return DirResult(root, not error, time.monotonic() - start, "validate" if validating else "build",
                          error, result, cached, unapplied)

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, options
+from . import __version__, options, stages
 from .errors import PyptoBuildError
 from .verbs import VERBS, guarded, run_verb
 
@@ -229,8 +229,8 @@ def _example(args) -> int:
 
     def replay_once() -> bool:
         graph = load_graph(dest.resolve(), "host")
-        result = run_graph(graph, tasks=["validate"], force=("validate:",), jobs=args.jobs, progress=sys.stdout,
-                           check=False)
+        result = run_graph(graph, tasks=[stages.VALIDATE], force=(stages.prefix(stages.VALIDATE),), jobs=args.jobs,
+                           progress=sys.stdout, check=False)
         return result.ok and not result.failures
 
     if not replay_once():

@@ -12,6 +12,7 @@ import contextlib
 from dataclasses import dataclass
 
 from .graph import Graph
+from . import stages
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,8 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
     from .statedb import open_state
 
     root = graph.layout.root
-    build_stages = ("ptoas:", "splice:", "compile:", "orch:", "stamp:")
     tasks = [t for t in BuildDirLoader(root, graph=graph, quiet=True).load_tasks(None, [])
-             if t.actions and (t.name.startswith(build_stages) or (only and t.name in only))]
+             if t.actions and (t.name.startswith(stages.BUILD) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
     state = root / STATE_DIR / STATE_DB
     forced = set(graph.compile_tasks) if recompile else set()
@@ -69,7 +69,7 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
 def _propagates(name: str) -> bool:
     # A re-run ptoas rewrites the raw output (splice follows); any compile removes the stamp (stamp follows).
     # Compiles themselves decide by their own inputs once the splice has run.
-    return name.startswith(("splice:", "stamp:", "replay:"))
+    return name.startswith(tuple(map(stages.prefix, (stages.SPLICE, stages.STAMP, stages.REPLAY))))
 
 
 def _ordered(tasks: list, by_name: dict) -> list:
@@ -103,7 +103,7 @@ def _one(dep, task, by_name: dict) -> Explanation:
     return Explanation(task.name, "run", dep.reasons.get(task.name) or "never built")
 
 
-UNITS = ("compile:", "orch:")
+UNITS = stages.UNITS
 
 
 def format_lines(items: list[Explanation], *, all_tasks: bool = False) -> list[str]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from functools import partial
 
+from . import stages
 from .actions import run_compile, run_stamp
 from .checks import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
 from .header_sets import SetChecker
@@ -25,7 +26,7 @@ from .units import SubBuildPlan, plan
 if TYPE_CHECKING:
     from .remote_cache import Remote
 
-DEFAULT_TASKS = ("stamp",)
+DEFAULT_TASKS = (stages.STAMP,)
 
 
 @dataclass(frozen=True)
@@ -90,16 +91,15 @@ def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[st
         # Everything but directories: a FIFO or device there is an input too (stale, refused by the run).
         inputs += sorted(_join(rel, f.relative_to(base).as_posix()) for f in (base / "data").rglob("*")
                          if f.exists() and not f.is_dir())
-    return RunTarget(name, rel, tuple(f"stamp:{p.sub.name}" for p in plans), tuple(inputs))
+    return RunTarget(name, rel, tuple(stages.task(stages.STAMP, p.sub.name) for p in plans), tuple(inputs))
 
 
 def task_dicts(graph: Graph) -> dict[str, list[dict]]:
     """doit task dicts grouped by basename (`ptoas`, `splice`, `compile`, `orch`, `stamp`, `replay`, `validate`)."""
-    groups: dict[str, list[dict]] = {"ptoas": [], "splice": [], "compile": [], "orch": [], "stamp": [],
-                                     "replay": [], "validate": []}
+    groups: dict[str, list[dict]] = {stage: [] for stage in stages.ALL}
     splices: dict[str, list[str]] = {}
     for u in graph.pto.units:
-        groups["ptoas"].append({
+        groups[stages.PTOAS].append({
             "name": u.name,
             "doc": f"ptoas {u.pto} -> {u.raw}",
             "actions": [(run_ptoas, [u])],
@@ -107,15 +107,15 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
             "targets": [u.raw],
             "uptodate": [PtoasCheck(u.pto, u.raw, u.ptoas_key)],
         })
-        groups["splice"].append({
+        groups[stages.SPLICE].append({
             "name": u.name,
             "doc": f"splice the body of {u.raw} into the kernel files it defines",
             "actions": [(run_splice, [u])],
-            "task_dep": [f"ptoas:{u.name}"],
-            "uptodate": [SpliceCheck(u.raw, f"ptoas:{u.name}", partial(adopt_splice, u),
+            "task_dep": [stages.task(stages.PTOAS, u.name)],
+            "uptodate": [SpliceCheck(u.raw, stages.task(stages.PTOAS, u.name), partial(adopt_splice, u),
                                      partial(record_adopted, u))],
         })
-        splices.setdefault(u.sub_rel, []).append(f"splice:{u.name}")
+        splices.setdefault(u.sub_rel, []).append(stages.task(stages.SPLICE, u.name))
     compiler_id = graph.platform.compiler.identity
     sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
     for p in graph.plans:
@@ -134,7 +134,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
                 "meta": {"unit": unit},
             })
         stamp = None if why else p.context.stamp()
-        groups["stamp"].append({
+        groups[stages.STAMP].append({
             "name": p.sub.name,
             "doc": f"binary context stamp of {p.sub.rel}",
             "actions": [(run_stamp, [p.stamp_path, stamp, why])],
@@ -150,7 +150,7 @@ def task_dicts(graph: Graph) -> dict[str, list[dict]]:
 
 def _run_tasks(groups: dict[str, list[dict]], graph: Graph, t: RunTarget) -> None:
     """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached)."""
-    groups["replay"].append({
+    groups[stages.REPLAY].append({
         "name": t.name,
         "doc": f"run {t.rel} on golden.py's inputs (host runtime)",
         "actions": [(run_replay, [t.rel, graph.run, graph.run_timeout])],
@@ -158,7 +158,7 @@ def _run_tasks(groups: dict[str, list[dict]], graph: Graph, t: RunTarget) -> Non
         "uptodate": [False],
         "verbosity": 2,
     })
-    groups["validate"].append({
+    groups[stages.VALIDATE].append({
         "name": t.name,
         "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
         "actions": [(run_validate, [t.rel, graph.run, graph.run_timeout])],

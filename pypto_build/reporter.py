@@ -14,9 +14,10 @@ from doit.exceptions import UnmetDependency
 from doit.globals import Globals
 
 from .errors import one_line
+from . import stages
 
 
-PTO_STAGE = ("ptoas:", "splice:")
+PTO_STAGE = stages.PTO
 _DOIT_PREFIX = re.compile(r"\AERROR: Task '[^\n]*?' checking dependencies: ")
 
 
@@ -111,7 +112,7 @@ class BuildReporter:
             return
         self.outcomes[task.name] = Outcome("up-to-date")
         self._progress(task.name)
-        if task.name.startswith("validate:"):
+        if task.name.startswith(stages.prefix(stages.VALIDATE)):
             values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
             self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} (cached: binaries, "
                        "golden.py, its data and the run configuration are unchanged)")
@@ -160,7 +161,7 @@ class BuildReporter:
         return sum(1 for n, o in self.outcomes.items() if o.status == status and n.startswith(kind))
 
     def summary(self) -> str:
-        units = ("compile:", "orch:")
+        units = stages.UNITS
         compiled = sum(self.count("ran", k) for k in units)
         current = sum(self.count("up-to-date", k) for k in units)
         parts = [f"{compiled} compiled", f"{current} up to date"]
@@ -170,8 +171,8 @@ class BuildReporter:
         for status in ("failed", "skipped"):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")
-        if self.count("ran", "stamp:"):
-            parts.append(f"{self.count('ran', 'stamp:')} stamp(s) written")
+        if self.count("ran", stages.prefix(stages.STAMP)):
+            parts.append(f"{self.count('ran', stages.prefix(stages.STAMP))} stamp(s) written")
         return "pypto-build: " + ", ".join(parts)
 
     def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:

@@ -20,6 +20,7 @@ from .safeio import kind_of
 from .settings import COMPILER_TIMEOUT, seconds
 from .stamp import STAMP
 from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv, source_name_problem
+from . import stages
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
     argv = kernel_argv(platform, k.core_type, src_arg, out_rel, incs)
     unit_name = f"{k.core_type}/{stem}"
     # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
-    return _unit(f"compile:{sub.label(unit_name)}", "kernel", sub, source, out_rel, argv, platform, timeout,
+    return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", sub, source, out_rel, argv, platform, timeout,
                  (str(src.parent),) if k.external else ())
 
 
@@ -94,7 +95,7 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     src_rel = _rel_to(sub.path, src)
     out_rel = _rel_to(sub.path, src.with_suffix(".so"))
     argv = orchestration_argv(platform, src_rel, out_rel)
-    return _unit(f"orch:{sub.label(src.stem)}", "orchestration", sub, _join(sub.rel, src_rel), out_rel, argv,
+    return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", sub, _join(sub.rel, src_rel), out_rel, argv,
                  platform, timeout)
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from . import options
+from . import options, stages
 from .errors import BuildError, PyptoBuildError, WorkerDied
 from .markers import find_root
 
@@ -74,8 +74,8 @@ def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
     validating = verb == "validate" or bool(get("validate", False))
     graph = load_graph(root, **options.graph_options(values), run=config, run_timeout=options.run_timeout(values))
-    result = run_graph(graph, tasks=["validate" if validating else "replay"], progress=progress, check=False,
-                       force=("validate:",) if verb == "replay" and validating else (),
+    result = run_graph(graph, tasks=[stages.VALIDATE if validating else stages.REPLAY], progress=progress, check=False,
+                       force=(stages.prefix(stages.VALIDATE),) if verb == "replay" and validating else (),
                        **options.run_options(values))
     return _status(result, progress is None)
 

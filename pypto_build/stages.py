@@ -1,0 +1,25 @@
+"""The stages of a build, by their doit task-group names: the one home of these names.
+
+A task is `<stage>:<name>` (`compile:aiv/k0`, `stamp:.`): `task()` makes one,
+`prefix()` is what every task of a stage starts with. graph.py wires the stages;
+everything else asks about them through the names here.
+"""
+from __future__ import annotations
+
+PTOAS, SPLICE, COMPILE, ORCH, STAMP, REPLAY, VALIDATE = "ptoas", "splice", "compile", "orch", "stamp", "replay", "validate"
+ALL = (PTOAS, SPLICE, COMPILE, ORCH, STAMP, REPLAY, VALIDATE)       # in the order the graph runs them
+
+
+def task(stage: str, name: str) -> str:
+    """The doit task name of `name` in `stage`."""
+    return f"{stage}:{name}"
+
+
+def prefix(stage: str) -> str:
+    """What the name of every task of `stage` starts with."""
+    return f"{stage}:"
+
+
+UNITS = (prefix(COMPILE), prefix(ORCH))                 # one compile unit each: a kernel, an orchestration
+PTO = (prefix(PTOAS), prefix(SPLICE))                   # the .pto -> kernel .cpp stage
+BUILD = (*PTO, *UNITS, prefix(STAMP))                   # everything `build` runs
