@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .graph import Graph
 from . import stages
+from .graph import Graph
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,13 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
     return [out[n] for n in names]
 
 
+_PROPAGATING = tuple(map(stages.prefix, (stages.SPLICE, stages.STAMP, stages.REPLAY)))
+
+
 def _propagates(name: str) -> bool:
     # A re-run ptoas rewrites the raw output (splice follows); any compile removes the stamp (stamp follows).
     # Compiles themselves decide by their own inputs once the splice has run.
-    return name.startswith(tuple(map(stages.prefix, (stages.SPLICE, stages.STAMP, stages.REPLAY))))
+    return name.startswith(_PROPAGATING)
 
 
 def _ordered(tasks: list, by_name: dict) -> list:
@@ -103,20 +106,17 @@ def _one(dep, task, by_name: dict) -> Explanation:
     return Explanation(task.name, "run", dep.reasons.get(task.name) or "never built")
 
 
-UNITS = stages.UNITS
-
-
 def format_lines(items: list[Explanation], *, all_tasks: bool = False) -> list[str]:
     """One line per stale task, then the counts a build would print (compile units; other stages after)."""
     lines = [f"{e.task}: {e.reason if e.status != 'up-to-date' else 'up to date'}"
              + (" (error)" if e.status == "error" else "")
              for e in items if all_tasks or e.status != "up-to-date"]
-    units = [e for e in items if e.task.startswith(UNITS)]
+    units = [e for e in items if e.task.startswith(stages.UNITS)]
     parts = [f"{sum(1 for e in units if e.status == 'run')} would compile",
              f"{sum(1 for e in units if e.status == 'up-to-date')} up to date"]
     others: dict[str, int] = {}
     for e in items:
-        if e.status == "run" and not e.task.startswith(UNITS):
+        if e.status == "run" and not e.task.startswith(stages.UNITS):
             stage = e.task.split(":")[0]
             others[stage] = others.get(stage, 0) + 1
     if others:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from doit.exceptions import UnmetDependency
 from doit.globals import Globals
 
-from .errors import one_line
 from . import stages
+from .errors import one_line
 
 
-PTO_STAGE = stages.PTO
 _DOIT_PREFIX = re.compile(r"\AERROR: Task '[^\n]*?' checking dependencies: ")
 
 
@@ -75,7 +74,7 @@ class BuildReporter:
         self._lane[task.name] = next(i for i in range(len(busy) + 1) if i not in busy)
         reason = getattr(Globals.dep_manager, "reasons", {}).get(task.name, "")
         self.outcomes[task.name] = Outcome("running", reason)
-        if not task.name.startswith(PTO_STAGE):      # those print PyPTO's own lines when done
+        if not task.name.startswith(stages.PTO):      # those print PyPTO's own lines when done
             self._line(f"{task.name}" + (f"  ({reason})" if reason else ""))
 
     def add_success(self, task):
@@ -145,9 +144,9 @@ class BuildReporter:
 
     def pto_summary(self) -> list[str]:
         """PyPTO's closing lines of the .pto stage, plus every edit that did not reach the kernels."""
-        if not any(n.startswith(PTO_STAGE) for n in self.outcomes):
+        if not any(n.startswith(stages.PTO) for n in self.outcomes):
             return []
-        failed = sorted(n for n, o in self.outcomes.items() if n.startswith(PTO_STAGE) and o.status == "failed")
+        failed = sorted(n for n, o in self.outcomes.items() if n.startswith(stages.PTO) and o.status == "failed")
         lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)"] if self.spliced else []
         if self.not_applied:
             lines.append("[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): "

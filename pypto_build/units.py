@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import stages
 from .errors import LayoutError
 from .identity import BinaryContext, binary_context
 from .layout import OUTPUT_FIX, Layout, SubBuild, confine, include_dirs, kernel_source, real_path, resolve_in
@@ -20,7 +21,6 @@ from .safeio import kind_of
 from .settings import COMPILER_TIMEOUT, seconds
 from .stamp import STAMP
 from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv, source_name_problem
-from . import stages
 
 
 @dataclass(frozen=True)
