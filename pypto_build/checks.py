@@ -142,6 +142,9 @@ class PtoasCheck:
     def __init__(self, pto: str, raw: str, ptoas_key: str | None):
         self.pto, self.raw, self.key = pto, raw, ptoas_key
         self.reason = ""
+        # Without ptoas the task only reports an edit it cannot apply and writes nothing, so after such a
+        # failure a `.pto` back as its last success recorded it is up to date again (a reverted edit).
+        self.failure_writes_nothing = ptoas_key is None
 
     def __call__(self, task, values) -> bool:
         values = values or {}

@@ -45,7 +45,8 @@ class ContentDependency(Dependency):
         if self.adopt and self._get(task.name, "checker:") is None and not self.failed(task.name):
             self._adopt(task)                                           # never recorded: first sight
         result = super().get_status(task, tasks_dict, get_log=get_log)
-        if result.status == "up-to-date" and (self.failed(task.name) or (self.force and task.name.startswith(self.force))):
+        if result.status == "up-to-date" and ((self.failed(task.name) and not _failure_writes_nothing(task))
+                                              or (self.force and task.name.startswith(self.force))):
             result.status = "run"
         snapshot = {}
         blocked = [getattr(utd, "blocked", "") for utd, _args, _kwargs in task.uptodate]
@@ -208,3 +209,9 @@ class ContentDependency(Dependency):
         except (sqlite3.Error, PyptoBuildError) as exc:
             if not self.checkpoint:
                 raise exc if isinstance(exc, PyptoBuildError) else self._not_written(exc) from None
+
+
+def _failure_writes_nothing(task) -> bool:
+    """A task whose failed run changed nothing: up to date again once its inputs are back as its last
+    success recorded them (say, a `.pto` edit reverted). Other failed tasks run until they succeed."""
+    return any(getattr(utd, "failure_writes_nothing", False) for utd, _args, _kwargs in task.uptodate)

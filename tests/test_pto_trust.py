@@ -149,3 +149,22 @@ def test_the_stage_checks_by_content_with_ptoas_and_keeps_hand_edited_kernels(tm
     assert build(root).spliced == (K2,)
     backups = [p for p in (root / ".pypto_build/backup").rglob("*.cpp.*") if p.is_file()]
     assert any("out[i] * 0.25f" in p.read_text() for p in backups)
+
+
+def test_a_reverted_pto_edit_builds_again_without_ptoas(tmp_path, monkeypatch):
+    """Without ptoas an edit fails the build; put back as it was, the directory is up to date again
+    (the failure wrote nothing) — it used to keep failing with "edited" until ptoas was installed."""
+    monkeypatch.setenv("PTOAS_ROOT", str(tmp_path / "no-ptoas"))
+    root = synth.write_l2(tmp_path / "g", kernels=3, pto=True)
+    assert pypto_build("build", str(root)).returncode == 0
+    pto = synth.pto_path(root, "main_incore_2_aic")
+    original = pto.read_bytes()
+    edit_pto(root, "5.0f")
+    assert pypto_build("build", str(root)).returncode == 1
+    pto.write_bytes(original)
+    out = pypto_build("build", str(root))
+    assert out.returncode == 0, out.stderr
+    assert "0 compiled, 4 up to date" in out.stdout
+    edit_pto(root, "6.0f")                                   # and a new edit is still seen
+    out = pypto_build("build", str(root))
+    assert out.returncode == 1 and "ptoas/main_incore_2_aic.pto: edited, but ptoas not found" in out.stderr
