@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from pypto_build import synth  # noqa: E402
+from pypto_build.testing import synth  # noqa: E402
 
 
 def run(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:

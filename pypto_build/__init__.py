@@ -12,10 +12,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "build": "api", "validate": "api", "BuildResult": "api", "UnitResult": "api",
     "BuildError": "errors", "PyptoBuildError": "errors",
-    "replay": "replayer", "ReplayResult": "replayer", "RunConfig": "runconfig",
-    "CompiledProgram": "program", "BenchmarkStats": "program", "benchmark": "program",
-    "write_run_script": "runner_script",
-    "DistributedCompiledProgram": "program_l3", "DistributedConfig": "program_l3",
+    "replay": "compat.replay", "ReplayResult": "compat.replay", "RunConfig": "runconfig",
+    "CompiledProgram": "compat.program", "BenchmarkStats": "compat.program", "benchmark": "compat.program",
+    "write_run_script": "compat.runner",
+    "DistributedCompiledProgram": "compat.program_l3", "DistributedConfig": "compat.program_l3",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -83,12 +83,12 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     are restored instead of compiled (`result.from_cache`), fresh ones are stored; `remote_cache` (else
     $PYPTO_BUILD_REMOTE_CACHE) adds a Bazel-HTTP cache behind it (a dead one: one warning, local build).
     """
-    from . import noop
-    from .pto_plan import pto_options
+    from .engine import noop
+    from .pto.plan import pto_options
     from .toolchain import default_platform
 
     if remote_cache or os.environ.get("PYPTO_BUILD_REMOTE_CACHE"):
-        from .remote_config import settings     # a malformed remote URL is refused even with nothing to do
+        from .cache.remote_config import settings     # a malformed remote URL is refused even with nothing to do
         settings(remote_cache)
     root = Path(work_dir).resolve()
     pto = pto or pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied_pto)
@@ -97,7 +97,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
         hit = noop.check(root, lambda: noop.key(platform, pto.enabled, pto.ptoas))
         if hit is not None:
             return _noop_result(root, platform, hit, progress)
-    from .engine import load_graph
+    from .engine.loader import load_graph
     graph = load_graph(root, platform, pto, include_stale=include_stale,
                        cache_dir=os.fspath(cache_dir) if cache_dir else None, remote_cache=remote_cache)
     return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
@@ -127,8 +127,8 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
     The program runs in a child process: a crash, an exit or a hang (`run_timeout`, default
     $PYPTO_RUN_TIMEOUT or 1800 s) is a failed validation, never a passed one.
     """
-    from .engine import load_graph
-    from .pto_plan import pto_options
+    from .engine.loader import load_graph
+    from .pto.plan import pto_options
 
     root = Path(work_dir).resolve()
     graph = load_graph(root, None, pto_options(rebuild_from_pto, allow_unapplied=allow_unapplied_pto), config,
@@ -144,8 +144,8 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
     `force`: task-name prefixes that run whatever their state says (`replay --validate` makes a fresh
     verdict and records it).
     """
-    from .engine import BuildDirLoader, BuildDirMain
-    from .reporter import BuildReporter
+    from .engine.loader import BuildDirLoader, BuildDirMain
+    from .engine.reporter import BuildReporter
 
     root = graph.layout.root
     quiet = progress is None
@@ -162,11 +162,11 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
     if loader.error is not None:
         raise loader.error
     if trace is not None:
-        from .timeline import write_trace
+        from .engine.trace import write_trace
         write_trace(reporter.spans, Path(trace))
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
-    from .engine import stale_lines
+    from .engine.loader import stale_lines
     warnings = [*([graph.pto.skipped_line] if graph.pto.skipped_line else []), *reporter.pto_summary()[1:],
                 *graph.unknown_identities(), *stale_lines(graph)]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),

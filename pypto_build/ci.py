@@ -23,7 +23,7 @@ from . import atomic, stages
 from .errors import PyptoBuildError
 
 if TYPE_CHECKING:
-    from .remote_cache import Remote
+    from .cache.remote import Remote
 
 
 @dataclass
@@ -63,7 +63,7 @@ def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, rem
     The remote cache is opened once for the whole run: one ping, one warning at most, and a
     failure in any directory (any process) disables it for all the others.
     """
-    from .remote_cache import open_remote
+    from .cache.remote import open_remote
 
     roots = [Path(d).resolve() for d in dirs]
     parallel = jobs > 1 and len(roots) > 1
@@ -131,9 +131,9 @@ def _one(root: Path, cache_dir: str | None, remote: Remote | None, allow_unappli
          run_timeout: float | None = None, progress: TextIO | None = None) -> DirResult:
     """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
     from .api import run_graph
-    from .engine import load_graph
+    from .engine.loader import load_graph
     from .graph import run_targets
-    from .pto_plan import pto_options
+    from .pto.plan import pto_options
 
     start = time.monotonic()
     if progress is not None:

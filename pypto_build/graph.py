@@ -12,19 +12,19 @@ from typing import TYPE_CHECKING
 from functools import partial
 
 from . import stages
-from .actions import run_compile, run_stamp
-from .checks import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
+from .compile_actions import run_compile, run_stamp
+from .uptodate import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
 from .header_sets import SetChecker
 from .layout import BuildKind, Layout
-from .pto_actions import adopt_splice, record_adopted, run_ptoas, run_splice
-from .pto_plan import PtoOptions, PtoPlan, plan_pto
-from .replay_actions import run_replay, run_validate
+from .pto.actions import adopt_splice, record_adopted, run_ptoas, run_splice
+from .pto.plan import PtoOptions, PtoPlan, plan_pto
+from .run.tasks import run_replay, run_validate
 from .runconfig import RunConfig
 from .toolchain import Platform
 from .units import SubBuildPlan, plan
 
 if TYPE_CHECKING:
-    from .remote_cache import Remote
+    from .cache.remote import Remote
 
 DEFAULT_TASKS = (stages.STAMP,)
 

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from . import atomic
-from .checker import first_changed
+from .filestate import first_changed
 from .hashing import text_digest
 
 SETS_DIR = ".pypto_build/headers"      # relative to the build root (every action's working directory)

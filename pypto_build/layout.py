@@ -18,8 +18,7 @@ from pathlib import Path
 from .errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
-from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, STATE_DIR,
-                      next_level_names as _next_level_names, present_markers)
+from .markers import COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, STATE_DIR, next_level_names as _next_level_names, present_markers
 from .safeio import read_bytes
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto_build.errors import ManifestError, one_line
-from pypto_build.limits import TooLarge, read_capped
-from pypto_build.manifest_ast import FIX, PATH_EXPECTED, Evaluator, manifest_error, parse_quietly, short
+from .errors import ManifestError, one_line
+from .limits import TooLarge, read_capped
+from .manifest_ast import FIX, PATH_EXPECTED, Evaluator, manifest_error, parse_quietly, short
 
 __all__ = ["KernelSpec", "OrchestrationSpec", "KernelConfig", "read_kernel_config", "parse_kernel_config",
            "DEFAULT_RUNTIME", "FIX"]

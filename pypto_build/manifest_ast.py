@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pypto_build.errors import ManifestError, one_line
+from .errors import ManifestError, one_line
 
 __all__ = ["Evaluator", "FIX", "PATH_EXPECTED", "manifest_error", "one_line", "short"]
 

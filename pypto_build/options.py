@@ -163,7 +163,7 @@ def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> flo
 
 def graph_options(values: Any) -> dict:
     """Keyword arguments of `load_graph` from parsed BUILD (and RUN) option values."""
-    from .pto_plan import pto_options
+    from .pto.plan import pto_options
 
     return {"platform": _get(values, "platform"),
             "pto": pto_options(False if _get(values, "no_rebuild_from_pto", False) else None, _get(values, "ptoas"),

@@ -34,12 +34,12 @@ def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
         from .oserrors import describe
         print(f"pypto-build: error: {describe(exc) if isinstance(exc, OSError) else exc}", file=sys.stderr)
         if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
-            from .workers import exit_now
+            from .engine.workers import exit_now
             exit_now(2)
         return 2
     except KeyboardInterrupt:
         print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
-        from .workers import exit_now
+        from .engine.workers import exit_now
         exit_now(130)
 
 
@@ -61,8 +61,8 @@ def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | N
 def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
     """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
     from .api import run_graph
-    from .engine import load_graph
-    from .execution import check_replayable
+    from .engine.loader import load_graph
+    from .run.execution import check_replayable
 
     get = (lambda name, default=None: options._get(values, name, default))
     config = options.run_config(values)
@@ -89,8 +89,8 @@ def _status(result, quiet: bool) -> int:
 
 def explain_verb(values: Any, root: Path, units: list[str], *, all_tasks: bool = False) -> int:
     """`explain` / `build --dry-run`: every stale unit and why (with --recompile: what it would force)."""
-    from .engine import load_graph
-    from .explain import explain, format_lines
+    from .engine.loader import load_graph
+    from .engine.explain import explain, format_lines
 
     graph = load_graph(root, **options.graph_options(values), check_remote=False)
     items = explain(graph, units or None, recompile=bool(options._get(values, "recompile", False)))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pypto_build import synth
+from pypto_build.testing import synth
 
 FAKE_PTOAS = str(Path(__file__).resolve().parent / "tools" / "fake_ptoas")
 STATE = ".pypto_build"

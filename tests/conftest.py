@@ -14,7 +14,7 @@ import pytest
 # the tests (a venv's bin/ is not on PATH unless it was activated).
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.racy import FINE_NS
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.artifact_cache import ArtifactCache
+from pypto_build.cache.store import ArtifactCache
 from pypto_build.settings import parse_size
 
 KEYS = [f"{i:02x}" + "5a" * 15 for i in range(20)]     # 32 hex digits, 20 shards
@@ -133,7 +133,7 @@ def test_clean_empties_and_reports_bytes(cache, tmp_path):
 _SCRIPT = """
 import sys
 from pathlib import Path
-from pypto_build.artifact_cache import ArtifactCache
+from pypto_build.cache.store import ArtifactCache
 cache = ArtifactCache(Path(sys.argv[1]))
 src = Path(sys.argv[1]).parent / "src"
 cache.put(sys.argv[2], src)

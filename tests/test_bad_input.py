@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 
 from bad_input_corpus import CASES, FIX_RE, STATE, Case

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import age_tree, copy_dir, edit
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
 

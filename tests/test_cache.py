@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import edit
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 
 ALL = 4   # 3 kernels + 1 orchestration

@@ -8,7 +8,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from pypto_build import synth
+from pypto_build.testing import synth
 
 pytest.importorskip("torch")
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conftest import edit
-from pypto_build import synth
+from pypto_build.testing import synth
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:

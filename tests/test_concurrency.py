@@ -9,9 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import copy_dir, edit
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.artifact_cache import ArtifactCache
+from pypto_build.cache.store import ArtifactCache
 
 
 def counting_compiler(tmp_path: Path) -> tuple[str, Path]:

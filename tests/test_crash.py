@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 
 TRIALS = int(os.environ.get("PYPTO_BUILD_CRASH_TRIALS", "6"))
@@ -264,7 +264,7 @@ def trial(scn: Scenario, base: Path, index: int, rng: random.Random) -> str:
 
 def check_cache_after_kill(scn: Scenario, work: Path, cache: Path) -> None:
     """A fresh copy built from the cache a killed run stored into gets correct binaries."""
-    from pypto_build.artifact_cache import ArtifactCache
+    from pypto_build.cache.store import ArtifactCache
     fresh = copy_dir(scn.pristine, work)
     result = build(fresh, cache_dir=cache, **scn.build_kwargs)
     assert result.from_cache, "the recovered run stored its binaries"

@@ -10,10 +10,10 @@ import pytest
 from conftest import FAKE_PTOAS
 
 import pypto_build
-from pypto_build.golden import load_golden
+from pypto_build.run.golden import load_golden
 from pypto_build.manifest import read_kernel_config
-from pypto_build.meta import load_compiled_meta
-from pypto_build.splice import function_names, preprocess, splice, split
+from pypto_build.sidecars import load_compiled_meta
+from pypto_build.pto.splice import function_names, preprocess, splice, split
 
 EXAMPLE = Path(pypto_build.__file__).resolve().parent / "examples" / "matmul_relu"
 KERNELS = {"matmul_relu_incore_0_aic": "aic", "matmul_relu_incore_1_aiv": "aiv"}

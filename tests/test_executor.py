@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import copy_dir  # noqa: E402
-from pypto_build import synth  # noqa: E402
+from pypto_build.testing import synth  # noqa: E402
 from pypto_build.api import build  # noqa: E402
 from pypto_build.runtime import abi, dfx  # noqa: E402
 from pypto_build.runtime.executor import ExecutorError, HostExecutor, RunTrace  # noqa: E402

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, edit
-from pypto_build import synth
+from pypto_build.testing import synth
 
 torch = pytest.importorskip("torch")
 

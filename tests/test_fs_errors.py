@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_PTOAS, age_tree, copy_dir, edit, settle_ctimes
-from pypto_build import atomic, synth
+from pypto_build import atomic
+from pypto_build.testing import synth
 from pypto_build.api import build
 
 STAMP = "cache/binary_context.json"

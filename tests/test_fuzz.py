@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from pypto_build.depfile import DepfileError, parse_depfile
 from pypto_build.errors import ManifestError, MetaError, SpliceError
 from pypto_build.manifest import KernelConfig, read_kernel_config
-from pypto_build.meta import ProgramMeta, load_compiled_meta, load_distributed_meta
-from pypto_build.splice import BEGIN, END, preprocess, splice, split
-from pypto_build.synth_kernels import _kernel_cpp
+from pypto_build.sidecars import ProgramMeta, load_compiled_meta, load_distributed_meta
+from pypto_build.pto.splice import BEGIN, END, preprocess, splice, split
+from pypto_build.testing.synth_kernels import _kernel_cpp
 
 FUZZ = settings(max_examples=300, deadline=None)
 SCRATCH = Path(tempfile.mkdtemp(prefix="pypto-fuzz-"))

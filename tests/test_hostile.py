@@ -15,9 +15,9 @@ from typing import Callable
 import pytest
 
 from conftest import copy_dir
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.artifact_cache import ArtifactCache
+from pypto_build.cache.store import ArtifactCache
 
 ESCAPE = "resolves outside the build directory"
 K1 = "kernels/aiv/main_incore_1_aiv"          # the AIV kernel of an L2 fixture (includes no header)

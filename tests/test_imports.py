@@ -42,7 +42,7 @@ def import_graph() -> dict[str, set[str]]:
 
 def test_the_walk_sees_imports_inside_functions():
     graph = import_graph()
-    assert "pypto_build.execution" in graph["pypto_build.run_child"]        # `from .execution import` in a function
+    assert "pypto_build.run.execution" in graph["pypto_build.run.child"]        # `from .execution import` in a function
     assert "pypto_build.runtime.executor" in graph["pypto_build.runtime.l3"]
 
 

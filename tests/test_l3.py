@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.golden import load_golden
+from pypto_build.run.golden import load_golden
 from pypto_build.runconfig import RunConfig
 from pypto_build.runtime.executor import ExecutorError
 from pypto_build.runtime.l3 import run_distributed

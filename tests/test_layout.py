@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import LayoutError, ToolchainError
 from pypto_build.layout import BuildKind, classify, load_layout

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from pypto_build import CompiledProgram, DistributedCompiledProgram, DistributedConfig, synth
+from pypto_build import CompiledProgram, DistributedCompiledProgram, DistributedConfig
+from pypto_build.testing import synth
 from pypto_build.api import build, validate
-from pypto_build.golden import compare, load_golden
+from pypto_build.run.golden import compare, load_golden
 
 torch = pytest.importorskip("torch")
 

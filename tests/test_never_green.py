@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, inject
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import validate
 from pypto_build.errors import BuildError
 
@@ -92,7 +92,7 @@ def test_replay_validate_fails_the_same_way(g, case):
 
 def validate_values(root: Path) -> dict:
     """The values the last successful validation recorded (doit's state, read as doit reads it)."""
-    from pypto_build.engine import open_state
+    from pypto_build.engine.loader.loader import open_state
     dep = open_state(root / ".pypto_build/state.sqlite3", adopt=False)
     try:
         return dict(dep.get_values("validate:.") or {})

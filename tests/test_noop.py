@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_PTOAS, age_tree, edit, settle_ctimes, which
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 
 FAST = "no-op record"
@@ -86,7 +86,7 @@ def test_any_change_takes_the_full_path(settled, monkeypatch, change):
 
 
 def test_pto_isa_root_never_uses_the_record(settled, tmp_path, monkeypatch):
-    from pypto_build import noop
+    from pypto_build.engine.loader import noop
     monkeypatch.setenv("PTO_ISA_ROOT", str(tmp_path))
     assert noop.key("host", True, None) is None
     monkeypatch.delenv("PTO_ISA_ROOT")

@@ -23,13 +23,15 @@ from pathlib import Path
 import pytest
 
 from conftest import age_tree, copy_dir
-from pypto_build import hashing, noop, synth
+from pypto_build import hashing
+from pypto_build.engine.loader import noop
+from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.artifact_cache import ArtifactCache
-from pypto_build.checker import is_modified, make_state
-from pypto_build.golden import GoldenError, load_golden
+from pypto_build.cache.store import ArtifactCache
+from pypto_build.filestate import is_modified, make_state
+from pypto_build.run.golden import GoldenError, load_golden
 from pypto_build.limits import read_capped
-from pypto_build.pto_actions import load_record
+from pypto_build.pto.actions import load_record
 from pypto_build.pyexec import exec_file
 from pypto_build.safeio import NotRegularFile, read_bytes
 from pypto_build.stamp import stamp_matches

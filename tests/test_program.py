@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.errors import PyptoBuildError
-from pypto_build.golden import load_golden
-from pypto_build.program import BenchmarkStats, CompiledProgram, benchmark
-from pypto_build.replay_main import main as replay_main
-from pypto_build.runner_script import emit_runner_command, write_run_script
+from pypto_build.run.golden import load_golden
+from pypto_build.compat.program import BenchmarkStats, CompiledProgram, benchmark
+from pypto_build.compat.runner_main import main as replay_main
+from pypto_build.compat.runner import emit_runner_command, write_run_script
 
 from conftest import copy_dir
 

@@ -19,10 +19,10 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from conftest import copy_dir, inject
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.errors import ProgramFailed
-from pypto_build.golden import load_golden
-from pypto_build.replayer import replay
+from pypto_build.run.golden import load_golden
+from pypto_build.compat.replay import replay
 
 torch = pytest.importorskip("torch")
 HEADERS = "#include <cstdlib>\n#include <csignal>\n#include <unistd.h>"

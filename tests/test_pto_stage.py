@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
 from test_synth import call_kernel

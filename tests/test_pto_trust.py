@@ -16,7 +16,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 from test_pto_stage import K2, OLD_LINE, ptoas_runs
 

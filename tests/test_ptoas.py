@@ -1,4 +1,4 @@
-"""pypto_build.ptoas (lookup, level, argv, identity) and the test stand-in tests/tools/fake_ptoas."""
+"""pypto_build.pto.ptoas (lookup, level, argv, identity) and the test stand-in tests/tools/fake_ptoas."""
 from __future__ import annotations
 
 import os
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import hashing, synth
+from pypto_build import hashing
+from pypto_build.testing import synth
 from pypto_build.errors import ToolchainError
-from pypto_build.ptoas import PtoasLookup, find_ptoas, infer_level, ptoas_argv, ptoas_identity
-from pypto_build.splice import find_target, function_names, preprocess, splice, split
+from pypto_build.pto.ptoas import PtoasLookup, find_ptoas, infer_level, ptoas_argv, ptoas_identity
+from pypto_build.pto.splice import find_target, function_names, preprocess, splice, split
 
 FAKE = Path(__file__).resolve().parent / "tools" / "fake_ptoas"
 

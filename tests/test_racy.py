@@ -5,7 +5,7 @@ import os
 import time
 
 from conftest import settle_ctimes
-from pypto_build.checker import is_modified, make_state
+from pypto_build.filestate import is_modified, make_state
 from pypto_build.racy import changed_since, fs_now
 
 FUTURE = time.time() + 86400

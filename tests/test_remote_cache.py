@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
 from remote_peer import PING, Peer, free_port
 
@@ -255,7 +255,7 @@ TAMPER = {
 
 @pytest.mark.parametrize("tamper", sorted(TAMPER))
 def test_a_bad_entry_is_one_failure_that_installs_nothing(tamper, peer_factory, tmp_path, capfd):
-    from pypto_build.remote_cache import RemoteCache, open_remote
+    from pypto_build.cache.remote import RemoteCache, open_remote
 
     peer = peer_factory("cache")
     remote = open_remote(peer.url)
@@ -279,7 +279,7 @@ def test_a_bad_entry_is_one_failure_that_installs_nothing(tamper, peer_factory, 
 
 
 def test_a_record_copied_from_another_key_is_refused(peer_factory, tmp_path, capfd):
-    from pypto_build.remote_cache import RemoteCache, open_remote
+    from pypto_build.cache.remote import RemoteCache, open_remote
 
     peer = peer_factory("cache")
     cache = RemoteCache(open_remote(peer.url))
@@ -294,8 +294,8 @@ def test_a_record_copied_from_another_key_is_refused(peer_factory, tmp_path, cap
 
 
 def test_an_answer_bigger_than_the_cap_is_refused(peer_factory, tmp_path):
-    from pypto_build.remote_config import parse_url
-    from pypto_build.remote_http import HttpError, request
+    from pypto_build.cache.remote_config import parse_url
+    from pypto_build.cache.remote_http import HttpError, request
 
     peer = peer_factory("cache")
     endpoint = parse_url(peer.url)

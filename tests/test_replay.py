@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, edit
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import validate
 from pypto_build.errors import PyptoBuildError
-from pypto_build.golden import load_golden
-from pypto_build.replayer import replay
+from pypto_build.run.golden import load_golden
+from pypto_build.compat.replay import replay
 from pypto_build.runconfig import RunConfig
 
 torch = pytest.importorskip("torch")

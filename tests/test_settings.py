@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pypto_build import settings, synth
+from pypto_build import settings
+from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import PyptoBuildError
 from pypto_build.settings import SettingError

@@ -1,4 +1,4 @@
-"""pypto_build.splice: PyPTO's ptoas preprocessing, target lookup, sentinel splice, signatures."""
+"""pypto_build.pto.splice: PyPTO's ptoas preprocessing, target lookup, sentinel splice, signatures."""
 from __future__ import annotations
 
 import os
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.errors import PyptoBuildError, SpliceError
-from pypto_build.splice import BEGIN, END, find_target, function_names, preprocess, signature_of, splice, split
+from pypto_build.pto.splice import BEGIN, END, find_target, function_names, preprocess, signature_of, splice, split
 
 MESSAGE = ("{}: cannot splice — missing or out-of-order ptoas sentinels. This build_output predates the "
            ".pto rebuild feature; recompile via ir.compile() to refresh.")

@@ -1,4 +1,4 @@
-"""pypto_build.synth: generated build directories have PyPTO's shape, and their kernels work."""
+"""pypto_build.testing.synth: generated build directories have PyPTO's shape, and their kernels work."""
 from __future__ import annotations
 
 import ast
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.runtime.abi import aligned_tensors
 
 PKG = Path(synth.__file__).resolve().parent

@@ -5,9 +5,9 @@ import io
 import json
 import subprocess
 
-from pypto_build import synth
+from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.engine import load_graph
+from pypto_build.engine.loader.loader import load_graph
 
 
 class Terminal(io.StringIO):

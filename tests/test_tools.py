@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import procs, synth
+from pypto_build import procs
+from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
 from test_synth import call_kernel

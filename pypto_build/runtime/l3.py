@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from .. import atomic
 from ..errors import one_line
-from ..meta import load_distributed_meta
+from ..sidecars import load_distributed_meta
 from ..pyexec import exec_file
 from ..runconfig import LOG_LEVELS, RunConfig
 from . import l3_shims, rank_channel

@@ -1,0 +1,247 @@
+"""`CompiledProgram.from_dir(dir)` and `benchmark()` on the host runtime (reference §10.1, §11).
+
+torch is imported only when a program runs, so `import pypto_build` stays light.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import PyptoBuildError
+from ..markers import STATE_DIR
+from ..sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
+
+__all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]
+
+_MISSING = ("{path} not found — cannot reconstruct a compiled program from this directory. It predates the "
+            "single-chip replay feature, is a distributed (L3+) build (use DistributedCompiledProgram.from_dir), "
+            "or is the parent of a multi-orch build (each next_levels/<name>/ sub-build has its own sidecar — "
+            "reload one of those). Recompile via ir.compile() to refresh.")
+_SKIP_DIRS = frozenset((STATE_DIR, "next_levels", "dfx_outputs", "debug", "ptoas"))
+
+
+class CompiledProgram:
+    """A single-chip build directory as a callable program, running on the host runtime.
+
+    Build it with `CompiledProgram.from_dir(dir)`. Unlike PyPTO's `from_dir`,
+    which serves whatever cached binaries exist (no `.pto` splice, no
+    invalidation of hand-edited sources), every call first builds what changed
+    — content-keyed, including edited kernel `.cpp` and `ptoas/*.pto` — and
+    the loaded binaries are reused across calls until a rebuild replaces them.
+    """
+
+    def __init__(self, output_dir: Path, meta: ProgramMeta, *, platform: str | None = None,
+                 backend_type: str | None = None) -> None:
+        self.output_dir = Path(output_dir)
+        self.meta = meta
+        self.params: tuple[ParamMeta, ...] = meta.params
+        self.output_indices: tuple[int, ...] = meta.output_indices
+        self.num_return_types: int = meta.num_return_types
+        self.persisted_platform: str | None = meta.platform
+        self.platform: str = platform or "host"
+        self.backend_type: str = backend_type or meta.backend_type
+        self.program = None
+        self.jobs = 1
+        self._lock = threading.RLock()
+        self._executor = None
+        self._fingerprint: tuple | None = None
+
+    @classmethod
+    def from_dir(cls, output_dir, *, platform: str | None = None,
+                 backend_type: str | None = None) -> "CompiledProgram":
+        """Load `<output_dir>/compiled_meta.json` (only that file; §10.1).
+
+        Missing -> FileNotFoundError (PyPTO's message); malformed -> MetaError
+        (a ValueError naming the field). `platform` defaults to "host" (the only
+        runtime here; the sidecar's value is kept as `persisted_platform`);
+        `backend_type` defaults to the persisted one.
+        """
+        root = Path(output_dir).resolve()
+        path = root / COMPILED_META_FILENAME
+        if not path.is_file():
+            raise FileNotFoundError(_MISSING.format(path=path))
+        return cls(root, load_compiled_meta(path), platform=platform, backend_type=backend_type)
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{p.name}: {p.direction}" for p in self.params)
+        return f"CompiledProgram({str(self.output_dir)!r}, ({names}), platform={self.platform!r})"
+
+    # -- arguments -------------------------------------------------------------
+    def _full_args(self, args: Sequence) -> tuple[list, list[int]]:
+        """All arguments in call order, allocating `Out` tensors for a return-style call."""
+        import torch
+        from .runner import torch_dtype_name
+
+        args = list(args)
+        if len(args) == len(self.params):
+            return args, []
+        missing = len(self.params) - len(self.output_indices)
+        if self.output_indices and len(args) == missing:
+            full, it = [], iter(args)
+            for i, p in enumerate(self.params):
+                if i not in self.output_indices:
+                    full.append(next(it))
+                    continue
+                if p.shape is None or any(d < 0 for d in p.shape):
+                    raise TypeError(f"{self.output_dir}: output {p.name!r} has shape {p.shape}; pass it yourself "
+                                    "(its size is not known before the run)")
+                full.append(torch.zeros(p.shape, dtype=getattr(torch, torch_dtype_name(p.dtype)[6:])))
+            return full, list(self.output_indices)
+        names = ", ".join(p.name for p in self.params)
+        raise TypeError(f"{self.output_dir}: expected {len(self.params)} arguments ({names})"
+                        + (f" or {missing} without the outputs" if self.output_indices else "")
+                        + f", got {len(args)}")
+
+    # -- build + load ------------------------------------------------------------
+    def _binaries(self) -> tuple:
+        """Identity of every loadable binary (and kernel_config.py): a rebuild replaces files atomically."""
+        found = []
+        for dirpath, dirs, files in os.walk(self.output_dir):
+            if dirpath == str(self.output_dir):
+                dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+            for name in files:
+                if name.endswith(".so") or (dirpath == str(self.output_dir) and name == "kernel_config.py"):
+                    st = os.stat(os.path.join(dirpath, name))
+                    found.append((os.path.join(dirpath, name), st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(sorted(found))
+
+    def ensure_built(self):
+        """Build what changed and return a host executor holding the current binaries (reloaded if changed)."""
+        from ..api import build
+        from ..runtime.executor import HostExecutor
+
+        if self.platform != "host":
+            raise PyptoBuildError(f"platform {self.platform!r}: pypto_build runs programs on the host runtime only; "
+                                  "use from_dir(..., platform=None or 'host')")
+        with self._lock:
+            build(self.output_dir, platform="host", jobs=self.jobs, progress=None)
+            fingerprint = self._binaries()
+            if self._executor is None or fingerprint != self._fingerprint:
+                self.close()
+                self._executor = HostExecutor(self.output_dir)
+                self._fingerprint = fingerprint
+            return self._executor
+
+    def close(self) -> None:
+        """Drop the loaded binaries (the next call loads them again)."""
+        with self._lock:
+            if self._executor is not None:
+                self._executor.close()
+            self._executor = self._fingerprint = None
+
+    def __call__(self, *args, config=None):
+        """Build what changed, then run on `args` (outputs written in place).
+
+        Pass every parameter (returns None), or only the non-`Out` ones: the
+        outputs are then allocated and returned (one tensor, or a tuple).
+        `config` (a RunConfig) with swimlane / dump-args writes those under
+        dfx_outputs/ as replay does.
+        """
+        with self._lock:
+            full, allocated = self._full_args(args)
+            executor = self.ensure_built()
+            names = [p.name for p in self.params]
+            if config is not None and (config.enable_chip_swimlane or config.enable_dump_args):
+                from ..run.execution import execute
+                execute(self.output_dir, full, config, names=names, say=lambda _line: None)
+            else:
+                executor.run(full, param_names=names)
+        if not allocated:
+            return None
+        outs = tuple(full[i] for i in allocated)
+        return outs[0] if len(outs) == 1 else outs
+
+
+@dataclass
+class BenchmarkStats:
+    """Host wall-clock times of a program on pypto_build's host runtime.
+
+    A functional CPU reference, not NPU performance: the host runtime has no
+    device clock, so `device_wall_us` reports the host figures (and
+    `all_zero_device` is False).
+    """
+
+    host_wall_us: list[float]
+    rounds: int
+    warmup: int
+    notes: list[str] = field(default_factory=lambda: [
+        "host runtime: device_wall_us are host wall-clock times (no device clock); not NPU performance"])
+
+    @property
+    def samples(self) -> int:
+        return len(self.host_wall_us)
+
+    @property
+    def host_us_min(self) -> float:
+        return min(self.host_wall_us)
+
+    @property
+    def host_us_median(self) -> float:
+        return statistics.median(self.host_wall_us)
+
+    @property
+    def host_us_mean(self) -> float:
+        return statistics.fmean(self.host_wall_us)
+
+    @property
+    def host_us_max(self) -> float:
+        return max(self.host_wall_us)
+
+    @property
+    def host_us_stdev(self) -> float:
+        return statistics.stdev(self.host_wall_us) if len(self.host_wall_us) > 1 else 0.0
+
+    @property
+    def device_wall_us(self) -> list[float]:
+        """The host figures: the host runtime has no device clock."""
+        return list(self.host_wall_us)
+
+    device_us_min = host_us_min
+    device_us_median = host_us_median
+    device_us_mean = host_us_mean
+    device_us_max = host_us_max
+    device_us_stdev = host_us_stdev
+
+    @property
+    def all_zero_device(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return (f"host runtime: {self.rounds} rounds (+{self.warmup} warm-up): min {self.host_us_min:.1f} us, "
+                f"median {self.host_us_median:.1f} us, mean {self.host_us_mean:.1f} us, "
+                f"max {self.host_us_max:.1f} us, stdev {self.host_us_stdev:.1f} us (CPU reference, not NPU)")
+
+
+def benchmark(compiled, args: Sequence, *, rounds: int = 100, warmup: int = 3) -> BenchmarkStats:
+    """Run `compiled` warmup + rounds times on a warm host executor; time each measured round.
+
+    `compiled` is a CompiledProgram (or a build directory path); `args` as for
+    calling it. Builds once, before timing. A functional CPU reference, not
+    NPU performance (§11's device timings do not exist on the host runtime).
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds <= 0:
+        raise ValueError(f"benchmark(): rounds must be a positive integer, got {rounds!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"benchmark(): warmup must be a non-negative integer, got {warmup!r}")
+    if not isinstance(compiled, CompiledProgram):
+        if isinstance(compiled, (str, os.PathLike)):
+            compiled = CompiledProgram.from_dir(compiled)
+        else:
+            raise TypeError(f"benchmark(): expected a CompiledProgram, got {type(compiled).__name__}")
+    with compiled._lock:
+        full, _ = compiled._full_args(args)
+        executor = compiled.ensure_built()
+        names = [p.name for p in compiled.params]
+        samples: list[float] = []
+        for i in range(warmup + rounds):
+            start = time.perf_counter_ns()
+            executor.run(full, param_names=names)
+            elapsed = (time.perf_counter_ns() - start) / 1000.0
+            if i >= warmup:
+                samples.append(elapsed)
+    return BenchmarkStats(samples, rounds, warmup)

@@ -1,0 +1,72 @@
+"""Replay: build what changed, run the program on the host runtime, validate (reference §8).
+
+`replay(work_dir, *tensors, ...)` is PyPTO's replay with the same steps and
+words; the build step is ours (content-keyed, so `recompile` defaults to False).
+The program runs in a child process (`run_child`, which calls `execution`).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence, TextIO
+
+from ..errors import PyptoBuildError
+from ..run.execution import check_replayable
+from ..runconfig import RunConfig
+
+
+@dataclass
+class ReplayResult:
+    work_dir: Path
+    build: object                         # BuildResult
+    validated: list[str] = field(default_factory=list)
+    dfx: list[str] = field(default_factory=list)      # files written under dfx_outputs/
+
+
+def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool = False,
+           rebuild_from_pto: bool = True, validate: bool = False, jobs: int = 1,
+           progress: TextIO | None | str = "stdout", run_timeout: float | None = None,
+           allow_unapplied_pto: bool = False) -> ReplayResult:
+    """Build what changed, run the program on `tensors` (outputs written in place), optionally validate.
+
+    The program runs in a child process (a crash, an exit or a hang past `run_timeout` raises
+    ProgramFailed; nothing is left running); the caller's tensors receive the outputs. With
+    `validate`, outputs named in golden.py's `__outputs__` are compared with `compute_golden`
+    run on a copy of the inputs taken before the run (RTOL/ATOL); a mismatch raises
+    AssertionError naming the output, a validation that would compare nothing raises
+    NothingCompared. Progress goes to `progress` (default: the current sys.stdout; None: silent).
+    """
+    from .. import options
+    from ..api import build
+    from ..run.child import run_program
+
+    config = config or RunConfig()
+    if progress == "stdout":
+        progress = sys.stdout           # looked up per call (tests and callers may replace sys.stdout)
+    if config.platform != "host":
+        raise PyptoBuildError(f"platform {config.platform!r}: replay runs on the host runtime only; "
+                              "use RunConfig(platform='host')")
+    work_dir = check_replayable(Path(work_dir).resolve())
+    say = (lambda line: print(line, file=progress, flush=True)) if progress else (lambda line: None)
+    if validate:
+        import torch
+        for i, t in enumerate(tensors):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
+    result = build(work_dir, recompile=recompile, rebuild_from_pto=None if rebuild_from_pto else False,
+                   allow_unapplied_pto=allow_unapplied_pto, jobs=jobs, progress=progress)
+    outcome = run_program(work_dir, config, validate=validate, say=say, tensors=tensors,
+                          timeout=run_timeout if run_timeout is not None else options.run_timeout())
+    _copy_back(tensors, outcome.outputs or [])
+    return ReplayResult(work_dir, result, outcome.checked, outcome.dfx)
+
+
+def _copy_back(tensors: Sequence, outputs: Sequence) -> None:
+    """The run's results into the caller's own tensors (same storage, same data_ptr)."""
+    import torch
+
+    with torch.no_grad():
+        for mine, theirs in zip(tensors, outputs):
+            if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor):
+                mine.copy_(theirs)

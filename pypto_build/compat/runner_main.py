@@ -1,0 +1,97 @@
+"""`main(argv, ...)`: the command line behind `debug/run.py` (PyPTO's `replay._main`, reference §8.2).
+
+Same flags as `pypto-build replay` (the option table of options.py). Input
+selection (§8.2): when `debug/run.py` passes
+its inline inputs and validation is not in effect with a golden.py present,
+the inline inputs are used, nothing is validated and `user_compare(*tensors)`
+is called; otherwise the inputs come from `golden.generate_inputs()` and are
+validated per `--validate`. Also runnable as `python -m pypto_build.compat.runner_main DIR`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .. import options
+from ..errors import BuildError, PyptoBuildError
+
+__all__ = ["main", "make_parser"]
+
+_PROG = "pypto_build.compat.runner_main"
+
+
+def make_parser(*, prog: str = _PROG, validate_default: bool = False) -> argparse.ArgumentParser:
+    """The replay parser: a positional work_dir, `pypto-build replay`'s flags, `--validate/--no-validate`."""
+    p = argparse.ArgumentParser(
+        prog=prog, description="Build what changed (content-keyed), run the build directory on the host runtime "
+                               "and optionally validate against golden.py (PyPTO's replay CLI, same flags).")
+    p.add_argument("work_dir", type=Path, metavar="WORK_DIR",
+                   help="the build directory (debug/run.py passes its parent directory itself)" if validate_default
+                   else "build_output/<jit_dir>/ directory")
+    options.add_to_parser(p, (*options.BUILD, *options.RUN))
+    p.add_argument("--validate", action=argparse.BooleanOptionalAction, default=validate_default,
+                   help="compare outputs with golden.py::compute_golden (RTOL/ATOL); default "
+                        f"{'on (debug/run.py)' if validate_default else 'off'}")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Sequence] | None = None,
+         user_compare: Callable[..., object] | None = None) -> int:
+    """Parse `argv` (work_dir first), replay, validate or call `user_compare`; return the exit status.
+
+    Inputs from golden.py: exactly `pypto-build replay [--validate] WORK_DIR` (verbs.py), golden.py and the
+    program running in a child process. Inline inputs: `replay(work_dir, *tensors)`, then `user_compare`.
+    0 on success; 1 when a unit, the run or the validation fails; 2 for bad input; errors go to stderr.
+    """
+    from ..runtime.executor import ExecutorError
+    from ..verbs import guarded, run_verb
+
+    parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,
+                         validate_default=inline_inputs is not None)
+    args = parser.parse_args(options.normalize_argv(list(sys.argv[1:] if argv is None else argv)))
+    work_dir = args.work_dir.resolve()
+    if inline_inputs is None or (args.validate and (work_dir / "golden.py").is_file()):
+        return guarded(lambda: run_verb("replay", args, work_dir))
+    try:
+        return _inline(work_dir, args, inline_inputs, user_compare)
+    except AssertionError as exc:
+        print(str(exc) or "validation failed", file=sys.stderr)
+        return 1
+    except (BuildError, ExecutorError) as exc:
+        print(f"pypto-build replay: {exc}", file=sys.stderr)
+        return 1
+    except (PyptoBuildError, OSError) as exc:
+        print(f"pypto-build replay: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pypto-build replay: interrupted", file=sys.stderr)
+        from ..engine.workers import exit_now
+        exit_now(130)
+
+
+def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[], Sequence],
+            user_compare: Callable[..., object] | None) -> int:
+    """debug/run.py's inline inputs: replay on them (no validation), then the user's compare hook."""
+    from .replay import replay
+
+    if (args.platform or "host") != "host":
+        raise PyptoBuildError(f"--platform {args.platform}: replay runs on the host runtime only (--platform host)")
+    tensors = list(inline_inputs())
+    missing = [i for i, t in enumerate(tensors) if t is None]
+    if missing:
+        raise PyptoBuildError(f"inline input(s) {missing} are None (scalar parameters): set their values in "
+                              "_inline_inputs() of debug/run.py")
+    if args.log_sync_pypto:
+        print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
+    replay(work_dir, *tensors, config=options.run_config(args), recompile=args.recompile,
+           rebuild_from_pto=not args.no_rebuild_from_pto, jobs=args.jobs, progress=sys.stdout,
+           run_timeout=options.run_timeout(args), allow_unapplied_pto=args.allow_unapplied_pto)
+    if user_compare is not None:
+        user_compare(*tensors)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""doit actions: the side-effect edge of the graph.
+
+Module-level functions with plain-data arguments, so they work under every
+multiprocessing start method. Each writes its outputs atomically and returns
+the values doit stores for the next run's up-to-date check.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from doit.exceptions import TaskFailed
+
+from . import atomic, header_sets, procs
+from .cache import compiles as compile_cache
+from .filestate import make_state
+from .depfile import TRACKING, DepfileError, parse_depfile
+from .identity import identity_covers
+from .layout import inside
+from .oserrors import FREE_SPACE, one_line_failures
+from .racy import fs_now
+from .stamp import remove_stamp, write_stamp
+from .units import CompileUnit
+
+if TYPE_CHECKING:
+    from .cache.remote import Remote
+
+
+@one_line_failures
+def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None,
+                remote: Remote | None = None):
+    """Compile one unit into a temp file, then move it onto its output.
+
+    Returns the values recorded for the next up-to-date check: argv, compiler
+    and context digests, the state of every header the compiler read, and the
+    state of the output. On failure returns TaskFailed with the command and the
+    compiler's message; other outputs are untouched. With an artefact cache (and
+    a known identity) a matching binary is restored instead of compiled, and a
+    fresh one is stored.
+    """
+    sub = Path(unit.sub_rel)
+    remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
+    out = Path(unit.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic.remove_stale_temps(out)            # left by a run that was killed while compiling this unit
+    cache = compile_cache.open_cache(cache_dir, remote) if context is not None else None
+    base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
+    if cache is not None:
+        start_ns = fs_now(out)
+        hit = compile_cache.lookup(cache, base, unit.sub_rel, out)
+        if hit is not None:
+            # an entry another directory's run stored: its headers pass the same checks as a compile's
+            states = _escape(unit, Path("."), hit) or _header_states(unit, _headers(hit, Path("."), unit), start_ns)
+            if isinstance(states, str):
+                out.unlink(missing_ok=True)
+                return TaskFailed(states)
+            values = _values(unit, compiler_id, context, states)
+            return values if isinstance(values, TaskFailed) else {**values, "cache": "hit"}
+    tmp_out = atomic.temp_path_for(out)
+    tmp_dep = atomic.temp_path_for(out, ".d.tmp")
+    out_arg = procs.path_arg(os.path.relpath(out, sub))
+    argv = list(unit.argv)
+    o = len(argv) - 1 - argv[::-1].index("-o")
+    argv[o + 1] = procs.path_arg(os.path.relpath(tmp_out, sub))
+    # -MD, not -MMD: -MMD leaves out every header it deems a system one (under -isystem, after
+    # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
+    argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg,
+                 f"-ffile-prefix-map={os.path.abspath(sub)}=."]
+    start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
+    try:
+        try:
+            proc = procs.run(argv, cwd=sub, timeout=unit.timeout)
+        except OSError as exc:
+            return TaskFailed(_failure(unit, f"cannot run the compiler: {exc}"))
+        if proc.timed_out:
+            return TaskFailed(_failure(unit, proc.output, f"compiler timed out after {unit.timeout:g} s (killed with "
+                                       "every process it started; raise PYPTO_COMPILER_TIMEOUT)"))
+        if proc.returncode != 0:
+            return TaskFailed(_failure(unit, proc.output or proc.how))
+        try:
+            deps = _read_depfile(tmp_dep, out_arg)
+        except DepfileError as exc:
+            out.unlink(missing_ok=True)
+            return TaskFailed(_failure(unit, f"the compiler's dependency file cannot be read exactly ({exc}), so "
+                                             "the headers it read cannot be checked — binary not installed"))
+        if deps is None:
+            return TaskFailed(_failure(unit, "the compiler wrote no dependency file (-MD -MF), so the headers "
+                                             "it read cannot be checked; use a gcc-compatible CXX"))
+        escape = _escape(unit, sub, deps)
+        if escape:
+            out.unlink(missing_ok=True)          # no binary built from an outside header stays installed
+            return TaskFailed(escape)
+        states = _header_states(unit, _headers(deps, sub, unit), start_ns)
+        if isinstance(states, str):
+            out.unlink(missing_ok=True)
+            return TaskFailed(states)
+        os.replace(tmp_out, out)
+    finally:
+        for leftover in (tmp_out, tmp_dep):
+            leftover.unlink(missing_ok=True)
+    inside, outside = states
+    if cache is not None and all(state[4] is not None for state in (*inside.values(), *outside.values())):
+        compile_cache.store(cache, base, unit.sub_rel, [*inside, *outside], out)
+    return _values(unit, compiler_id, context, states)
+
+
+def _values(unit: CompileUnit, compiler_id: str, context: str | None, states: tuple[dict, dict]) -> dict | TaskFailed:
+    """What the next check compares; the headers outside the build directory as a shared set (header_sets)."""
+    inside, outside = states
+    try:
+        shared = header_sets.store(outside) if outside else None
+    except OSError as exc:
+        return TaskFailed(_failure(unit, f"cannot record the headers it read ({exc})"))
+    return {"argv": unit.argv_key, "compiler": compiler_id, "context": context, "tracking": TRACKING,
+            "headers": inside, "outside": shared, "output": make_state(unit.output)}
+
+
+def _header_states(unit: CompileUnit, headers: tuple[list[str], list[str]], start_ns: int) -> tuple[dict, dict] | str:
+    """The states of the headers inside and outside the build directory (no digest when a header may
+    have changed since `start_ns`), or one line."""
+    found: tuple[dict, dict] = ({}, {})
+    for states, paths in zip(found, headers):
+        for header in paths:
+            try:
+                states[header] = make_state(header, changed_since_ns=start_ns)
+            except OSError as exc:
+                return (f"{unit.task}: {unit.source} includes {header}, which cannot be read after the compile "
+                        f"({exc.strerror or exc}); rebuild — binary not installed")
+    return found
+
+
+@one_line_failures
+def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
+    """Write the sub-build's binary_context.json once all its binaries are built.
+
+    With an unknown identity no stamp is written (and a stale one is removed).
+    """
+    if stamp is None:
+        remove_stamp(Path(stamp_path))
+        return {"stamp": None, "why": why_unknown}
+    write_stamp(Path(stamp_path), stamp)
+    return {"stamp": stamp}
+
+
+def _read_depfile(depfile: Path, target: str) -> list[str] | None:
+    """Every file the compiler read, as written (DepfileError when not exactly parseable); None without one."""
+    try:
+        text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+    return parse_depfile(text, target)
+
+
+def _escape(unit: CompileUnit, sub: Path, deps: list[str]) -> str | None:
+    """One line about the first dependency that is gone, or outside the build directory and the include roots.
+
+    Include roots are the unit's own (`CompileUnit.include_roots`: identity-covered roots, every
+    -I/-isystem/... of its argv, the compiler's built-in search directories).
+    """
+    root = os.path.realpath(".")                 # actions run in the build root
+    for dep in deps:
+        try:
+            real = os.path.realpath(os.path.join(sub, dep), strict=True)
+        except OSError:
+            # A name a depfile cannot represent reads back as another, missing one: never assume it is inside.
+            return (f"{unit.task}: {unit.source} includes {dep!r}, which does not exist after the compile (removed "
+                    "meanwhile, or a header name with a newline or a trailing backslash, which a depfile cannot "
+                    "represent); rename the header or rebuild — binary not installed")
+        if not inside(real, root) and not any(inside(real, r) for r in unit.include_roots):
+            return (f"{unit.task}: {unit.source} includes {dep}, which resolves outside the build directory "
+                    f"(to {real}); keep headers inside the build directory (an external kernel may also use "
+                    "its own directory and its extra_include_dirs) — binary not installed")
+    return None
+
+
+def _headers(deps: list[str], sub: Path, unit: CompileUnit) -> tuple[list[str], list[str]]:
+    """The depfile's headers (system ones too) inside and outside the build directory, as paths relative
+    to the build root (outside it: as the compiler named them, usually absolute).
+
+    Left out: the source, and headers whose content an identity vouches for
+    (`identity.identity_covers`). A path is shortened (`a/b/../c.h` -> `a/c.h`)
+    only when the short form is the same file, as ccache does: through a
+    symbolic link, `..` does not undo the step before it.
+    """
+    found: tuple[list[str], list[str]] = ([], [])
+    root = os.path.realpath(".")
+    skip = os.path.realpath(unit.source)
+    for dep in deps:
+        joined = os.path.join(sub, dep)
+        real = os.path.realpath(joined)
+        if real == skip or identity_covers(real, unit.covered):
+            continue
+        path = os.path.normpath(joined)
+        if os.path.realpath(path) != real:
+            path = joined[2:] if joined.startswith("./") else joined
+        path = Path(path).as_posix()
+        kind = found[0] if inside(real, root) else found[1]
+        if path not in kind:
+            kind.append(path)
+    return found
+
+
+def _failure(unit: CompileUnit, message: str, first: str | None = None) -> str:
+    """One line (the source, `first` or the compiler's first error, the fix), then the command and its
+    output (capped by procs)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    first = first or next((line for line in lines if "error" in line), lines[0] if lines else "failed")
+    cmd = shlex.join(unit.argv)
+    full = next((why for why in _DISK_FULL if why in message), None)
+    head = (f"{unit.source}: compiling failed: {full.lower()} (the compiler could not write {unit.output}, its "
+            f"dependency file or its temp files); {FREE_SPACE}" if full else
+            f"{unit.source}: compiling failed: {first[:400]} — fix it and rebuild")
+    return f"{head} ({unit.task})\n  command (in {unit.sub_rel}): {cmd}\n{message}"
+
+
+_DISK_FULL = ("No space left on device", "Disk quota exceeded")     # strerror(ENOSPC / EDQUOT) in a tool's output

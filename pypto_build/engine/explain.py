@@ -1,0 +1,128 @@
+"""Why each unit would run: `pypto-build explain` and `build --dry-run` (like ninja -d explain / -n).
+
+Evaluates every task's up-to-date check against the saved state without
+running anything and without writing: the state database is opened read-only
+(sqlite `mode=ro`, under the shared lock taken on a read-only descriptor), so
+it works on a read-only directory, and a never-built directory is not touched
+at all (no state folder is created).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from .. import stages
+from ..graph import Graph
+
+
+@dataclass(frozen=True)
+class Explanation:
+    task: str
+    status: str      # "run" | "up-to-date" | "error"
+    reason: str
+
+
+def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = False) -> list[Explanation]:
+    """The status and reason of every task of the build (or of `only`), in dispatch order.
+
+    With `recompile`, what `build --recompile` would do: every compile unit runs.
+    """
+    from .loader import BuildDirLoader, STATE_DB
+    from ..layout import STATE_DIR
+    from .lock import dir_lock
+    from .statedb import open_state
+
+    root = graph.layout.root
+    tasks = [t for t in BuildDirLoader(root, graph=graph, quiet=True).load_tasks(None, [])
+             if t.actions and (t.name.startswith(stages.BUILD) or (only and t.name in only))]
+    by_name = {t.name: t for t in tasks}
+    state = root / STATE_DIR / STATE_DB
+    forced = set(graph.compile_tasks) if recompile else set()
+    out: dict[str, Explanation] = {}
+    if not state.exists():
+        out = {t.name: Explanation(t.name, "run", "never built") for t in tasks}
+    else:
+        with dir_lock(root / STATE_DIR, quiet=True, shared=True), contextlib.chdir(root):
+            dep = open_state(state, adopt=False, read_only=True)
+            try:
+                for t in _ordered(tasks, by_name):
+                    out[t.name] = _one(dep, t, by_name)
+                    if recompile and t.name in forced and out[t.name].status == "up-to-date":
+                        out[t.name] = Explanation(t.name, "run", "forced by --recompile")
+                    if out[t.name].status == "up-to-date":
+                        after = [d for d in t.task_dep if d in out and out[d].status == "run"]
+                        if after and _propagates(t.name):
+                            out[t.name] = Explanation(t.name, "run", f"after {after[0]}")
+            finally:
+                dep.backend._conn.close()          # discard refreshed states: explaining writes nothing
+    names = [t.name for t in _ordered(tasks, by_name)]
+    if only:
+        missing = [n for n in only if n not in by_name]
+        if missing:
+            from ..errors import PyptoBuildError
+            raise PyptoBuildError(f"{root}: no task named {', '.join(missing)}; `pypto-build doit list --all "
+                                  f"{root}` lists them")
+        names = [n for n in names if n in only]
+    return [out[n] for n in names]
+
+
+_PROPAGATING = tuple(map(stages.prefix, (stages.SPLICE, stages.STAMP, stages.REPLAY)))
+
+
+def _propagates(name: str) -> bool:
+    # A re-run ptoas rewrites the raw output (splice follows); any compile removes the stamp (stamp follows).
+    # Compiles themselves decide by their own inputs once the splice has run.
+    return name.startswith(_PROPAGATING)
+
+
+def _ordered(tasks: list, by_name: dict) -> list:
+    seen: dict[str, object] = {}
+
+    def visit(t) -> None:
+        if t.name in seen:
+            return
+        seen[t.name] = None
+        for d in t.task_dep:
+            if d in by_name:
+                visit(by_name[d])
+        seen[t.name] = t
+    for t in tasks:
+        visit(t)
+    return [t for t in seen.values() if t is not None]
+
+
+def _one(dep, task, by_name: dict) -> Explanation:
+    """The task's status and reason, in the words a build uses (`ContentDependency.reasons`)."""
+    if dep._get(task.name, "checker:") is None and not dep.failed(task.name):
+        for utd, _a, _k in task.uptodate:          # what a build does on first sight (it adopts by content)
+            adopt = getattr(utd, "adopt", None)
+            if adopt is not None and adopt(dep.get_values) is not None:
+                return Explanation(task.name, "up-to-date", "taken as found (first sight)")
+    result = dep.get_status(task, by_name, get_log=True)
+    if result.status == "up-to-date":
+        return Explanation(task.name, "up-to-date", "")
+    if result.status == "error":
+        return Explanation(task.name, "error", result.get_error_message())
+    return Explanation(task.name, "run", dep.reasons.get(task.name) or "never built")
+
+
+def format_lines(items: list[Explanation], *, all_tasks: bool = False) -> list[str]:
+    """One line per stale task, then the counts a build would print (compile units; other stages after)."""
+    lines = [f"{e.task}: {e.reason if e.status != 'up-to-date' else 'up to date'}"
+             + (" (error)" if e.status == "error" else "")
+             for e in items if all_tasks or e.status != "up-to-date"]
+    units = [e for e in items if e.task.startswith(stages.UNITS)]
+    parts = [f"{sum(1 for e in units if e.status == 'run')} would compile",
+             f"{sum(1 for e in units if e.status == 'up-to-date')} up to date"]
+    others: dict[str, int] = {}
+    for e in items:
+        if e.status == "run" and not e.task.startswith(stages.UNITS):
+            stage = e.task.split(":")[0]
+            others[stage] = others.get(stage, 0) + 1
+    if others:
+        parts.append("also " + ", ".join(f"{n} {stage}" for stage, n in others.items()))
+    errors = sum(1 for e in items if e.status == "error")
+    if errors:
+        parts.append(f"{errors} cannot be checked")
+    lines.append("pypto-build: " + ", ".join(parts))
+    return lines

@@ -1,0 +1,136 @@
+"""The no-op fast path: "nothing to do" decided from stats alone, before doit loads.
+
+After a full build that ended with every unit current, `record()` writes
+`.pypto_build/noop.json`: a key (package, platform, options, environment,
+the compiler as resolved with its `--version`, ptoas as resolved) and the stat
+signature of every file and directory the decision read — sources, headers
+(system ones too), outputs, stamps, `.pto` units, manifests, the compiler and
+ptoas binaries, the package's own files. `check()` compares those stats and the
+key; any difference or a missing file sends the run down the normal path, which
+re-decides by content. A file that changed after the run that records started
+(by ctime, `racy.changed_since`) is never recorded: its stat may not be what the
+decision saw. Every run that goes through doit removes the record first, so it
+never outlives the state it summarises.
+
+The key is built from what the decision compares, looked up the same way:
+`$CXX` resolved on PATH through every symbolic link and its `--version` text
+(a retargeted `g++` link, a wrapper script or launcher running another
+compiler) and ptoas found as `ptoas.find_ptoas` finds it. The binaries' content
+is compared by stat (never hashed here).
+
+Not used when PTO_ISA_ROOT is set (its identity needs git) or when a run
+selects tasks, forces a rebuild or could not apply a `.pto` edit.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .. import __version__, atomic, safeio
+from ..errors import ToolchainError
+from ..markers import STATE_DIR
+from ..pto.ptoas import find_ptoas, identity_files
+from ..racy import changed_since
+from ..toolchain import probe_compiler
+
+RECORD = "noop.json"
+ENV_KEYS = ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PATH")
+PACKAGE_DIR = Path(__file__).resolve().parent
+FIND = object()    # `key(ptoas_path=FIND)`: look ptoas up now
+
+
+def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: dict | None = None, *,
+        compiler: str | None = None, ptoas_path: str | None | object = FIND) -> str | None:
+    """What the decision depends on besides files; None when the fast path must not be used.
+
+    `compiler` (a `CompilerProbe.digest`) and `ptoas_path` are what planning found
+    (when recording); left out, they are looked up now (when checking).
+    """
+    env = os.environ if env is None else env
+    if env.get("PTO_ISA_ROOT"):
+        return None
+    if compiler is None:
+        try:
+            compiler = probe_compiler(env.get("CXX") or "g++", path=env.get("PATH")).digest
+        except (ToolchainError, ValueError):
+            return None                       # the full path says what is wrong
+    if ptoas_path is FIND:
+        ptoas_path = find_ptoas(ptoas, env).path
+    parts = [__version__, platform, repr(rebuild_from_pto), *(f"{k}={env.get(k, '')}" for k in ENV_KEYS),
+             compiler, str(ptoas_path)]
+    return json.dumps(parts)
+
+
+def signature(path: str) -> list[int] | None:
+    try:
+        return _signature(os.stat(path))
+    except OSError:
+        return None
+
+
+def _signature(st: os.stat_result) -> list[int]:
+    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
+
+
+def tool_paths(compiler: str, ptoas_path: str | None) -> list[str]:
+    """Files outside the build dir whose change must defeat the fast path: the binaries the key names
+    (ptoas with the binary its launcher runs) and the package's own files."""
+    paths = [compiler]
+    if ptoas_path:
+        try:
+            paths += identity_files(ptoas_path)
+        except (OSError, ValueError):
+            paths.append(ptoas_path)          # unreadable: its stat (or absence) is all we can compare
+    paths += [str(p) for p in sorted(PACKAGE_DIR.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+              and "examples" not in p.parts]
+    return paths
+
+
+def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
+    """The recorded summary when nothing changed since the last full build, else None.
+
+    `make_key` runs last (it starts the compiler's `--version`), only when every stat still matches.
+    """
+    try:
+        data = json.loads(safeio.read_text(Path(root) / STATE_DIR / RECORD))
+        base = os.fspath(root)
+        for path, sig in data["stats"].items():
+            if signature(path if os.path.isabs(path) else os.path.join(base, path)) != sig:
+                return None
+        run_key = make_key()
+        return data if run_key is not None and data.get("key") == run_key else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def record(root: Path, run_key: str | None, paths: list[str], summary: dict, since_ns: int) -> bool:
+    """Write the record if every path exists and none changed since `since_ns` (the run's start); else remove it."""
+    root = Path(root)
+    invalidate(root)
+    if run_key is None:
+        return False
+    stats = {}
+    for path in dict.fromkeys(paths):
+        try:
+            st = os.stat(path if os.path.isabs(path) else os.path.join(root, path))
+        except OSError:
+            return False
+        if changed_since(st, since_ns):
+            return False
+        stats[path] = _signature(st)
+    try:
+        atomic.write_text(root / STATE_DIR / RECORD, json.dumps({"key": run_key, "stats": stats, **summary}),
+                          sweep=True)
+    except OSError as exc:      # only a shortcut is lost: the build itself is complete
+        from ..oserrors import describe
+        print(f"pypto-build: warning: {describe(exc, doing='written')} (the build is complete; until then "
+              "every build decides by content)", file=sys.stderr, flush=True)
+        return False
+    return True
+
+
+def invalidate(root: Path) -> None:
+    (Path(root) / STATE_DIR / RECORD).unlink(missing_ok=True)

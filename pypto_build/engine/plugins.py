@@ -1,0 +1,67 @@
+"""`doit build`, `doit replay`, `doit validate` inside a build directory (entry points `doit.COMMAND`).
+
+Each is `pypto-build <verb>` with the same options (options.py), the same lines and
+the same exit status (verbs.py); only the spelling of the front end differs. They
+work in any build directory (or a subdirectory of one) without a dodo.py, and
+never read a `doit.cfg`/`pyproject.toml` found there (a build directory is data).
+"""
+from __future__ import annotations
+
+import os
+
+from doit.cmd_base import Command
+
+from .. import options
+
+_DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str, "default": "",
+        "help": "build directory (default: the one the current directory is in)"}
+_ALL = options.BUILD
+
+
+class _Verb(Command):
+    verb = "build"
+
+    def __init__(self, task_loader=None, config=None, bin_name="doit", cmds=None, opt_vals=None, **kwargs):
+        super().__init__(config={}, bin_name=bin_name, opt_vals=opt_vals)
+
+    def execute(self, params, args):
+        from ..verbs import guarded, run_verb
+
+        directory = params.get("build_dir") or os.getcwd()
+        return guarded(lambda: run_verb(self.verb, params, directory, list(args)))
+
+
+class Build(_Verb):
+    """`doit build [TASK...]`: compile what changed; `--dry-run` says what would run and why."""
+
+    name = "build"
+    verb = "build"
+    doc_purpose = "build a PyPTO build directory incrementally (pypto_build; same as pypto-build build)"
+    doc_usage = "[TASK ...]"
+    doc_description = ("Compiles every kernel and orchestration whose inputs changed (by content), then writes "
+                       "cache/binary_context.json per sub-build.")
+    cmd_options = (_DIR, *options.doit_options((*_ALL, options.DRY_RUN)))
+
+
+class Replay(_Verb):
+    """`doit replay`: build what changed, run on golden.py's inputs (with --validate: compare)."""
+
+    name = "replay"
+    verb = "replay"
+    doc_purpose = "replay a PyPTO build directory on the host runtime (pypto_build; same as pypto-build replay)"
+    doc_usage = ""
+    doc_description = ("Builds what changed (content-keyed), runs the program on golden.py's inputs on the host "
+                       "runtime in a child process, and with --validate compares outputs with compute_golden.")
+    cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN, options.VALIDATE)))
+
+
+class Validate(_Verb):
+    """`doit validate`: like replay --validate, reusing the last verdict while nothing it depends on changed."""
+
+    name = "validate"
+    verb = "validate"
+    doc_purpose = "validate a PyPTO build directory against golden.py (pypto_build; same as pypto-build validate)"
+    doc_usage = ""
+    doc_description = ("Builds what changed, runs and validates; the verdict is reused while the binaries, "
+                       "golden.py, what it read and the run configuration are unchanged.")
+    cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN)))

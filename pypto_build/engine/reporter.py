@@ -1,0 +1,201 @@
+"""A doit reporter that records each unit's outcome and prints short lines.
+
+Lives in the main process (doit forwards worker calls), so outcomes and
+timings are complete with `-n N`. Group tasks (no actions) are not reported.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+from doit.exceptions import UnmetDependency
+from doit.globals import Globals
+
+from .. import stages
+from ..errors import one_line
+
+
+_DOIT_PREFIX = re.compile(r"\AERROR: Task '[^\n]*?' checking dependencies: ")
+
+
+@dataclass
+class Outcome:
+    status: str          # "ran" | "from-cache" | "up-to-date" | "failed" | "skipped"
+    reason: str = ""
+    seconds: float = 0.0
+    message: str = ""
+
+
+class BuildReporter:
+    """Collects `outcomes`; prints one line per unit run and a summary."""
+
+    desc = "pypto_build: one line per unit run, then a summary"
+
+    def __init__(self, outstream=None, options=None, *, quiet: bool = False, echo_errors: bool = True):
+        self.out = outstream or sys.stdout
+        self.quiet = quiet
+        self.echo_errors = echo_errors      # False: the caller raises `errors` as its one line
+        self.outcomes: dict[str, Outcome] = {}
+        self._start: dict[str, float] = {}
+        self.errors: list[str] = []
+        self.not_applied: list[str] = []    # .pto units whose edits could not be applied
+        self.spliced: list[str] = []        # kernel files re-spliced this run
+        self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
+        self._lane: dict[str, int] = {}
+        self._t0 = time.monotonic()
+        self.total = 0
+        self.done = 0
+        self.tty = not quiet and hasattr(self.out, "isatty") and self.out.isatty()
+
+    # doit reporter interface ---------------------------------------------
+    def initialize(self, tasks, selected_tasks):
+        """Count the units this run will look at, for the [done/total] status line."""
+        seen: set[str] = set()
+        todo = list(selected_tasks or [])
+        while todo:
+            name = todo.pop()
+            task = tasks.get(name)
+            if task is None or name in seen:
+                continue
+            seen.add(name)
+            todo.extend(task.task_dep)
+        self.total = sum(1 for n in seen if tasks[n].actions)
+
+    def get_status(self, task):
+        pass
+
+    def execute_task(self, task):
+        if not task.actions:
+            return
+        self._start[task.name] = time.monotonic()
+        busy = set(self._lane.values())
+        self._lane[task.name] = next(i for i in range(len(busy) + 1) if i not in busy)
+        reason = getattr(Globals.dep_manager, "reasons", {}).get(task.name, "")
+        self.outcomes[task.name] = Outcome("running", reason)
+        if not task.name.startswith(stages.PTO):      # those print PyPTO's own lines when done
+            self._line(f"{task.name}" + (f"  ({reason})" if reason else ""))
+
+    def add_success(self, task):
+        if not task.actions:
+            return
+        values = task.values if isinstance(task.values, dict) else {}
+        if values.get("not_applied"):
+            self.not_applied.append(values["not_applied"])
+            self._finish(task.name, "skipped", "ptoas not found (--allow-unapplied-pto)")
+            return
+        self._finish(task.name, "from-cache" if values.get("cache") == "hit" else "ran")
+        self.spliced += values.get("spliced") or []
+        for line in values.get("lines") or []:
+            self._line(line)
+
+    def add_failure(self, task, exception):
+        if not task.actions and not isinstance(exception, UnmetDependency):
+            return
+        message = exception.get_msg() if hasattr(exception, "get_msg") else str(exception)
+        message = _DOIT_PREFIX.sub("", message, count=1)     # the task is named in our own line already
+        if isinstance(exception, UnmetDependency):
+            if not task.actions:
+                return
+            self._finish(task.name, "skipped", "a unit it depends on failed")
+            return
+        out = self._finish(task.name, "failed", message=message.strip())
+        first, _, details = out.message.partition("\n")
+        self._line(f"pypto-build: FAILED {task.name}: {first or 'failed'}", err=True)   # the one line
+        if details.strip():
+            self._line(details)                      # command, full compiler output, ...: with the progress
+
+    def skip_uptodate(self, task):
+        if not task.actions:
+            return
+        self.outcomes[task.name] = Outcome("up-to-date")
+        self._progress(task.name)
+        if task.name.startswith(stages.prefix(stages.VALIDATE)):
+            values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
+            self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} (cached: binaries, "
+                       "golden.py, its data and the run configuration are unchanged)")
+
+    def skip_ignore(self, task):
+        if task.actions:
+            self.outcomes[task.name] = Outcome("skipped", "ignored (doit ignore)")
+
+    def cleanup_error(self, exception):
+        self.errors.append(exception.get_msg())
+
+    def runtime_error(self, msg):
+        self.errors.append(one_line(msg))
+        if self.echo_errors:
+            self._line(f"ERROR: {self.errors[-1]}", err=True)
+
+    def teardown_task(self, task):
+        pass
+
+    def complete_run(self):
+        if self.tty:
+            self.out.write("\r\x1b[K")
+        if not self.quiet:
+            for name, o in sorted(self.outcomes.items()):
+                if o.status == "skipped":
+                    print(f"skipped {name}: {o.reason}", file=self.out)
+            for line in self.pto_summary():
+                print(line, file=self.out)
+            print(self.summary(), file=self.out, flush=True)
+
+    def pto_summary(self) -> list[str]:
+        """PyPTO's closing lines of the .pto stage, plus every edit that did not reach the kernels."""
+        if not any(n.startswith(stages.PTO) for n in self.outcomes):
+            return []
+        failed = sorted(n for n, o in self.outcomes.items() if n.startswith(stages.PTO) and o.status == "failed")
+        lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)"] if self.spliced else []
+        if self.not_applied:
+            lines.append("[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): "
+                         + ", ".join(sorted(self.not_applied)))
+        if failed:
+            lines.append(f"[pto->cpp] edits NOT applied: {', '.join(failed)} failed (see above)")
+        return lines or ["[pto->cpp] no .pto changes detected"]
+
+    # ---------------------------------------------------------------------
+    def count(self, status: str, kind: str = "") -> int:
+        return sum(1 for n, o in self.outcomes.items() if o.status == status and n.startswith(kind))
+
+    def summary(self) -> str:
+        units = stages.UNITS
+        compiled = sum(self.count("ran", k) for k in units)
+        current = sum(self.count("up-to-date", k) for k in units)
+        parts = [f"{compiled} compiled", f"{current} up to date"]
+        cached = sum(self.count("from-cache", k) for k in units)
+        if cached:
+            parts.insert(1, f"{cached} from cache")
+        for status in ("failed", "skipped"):
+            if self.count(status):
+                parts.append(f"{self.count(status)} {status}")
+        if self.count("ran", stages.prefix(stages.STAMP)):
+            parts.append(f"{self.count('ran', stages.prefix(stages.STAMP))} stamp(s) written")
+        return "pypto-build: " + ", ".join(parts)
+
+    def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:
+        started = self._start.pop(name, None)
+        lane = self._lane.pop(name, 0)
+        if started is not None:
+            self.spans.append((name, lane, started - self._t0, time.monotonic() - self._t0))
+        self._progress(name)
+        prev = self.outcomes.get(name)
+        out = Outcome(status, reason or (prev.reason if prev else ""),
+                      time.monotonic() - started if started else 0.0, message)
+        self.outcomes[name] = out
+        return out
+
+    def _progress(self, name: str) -> None:
+        """On a terminal, one status line `[done/total] unit` rewritten in place."""
+        self.done += 1
+        if self.tty:
+            self.out.write(f"\r\x1b[K[{self.done}/{max(self.total, self.done)}] {name}")
+            self.out.flush()
+
+    def _line(self, text: str, err: bool = False) -> None:
+        if self.quiet:
+            return
+        if self.tty:
+            self.out.write("\r\x1b[K")
+        print(text, file=sys.stderr if err else self.out, flush=True)

@@ -1,0 +1,308 @@
+"""Run a built directory's program in a child process: a crash or a hang is a failed run, not a dead tool.
+
+`run_program()` (the parent side) starts `python -P -m pypto_build.run.child` in
+its own session, sends it a request, prints the lines it sends back, and
+returns an outcome only when the child said so explicitly. Anything else is a
+failure naming the program and what was running: a signal (segfault, abort), an
+exit status (`exit()` in a kernel, `sys.exit()` in golden.py), a timeout
+(`PYPTO_RUN_TIMEOUT`, `--run-timeout`) or the user's Ctrl-C / SIGTERM. The
+child's whole process group (L3 rank workers included) is killed on every way
+out, and the child dies with its parent.
+
+The child (`_child()`) loads golden.py, generates the inputs (or takes the
+caller's tensors), snapshots them, runs the program on the host runtime, keeps
+the outputs under `.pypto_build/replay/`, and validates against the snapshot.
+While golden.py's code runs, an audit hook records every file it opens and every
+module it imports (outside the Python installation and this package), so a
+reused verdict can be keyed on them (`reads`).
+
+Messages are plain pickles (tensors by value, never shared-memory handles) over a
+pipe (`multiprocessing.connection.Connection`): the child runs the same user's code
+with the same rights, so they add no exposure.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .. import procs
+from ..errors import ProgramFailed, PyptoBuildError, one_line
+from ..runconfig import RunConfig
+from ..safeio import refusal
+
+DEFAULT_TIMEOUT = 1800.0
+_POLL_S = 0.2
+_GRACE_S = 10.0             # a child that reported may take this long to leave by itself
+
+
+@dataclass
+class RunOutcome:
+    """What a finished run reported: outputs compared, diagnostics written, files golden.py read."""
+
+    checked: list[str] = field(default_factory=list)
+    dfx: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    outputs: list | None = None            # the caller's tensors after the run (tensor mode)
+
+
+def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: float = DEFAULT_TIMEOUT,
+                say: Callable[[str], None] = print, tensors: Sequence | None = None,
+                names: Sequence[str] | None = None) -> RunOutcome:
+    """Run `sub_dir` in a child process (inputs from golden.py, or `tensors`); raise on any failure.
+
+    Raises ProgramFailed (crash, exit, timeout), GoldenError/NothingCompared, ExecutorError, or
+    AssertionError for an output that does not match — the same types the in-process steps raise.
+    """
+    sub_dir = Path(sub_dir).resolve()
+    _check_data(sub_dir)
+    request = {"sub": str(sub_dir), "config": config, "validate": validate, "names": list(names or []),
+               "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
+               "parent": os.getpid()}
+    read_fd, child_w = os.pipe()
+    child_r, write_fd = os.pipe()
+    proc = procs.start([sys.executable, "-P", "-m", "pypto_build.run.child", str(child_r), str(child_w)],
+                       pass_fds=(child_r, child_w), cwd=str(sub_dir), stdin=subprocess.DEVNULL)
+    os.close(child_r)
+    os.close(child_w)
+    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+    what = f"the program of {sub_dir}"
+    doing = "starting"
+    try:
+        try:
+            outbox.send_bytes(pickle.dumps(request))
+        except OSError:
+            pass                                   # the child died at once: its exit status says how
+        outbox.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProgramFailed(f"{what} did not finish within {timeout:g} s (while {doing}) and was stopped; "
+                                    "fix the hang, or raise --run-timeout / PYPTO_RUN_TIMEOUT")
+            try:
+                ready = inbox.poll(min(left, _POLL_S))
+                message = pickle.loads(inbox.recv_bytes()) if ready else None
+            except (EOFError, OSError):
+                raise ProgramFailed(_died(what, _status(proc), doing)) from None
+            if message is None:
+                continue
+            kind, payload = message
+            if kind == "line":
+                say(payload)
+            elif kind == "at":
+                doing = payload
+            elif kind == "done":
+                procs.stop(proc, grace=_GRACE_S)        # its exit handlers run (rank workers' temp folders go)
+                return RunOutcome(**payload)
+            elif kind == "error":
+                procs.stop(proc, grace=_GRACE_S)
+                raise _rebuilt(*payload)
+    finally:
+        inbox.close()
+        procs.stop(proc)
+
+
+def _check_data(sub: Path) -> None:
+    """golden.py reads its data/ files itself: a FIFO or device there would block it, so none may be there."""
+    for path in sorted((sub / "data").rglob("*")):
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise PyptoBuildError(refusal(path, mode, "golden.py would block or fail reading it — replace it "
+                                                      "with the data file"))
+
+
+def _died(what: str, status: int | None, doing: str) -> str:
+    how = (f"was {procs.describe(status)}" if status is not None and status < 0 else
+           f"exited with status {status} before reporting a result (exit() in a kernel or golden.py?)")
+    return f"{what} {how} while {doing}; nothing was compared — fix it and run again"
+
+
+def _status(proc: subprocess.Popen) -> int | None:
+    """The child's exit status once its end of the pipe closed (it is leaving, or closed it itself)."""
+    procs.stop(proc, grace=5.0)
+    return proc.returncode
+
+
+def _rebuilt(kind: str, message: str) -> BaseException:
+    """The child's failure as the exception type the caller would get from an in-process run."""
+    from .golden import GoldenError, NothingCompared
+    from ..runtime.executor import ExecutorError
+
+    types = {"mismatch": AssertionError, "count": ValueError, "golden": GoldenError, "nothing": NothingCompared,
+             "executor": ExecutorError, "input": PyptoBuildError, "program": ProgramFailed}
+    return types.get(kind, ProgramFailed)(message)
+
+
+# --- the child ---------------------------------------------------------------------------------------------
+
+
+def _child(inbox: Connection, outbox: Connection) -> None:
+    from .golden import GoldenError, NothingCompared
+    from ..runtime.executor import ExecutorError
+
+    request = pickle.loads(inbox.recv_bytes())
+    _die_with(request["parent"])
+    sys.path[:] = request["sys_path"]
+
+    def send(kind: str, payload) -> None:
+        outbox.send_bytes(pickle.dumps((kind, payload)))
+
+    try:
+        send("done", _run(request, send))
+    except AssertionError as exc:
+        send("error", ("mismatch", str(exc) or "validation failed"))
+    except _CountMismatch as exc:
+        send("error", ("count", str(exc)))
+    except NothingCompared as exc:
+        send("error", ("nothing", str(exc)))
+    except GoldenError as exc:
+        send("error", ("golden", str(exc)))
+    except ExecutorError as exc:
+        send("error", ("executor", str(exc)))
+    except PyptoBuildError as exc:
+        send("error", ("input", str(exc)))
+    except SystemExit as exc:
+        send("error", ("program", f"{request['sub']}: sys.exit({exc.code!r}) was called while {_Reads.doing}; "
+                                  "nothing was compared — golden.py and the program must not exit"))
+    except Exception as exc:   # noqa: BLE001 - user code: reported in one line, the child then ends
+        send("error", ("program", f"{request['sub']}: {one_line(f'{type(exc).__name__}: {exc}', 400)} while "
+                                  f"{_Reads.doing}"))
+
+
+def _run(request: dict, send: Callable[[str, object], None]) -> dict:
+    send("at", "importing torch")
+    import torch
+
+    from .golden import compare, load_golden
+    from ..sidecars import load_sidecar
+    from .execution import execute, save_outputs
+
+    sub = Path(request["sub"])
+    config: RunConfig = request["config"]
+    reads = _Reads(sub)
+
+    def at(what: str) -> None:
+        _Reads.doing = what
+        send("at", what)
+
+    say = (lambda line: send("line", line))
+    tensors, names = request["tensors"], request["names"]
+    golden = None
+    if tensors is None or request["validate"]:
+        at("loading golden.py")
+        with reads:
+            golden = load_golden(sub)
+            at("calling golden.py generate_inputs()")
+            pairs = golden.inputs()
+        if tensors is None:
+            golden.check_inputs(pairs, load_sidecar(sub))
+            names, tensors = [n for n, _ in pairs], [v for _, v in pairs]
+        elif len(pairs) != len(tensors):
+            raise _CountMismatch(f"replay(validate=True): expected {len(pairs)} tensors (orchestration parameter "
+                                 f"count from {sub}/golden.py), got {len(tensors)}")
+        else:
+            names = [n for n, _ in pairs]
+    named = dict(zip(names or [f"arg{i}" for i in range(len(tensors))], tensors))
+    outputs: list[str] = []
+    snapshot: dict = {}
+    if request["validate"]:
+        outputs = golden.check_outputs(list(named), named, load_sidecar(sub))
+        snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}   # untouched
+    dfx = execute(sub, tensors, config, names=list(named), say=say, on_task=lambda what: at(f"running {what}"))
+    say(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
+    at("saving the outputs")
+    save_outputs(sub, named)
+    checked: list[str] = []
+    if request["validate"]:
+        at("calling golden.py compute_golden()")
+        with reads:
+            expected = golden.expected(snapshot, outputs)
+        at("comparing the outputs")
+        checked = compare(golden, named, expected)
+        say("Golden validation: PASSED")
+    return {"checked": checked, "dfx": dfx, "reads": reads.paths(),
+            "outputs": tensors if request["tensors"] is not None else None}
+
+
+class _CountMismatch(ValueError):
+    """The caller passed a number of tensors golden.py does not declare (PyPTO raises ValueError)."""
+
+
+class _Reads:
+    """An audit hook that records the files golden.py's code opens and the modules it imports."""
+
+    doing = "starting"
+    _active: "_Reads | None" = None
+    _installed = False
+
+    def __init__(self, sub: Path):
+        import sysconfig
+
+        self.sub = sub
+        self.found: set[str] = set()
+        skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).resolve().parent)}
+        skip |= {p for p in sysconfig.get_paths().values() if p}
+        self.skip = tuple(os.path.realpath(p) + os.sep for p in skip)
+        if not _Reads._installed:
+            sys.addaudithook(_Reads._hook)
+            _Reads._installed = True
+
+    def __enter__(self) -> "_Reads":
+        self.modules = set(sys.modules)
+        _Reads._active = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _Reads._active = None
+        for name in set(sys.modules) - self.modules:
+            path = getattr(sys.modules[name], "__file__", None)
+            if path:
+                self.add(path)
+
+    @staticmethod
+    def _hook(event: str, args: tuple) -> None:
+        active = _Reads._active
+        if active is None or event != "open" or not args:
+            return
+        path, mode, flags = (tuple(args) + (None, None))[:3]
+        if isinstance(path, int) or path is None:
+            return
+        writing = (("w" in mode or "a" in mode or "x" in mode) and "+" not in mode) if isinstance(mode, str) \
+            else isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
+        if not writing:
+            active.add(os.fsdecode(path))
+
+    def add(self, path: str) -> None:
+        real = os.path.realpath(path)
+        if not real.startswith(self.skip) and not real.startswith(("/dev/", "/proc/", "/sys/")):
+            self.found.add(real)
+
+    def paths(self) -> list[str]:
+        return sorted(p for p in self.found if os.path.isfile(p))
+
+
+def _die_with(parent: int) -> None:
+    """Die when the parent dies (Linux), and leave at once if it is already gone."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+if __name__ == "__main__":
+    _child(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))

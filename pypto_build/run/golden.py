@@ -1,0 +1,220 @@
+"""`golden.py` of a build directory: inputs, expected outputs, tolerances (reference §4).
+
+Loading it executes it — only the child process of a replay/validate run does
+that (`run_child.py`), as PyPTO's replay does in its own process; nothing that
+only inspects a directory imports this module.
+
+A validation is a *comparison that ran and passed*, never less: the expected
+values come from a snapshot of the inputs taken before the program ran (tensors
+the program never touched); `compute_golden` must write every output in place;
+`__outputs__` must name output parameters; RTOL/ATOL must be numbers >= 0; no
+outputs, empty outputs or an infinite tolerance is "nothing compared", a failure.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from ..errors import PyptoBuildError, one_line
+from ..sidecars import ProgramMeta, known_torch_dtype
+from ..pyexec import exec_file
+from ..safeio import refusal
+
+DEFAULT_TOL = 1e-5
+
+
+class GoldenError(PyptoBuildError):
+    """golden.py is missing or does not follow the contract."""
+
+
+class NothingCompared(GoldenError):
+    """A validation that would compare nothing (no outputs, empty outputs, infinite tolerance)."""
+
+
+@dataclass
+class Golden:
+    path: Path
+    module: ModuleType
+
+    @property
+    def outputs(self) -> list[str]:
+        """`__outputs__`, checked to be a list of names."""
+        raw = getattr(self.module, "__outputs__", None)
+        if raw is None:
+            return []
+        if isinstance(raw, str) or not isinstance(raw, (list, tuple)) or not all(isinstance(n, str) for n in raw):
+            raise GoldenError(f"{self.path}: __outputs__ is {one_line(repr(raw), 80)}; it must be a list of output "
+                              "parameter names, e.g. __outputs__ = ['out'] — fix golden.py")
+        return list(dict.fromkeys(raw))
+
+    @property
+    def rtol(self) -> float:
+        return self._tolerance("RTOL")
+
+    @property
+    def atol(self) -> float:
+        return self._tolerance("ATOL")
+
+    def _tolerance(self, name: str) -> float:
+        value = getattr(self.module, name, DEFAULT_TOL)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+            raise GoldenError(f"{self.path}: {name} = {one_line(repr(value), 60)} is not a tolerance; set it to a "
+                              f"number >= 0 (default {DEFAULT_TOL}) — fix golden.py")
+        return float(value)
+
+    def inputs(self) -> list[tuple[str, object]]:
+        """`generate_inputs({"name": "Default"})` as (name, value) pairs, checked."""
+        try:
+            pairs = list(self.module.generate_inputs({"name": "Default"}))
+        except Exception as exc:
+            raise GoldenError(f"{self.path}: generate_inputs() raised {_raised(exc)}; "
+                              "fix golden.py or pass the inputs yourself (replay(dir, *tensors))") from None
+        names: set[str] = set()
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise GoldenError(f"{self.path}: generate_inputs() item {i} is {one_line(repr(pair), 80)}; "
+                                  "expected a (name, value) tuple — fix golden.py")
+            if pair[0] in names:
+                raise GoldenError(f"{self.path}: generate_inputs() returns {pair[0]!r} twice; give each "
+                                  "parameter its own name — fix golden.py")
+            names.add(pair[0])
+        return pairs
+
+    def check_inputs(self, pairs: list[tuple[str, object]], meta: ProgramMeta | None) -> None:
+        """Inputs against the sidecar's parameters (count; tensor or scalar; dtype; static dims), before a run."""
+        if meta is None:
+            return
+        import torch
+
+        side, params = meta.path.name, meta.params
+        if len(pairs) != len(params):
+            raise GoldenError(f"{self.path}: generate_inputs() returns {len(pairs)} input(s) "
+                              f"({', '.join(n for n, _ in pairs)}) but {side} declares {len(params)} parameter(s) "
+                              f"({', '.join(p.name for p in params)}); fix golden.py (or recompile via ir.compile() "
+                              "if the program changed)")
+        for (name, value), p in zip(pairs, params):
+            declared = f"{side} declares {p.name!r} as " + ("a scalar" if p.shape is None else
+                                                             f"{p.dtype} {list(p.shape)}")
+            if p.shape is None:
+                problem = "is a tensor" if isinstance(value, torch.Tensor) else None
+            elif not isinstance(value, torch.Tensor):
+                problem = f"is a {type(value).__name__}, not a tensor"
+            elif (want := known_torch_dtype(p.dtype)) and value.dtype != getattr(torch, want):
+                problem = f"is {value.dtype}"
+            elif len(value.shape) != len(p.shape) or any(d >= 0 and d != s for d, s in zip(p.shape, value.shape)):
+                problem = f"has shape {list(value.shape)}"
+            else:
+                problem = None
+            if problem:
+                raise GoldenError(f"{self.path}: input {name!r} {problem}, but {declared}; fix golden.py")
+
+    def check_outputs(self, names: list[str], values: dict[str, object], meta: ProgramMeta | None) -> list[str]:
+        """`__outputs__`, each a tensor parameter the program writes (Out/InOut in the sidecar)."""
+        import torch
+
+        outputs = self.outputs
+        if not outputs:
+            raise NothingCompared(f"{self.path}: __outputs__ is empty, so validation would compare nothing; list "
+                                  "the output parameters in golden.py (e.g. __outputs__ = ['out'])")
+        directions = {p.name: p.direction for p in meta.params} if meta is not None else {}
+        for name in outputs:
+            if name not in values:
+                raise GoldenError(f"{self.path}: __outputs__ names {name!r}, which generate_inputs() does not "
+                                  f"return (it returns {', '.join(names)}); fix __outputs__ in golden.py")
+            if directions.get(name, "Out") == "In":
+                raise GoldenError(f"{self.path}: __outputs__ names {name!r}, which {meta.path.name} declares as an "
+                                  "input (In): the program never writes it, so comparing it proves nothing; list "
+                                  "only Out/InOut parameters in __outputs__")
+            if not isinstance(values[name], torch.Tensor):
+                raise GoldenError(f"{self.path}: __outputs__ names {name!r}, which is a "
+                                  f"{type(values[name]).__name__}, not a tensor; fix __outputs__ in golden.py")
+        return outputs
+
+    def expected(self, inputs: dict[str, object], outputs: list[str] | None = None) -> dict[str, object]:
+        """Run compute_golden on copies of `inputs` (values taken before the run) and return the expected outputs.
+
+        compute_golden must write each output in place: rebinding `tensors[name]` or leaving an output as
+        generate_inputs() made it is refused, because either way nothing real would be compared.
+        """
+        import torch
+
+        outputs = self.outputs if outputs is None else outputs
+        snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in inputs.items()}
+        tensors = dict(snapshot)
+        before = {n: (snapshot[n].clone(), snapshot[n]._version) for n in outputs}
+        try:
+            self.module.compute_golden(tensors, {})
+        except Exception as exc:
+            raise GoldenError(f"{self.path}: compute_golden() raised {_raised(exc)}; fix golden.py") from None
+        for name in outputs:
+            if tensors.get(name) is not snapshot[name]:
+                raise GoldenError(f"{self.path}: compute_golden() replaced tensors[{name!r}] instead of writing "
+                                  f"into it, so the expected value was lost; write in place "
+                                  f"(tensors[{name!r}][:] = ...) — fix golden.py")
+            values, version = before[name]
+            # never written (torch counts in-place writes) and still the same: compute_golden computed nothing
+            if snapshot[name].numel() and snapshot[name]._version == version and torch.equal(snapshot[name], values):
+                raise GoldenError(f"{self.path}: compute_golden() left output {name!r} exactly as generate_inputs() "
+                                  "made it, so it computes nothing to compare against; write the expected value "
+                                  f"into tensors[{name!r}] — fix golden.py")
+        return {n: snapshot[n] for n in outputs}
+
+
+def _raised(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}", 300)
+
+
+def load_golden(work_dir: Path) -> Golden:
+    """Import `<work_dir>/golden.py` as a fresh module (never cached between loads)."""
+    path = Path(work_dir) / "golden.py"
+    if path.exists() and not path.is_file():
+        raise GoldenError(refusal(path, path.stat().st_mode, "replace it with golden.py"))
+    if not path.is_file():
+        raise GoldenError(f"{path} not found; cannot derive named inputs / outputs. Pass the inputs yourself "
+                          "(pypto_build.replay(dir, *tensors)) or add a golden.py with generate_inputs() and "
+                          "compute_golden()")
+    name = f"_pypto_build_golden_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        exec_file(module, path)
+    except Exception as exc:
+        raise GoldenError(f"{path}: importing golden.py raised {_raised(exc)}; fix golden.py") from None
+    finally:
+        sys.modules.pop(name, None)
+    for required in ("generate_inputs", "compute_golden"):
+        if not callable(getattr(module, required, None)):
+            raise GoldenError(f"{path}: no {required}() function; add it to golden.py (it must define "
+                              "generate_inputs(params) and compute_golden(tensors, params))")
+    return Golden(path, module)
+
+
+def compare(golden: Golden, actual: dict[str, object], expected: dict[str, object]) -> list[str]:
+    """Compare each output; AssertionError naming the first mismatch; NothingCompared when nothing would be.
+
+    Returns the names compared.
+    """
+    import torch
+
+    rtol, atol = golden.rtol, golden.atol
+    if math.isinf(rtol) or math.isinf(atol):
+        raise NothingCompared(f"{golden.path}: RTOL={rtol:g}, ATOL={atol:g}: an infinite tolerance accepts any "
+                              "value, so nothing was compared; set finite tolerances in golden.py")
+    compared = []
+    for name, want in expected.items():
+        got = actual[name]
+        if want.numel() == 0:
+            continue
+        try:
+            torch.testing.assert_close(got.cpu(), want.cpu(), rtol=rtol, atol=atol)
+        except AssertionError as exc:
+            raise AssertionError(f"Output '{name}' does not match golden (rtol={rtol}, atol={atol}):\n{exc}") from None
+        compared.append(name)
+    if not compared:
+        raise NothingCompared(f"{golden.path}: every output in __outputs__ ({', '.join(expected)}) has no "
+                              "elements, so nothing was compared")
+    return compared

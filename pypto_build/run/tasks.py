@@ -1,0 +1,70 @@
+"""doit actions of `replay:<sub>` and `validate:<sub>`: inputs from golden.py, the program in a child process.
+
+`replay:` always runs when selected (its output is what the user wants to see);
+`validate:` keeps its verdict while the binaries, golden.py, everything golden.py
+read while it ran (data files, helper modules), and the run configuration are
+unchanged — what CI reruns need. A verdict is recorded only for a comparison
+that ran and passed.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from doit.exceptions import TaskFailed
+
+from ..filestate import make_state
+from ..errors import PyptoBuildError
+from ..oserrors import one_line_failures
+from ..runconfig import RunConfig
+from ..runtime.executor import ExecutorError
+
+# What a run of the program can raise on bad input, a crash or a wrong result: one failed task, no traceback.
+_FAILURES = (PyptoBuildError, ExecutorError, AssertionError)
+
+
+@one_line_failures
+def run_replay(sub_rel: str, config: RunConfig, timeout: float):
+    """Run the sub-build on golden.py's inputs; print PyPTO's lines as they come."""
+    from .child import run_program
+
+    try:
+        run_program(Path(sub_rel), config, validate=False, timeout=timeout, say=_say)
+    except _FAILURES as exc:
+        return TaskFailed(_failure(sub_rel, "replay", exc))
+    return {}
+
+
+@one_line_failures
+def run_validate(sub_rel: str, config: RunConfig, timeout: float):
+    """Run and validate; the verdict (and what golden.py read) is recorded only when it passes."""
+    from .child import run_program
+
+    start_ns = time.time_ns()
+    try:
+        outcome = run_program(Path(sub_rel), config, validate=True, timeout=timeout, say=_say)
+    except _FAILURES as exc:
+        return TaskFailed(_failure(sub_rel, "validation", exc))
+    root = os.getcwd()                       # actions run in the build root
+    reads = {}
+    for path in outcome.reads:
+        rel = os.path.relpath(path, root)
+        key = path if rel.startswith("..") else Path(rel).as_posix()
+        try:
+            reads[key] = make_state(key, changed_since_ns=start_ns)
+        except OSError:
+            continue
+    return {"verdict": "PASSED", "outputs": outcome.checked, "config": config.key(), "reads": reads}
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _failure(sub_rel: str, what: str, exc: BaseException) -> str:
+    """The one line (what failed, in which directory) and the details after it."""
+    text = str(exc) or type(exc).__name__
+    head, _, rest = text.partition("\n")
+    where = Path(sub_rel).resolve()
+    return f"{what} of {where} failed: {head}" + (f"\n{rest}" if rest else "")
