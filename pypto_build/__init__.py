@@ -5,24 +5,20 @@ when a program runs.
 """
 from __future__ import annotations
 
-import importlib
+from .doors import door
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
     "build": "api", "validate": "api", "BuildResult": "api", "UnitResult": "api",
     "BuildError": "errors", "PyptoBuildError": "errors",
-    "replay": "compat.replay", "ReplayResult": "compat.replay", "RunConfig": "runconfig",
-    "CompiledProgram": "compat.program", "BenchmarkStats": "compat.program", "benchmark": "compat.program",
-    "write_run_script": "compat.runner",
-    "DistributedCompiledProgram": "compat.program_l3", "DistributedConfig": "compat.program_l3",
+    "replay": "compat", "ReplayResult": "compat", "RunConfig": "runconfig",
+    "CompiledProgram": "compat", "BenchmarkStats": "compat", "benchmark": "compat",
+    "write_run_script": "compat",
+    "DistributedCompiledProgram": "compat", "DistributedConfig": "compat",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pypto_build' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = door(__name__, _EXPORTS)

@@ -84,11 +84,11 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     $PYPTO_BUILD_REMOTE_CACHE) adds a Bazel-HTTP cache behind it (a dead one: one warning, local build).
     """
     from .engine import noop
-    from .pto.plan import pto_options
+    from .pto import pto_options
     from .toolchain import default_platform
 
     if remote_cache or os.environ.get("PYPTO_BUILD_REMOTE_CACHE"):
-        from .cache.remote_config import settings     # a malformed remote URL is refused even with nothing to do
+        from .cache import settings  # a malformed remote URL is refused even with nothing to do
         settings(remote_cache)
     root = Path(work_dir).resolve()
     pto = pto or pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied_pto)
@@ -97,10 +97,11 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
         hit = noop.check(root, lambda: noop.key(platform, pto.enabled, pto.ptoas))
         if hit is not None:
             return _noop_result(root, platform, hit, progress)
-    from .engine.loader import load_graph
-    graph = load_graph(root, platform, pto, include_stale=include_stale,
-                       cache_dir=os.fspath(cache_dir) if cache_dir else None, remote_cache=remote_cache)
-    return run_graph(graph, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
+    from .cache import open_caches
+    from .graph import load_graph
+    graph = load_graph(root, platform, pto, include_stale=include_stale)
+    caches = open_caches(os.fspath(cache_dir) if cache_dir else None, remote_cache)
+    return run_graph(graph, caches=caches, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
                      progress=progress, check=check, trace=trace)
 
 
@@ -127,30 +128,35 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
     The program runs in a child process: a crash, an exit or a hang (`run_timeout`, default
     $PYPTO_RUN_TIMEOUT or 1800 s) is a failed validation, never a passed one.
     """
-    from .engine.loader import load_graph
-    from .pto.plan import pto_options
+    from .graph import load_graph
+    from .pto import pto_options
+    from .runconfig import RunConfig, RunSpec
 
     root = Path(work_dir).resolve()
-    graph = load_graph(root, None, pto_options(rebuild_from_pto, allow_unapplied=allow_unapplied_pto), config,
-                       run_timeout=run_timeout)
-    return run_graph(graph, tasks=[stages.VALIDATE], jobs=jobs, progress=progress, check=check)
+    graph = load_graph(root, None, pto_options(rebuild_from_pto, allow_unapplied=allow_unapplied_pto))
+    config = config or RunConfig()
+    run = RunSpec(config) if run_timeout is None else RunSpec(config, run_timeout)
+    return run_graph(graph, run=run, tasks=[stages.VALIDATE], jobs=jobs, progress=progress, check=check)
 
 
-def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile: bool = False,
-              keep_going: bool = False, progress: TextIO | None = None, check: bool = True,
-              trace: str | Path | None = None, force: tuple[str, ...] = ()) -> BuildResult:
-    """Run (part of) a planned graph through doit and collect what happened.
+def run_graph(graph, *, caches=None, run=None, tasks: list[str] | None = None, jobs: int = 1,
+              recompile: bool = False, keep_going: bool = False, progress: TextIO | None = None,
+              check: bool = True, trace: str | Path | None = None, force: tuple[str, ...] = ()) -> BuildResult:
+    """Run (part of) a planned graph (`graph.load_graph`) through doit and collect what happened.
+
+    `caches` (`cache.open_caches`): where compiles restore from and store to (default none); `run`
+    (`runconfig.RunSpec`): how replay/validate tasks run the program (default config and timeout).
 
     `force`: task-name prefixes that run whatever their state says (`replay --validate` makes a fresh
     verdict and records it).
     """
-    from .engine.loader import BuildDirLoader, BuildDirMain
-    from .engine.reporter import BuildReporter
+    from .engine import BuildDirLoader, BuildDirMain, BuildReporter
 
     root = graph.layout.root
     quiet = progress is None
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
-    loader = BuildDirLoader(root, graph=graph, reporter=reporter, quiet=quiet, keep_errors=True, force=force)
+    loader = BuildDirLoader(root, graph=graph, caches=caches, run=run, reporter=reporter, quiet=quiet,
+                            keep_errors=True, force=force)
     argv = ["run", "-n", str(max(1, jobs)) if jobs > 1 else "0"]
     if recompile:
         argv.append("--recompile")
@@ -162,13 +168,12 @@ def run_graph(graph, *, tasks: list[str] | None = None, jobs: int = 1, recompile
     if loader.error is not None:
         raise loader.error
     if trace is not None:
-        from .engine.trace import write_trace
+        from .engine import write_trace
         write_trace(reporter.spans, Path(trace))
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
-    from .engine.loader import stale_lines
-    warnings = [*([graph.pto.skipped_line] if graph.pto.skipped_line else []), *reporter.pto_summary()[1:],
-                *graph.unknown_identities(), *stale_lines(graph)]
+    said, warned = graph.notices()
+    warnings = [*said, *reporter.pto_summary()[1:], *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
                          tuple(reporter.not_applied))
     if rc == 3:

@@ -23,7 +23,7 @@ from . import atomic, stages
 from .errors import PyptoBuildError
 
 if TYPE_CHECKING:
-    from .cache.remote import Remote
+    from .cache import Remote
 
 
 @dataclass
@@ -63,7 +63,7 @@ def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, rem
     The remote cache is opened once for the whole run: one ping, one warning at most, and a
     failure in any directory (any process) disables it for all the others.
     """
-    from .cache.remote import open_remote
+    from .cache import open_remote
 
     roots = [Path(d).resolve() for d in dirs]
     parallel = jobs > 1 and len(roots) > 1
@@ -131,18 +131,21 @@ def _one(root: Path, cache_dir: str | None, remote: Remote | None, allow_unappli
          run_timeout: float | None = None, progress: TextIO | None = None) -> DirResult:
     """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
     from .api import run_graph
-    from .engine.loader import load_graph
-    from .graph import run_targets
-    from .pto.plan import pto_options
+    from .cache import open_caches
+    from .graph import load_graph, run_targets
+    from .pto import pto_options
+    from .runconfig import RunSpec
 
     start = time.monotonic()
     if progress is not None:
         print(f"== {root}", file=progress, flush=True)
     try:
-        graph = load_graph(root, pto=pto_options(allow_unapplied=allow_unapplied), cache_dir=cache_dir,
-                           remote_cache=remote, check_remote=False, run_timeout=run_timeout)
+        graph = load_graph(root, pto=pto_options(allow_unapplied=allow_unapplied))
+        caches = open_caches(cache_dir, remote, check_remote=False)     # opened once by run_ci
         validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
-        result = run_graph(graph, tasks=[stages.VALIDATE] if validating else None, keep_going=True, progress=progress,
+        run = RunSpec() if run_timeout is None else RunSpec(timeout=run_timeout)
+        result = run_graph(graph, caches=caches, run=run,
+                           tasks=[stages.VALIDATE] if validating else None, keep_going=True, progress=progress,
                            check=False)
         failures = result.failures
         error = failures[0].message if failures else ("" if result.ok else f"doit exit status {result.returncode}")

@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("dir", type=Path, metavar="DIR")
     options.add_to_parser(v, (*options.BUILD, *options.RUN))
 
-    from .compat.runner import add_emit_runner_arguments
+    from .compat import add_emit_runner_arguments
     er = sub.add_parser("emit-runner", help="write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
                         description="Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present "
                                     "(validated), else inline inputs from compiled_meta.json you can edit, and a "
@@ -169,13 +169,13 @@ def _dispatch(args) -> int:
     if args.verb == "ci":
         return _ci(args)
     if args.verb == "compdb":
-        from .engine.loader import load_graph
+        from .compdb import write_compdb
+        from .graph import load_graph
         from .markers import find_root
-        from .engine.trace import write_compdb
-        print(write_compdb(load_graph(find_root(args.dir), args.platform, check_remote=False), args.output))
+        print(write_compdb(load_graph(find_root(args.dir), args.platform), args.output))
         return 0
     if args.verb == "emit-runner":
-        from .compat.runner import emit_runner_command
+        from .compat import emit_runner_command
         return emit_runner_command(args)
     return _doit(args)
 
@@ -200,12 +200,12 @@ def _ci(args) -> int:
 
 
 def _cache(args) -> int:
-    from .cache.store import ArtifactCache
+    from .cache import ArtifactCache
     cache = ArtifactCache.from_env(args.cache_dir)
     if cache is None:
         raise PyptoBuildError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
     if args.action == "clean":
-        from .cache.store import human_size
+        from .cache import human_size
         print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
         return 0
     print(cache.stats().summary(cache.directory))
@@ -216,7 +216,7 @@ def _example(args) -> int:
     """Copy the shipped example, replay it with validation, then show one edit-rebuild-replay loop."""
     import shutil
     from .api import run_graph
-    from .engine.loader import load_graph
+    from .graph import load_graph
 
     name, what, kernel = (("two_chips", "two chip programs on two ranks, comm-free",
                            "next_levels/chip_b/kernels/aiv/chip_b_incore_1_aiv.cpp") if args.l3 else
@@ -248,7 +248,7 @@ def _example(args) -> int:
 
 
 def _doit(args) -> int:
-    from .engine.loader import BuildDirLoader, BuildDirMain
+    from .engine import BuildDirLoader, BuildDirMain
     from .markers import find_root
     if not args.args:
         print("pypto-build: error: doit needs a build directory: pypto-build doit <command> DIR [...]",

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from doit.exceptions import TaskFailed
 
 from . import atomic, header_sets, procs
-from .cache import compiles as compile_cache
-from .filestate import make_state
+from .cache import compile_key, open_cache, restore_compile, store_compile
+from .filestate import digest_of, make_state
 from .depfile import TRACKING, DepfileError, parse_depfile
 from .identity import identity_covers
 from .layout import inside
@@ -25,7 +25,7 @@ from .stamp import remove_stamp, write_stamp
 from .units import CompileUnit
 
 if TYPE_CHECKING:
-    from .cache.remote import Remote
+    from .cache import Remote
 
 
 @one_line_failures
@@ -45,11 +45,11 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     out = Path(unit.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.remove_stale_temps(out)            # left by a run that was killed while compiling this unit
-    cache = compile_cache.open_cache(cache_dir, remote) if context is not None else None
-    base = compile_cache.base_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
+    cache = open_cache(cache_dir, remote) if context is not None else None
+    base = compile_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
     if cache is not None:
         start_ns = fs_now(out)
-        hit = compile_cache.lookup(cache, base, unit.sub_rel, out)
+        hit = restore_compile(cache, base, unit.sub_rel, out)
         if hit is not None:
             # an entry another directory's run stored: its headers pass the same checks as a compile's
             states = _escape(unit, Path("."), hit) or _header_states(unit, _headers(hit, Path("."), unit), start_ns)
@@ -101,8 +101,8 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
         for leftover in (tmp_out, tmp_dep):
             leftover.unlink(missing_ok=True)
     inside, outside = states
-    if cache is not None and all(state[4] is not None for state in (*inside.values(), *outside.values())):
-        compile_cache.store(cache, base, unit.sub_rel, [*inside, *outside], out)
+    if cache is not None and all(digest_of(state) is not None for state in (*inside.values(), *outside.values())):
+        store_compile(cache, base, unit.sub_rel, [*inside, *outside], out)
     return _values(unit, compiler_id, context, states)
 
 

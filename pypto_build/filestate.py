@@ -1,6 +1,7 @@
-"""The doit file checker: content (xxh3) decides, stat only short-circuits.
+"""The state recorded per file, and whether a file changed since: content (xxh3) decides, stat only short-circuits.
 
-State saved per file: ``[mtime_ns, size, ino, ctime_ns, digest, trusted]``.
+State saved per file: `FileState` (stored by doit as the plain list
+``[mtime_ns, size, ino, ctime_ns, digest, trusted]``; `FileState.of` reads it back).
 
 * Same stat tuple and ``trusted``: unchanged, no read.
 * Different size: changed, no read.
@@ -16,23 +17,40 @@ re-hashed until a later run records it as settled (the racy-git / ccache
 guard). mtimes are only ever compared for equality: a file dated in the
 future is trusted like any other once its last change has settled.
 
-The class name is stored by doit per task; keep it stable.
+No doit here: `engine/file_checker.py` plugs these rules into doit.
 """
 from __future__ import annotations
 
 import os
 import time
-
-from doit.dependency import CHECKERS, FileChangedChecker
+from typing import NamedTuple
 
 from .hashing import file_digest
 from .racy import RACY_NS, changed_since
 from .safeio import NotRegularFile, is_regular
 
-__all__ = ["State", "make_state", "same_stat", "is_modified", "first_changed", "refreshed", "XXHChecker",
+__all__ = ["FileState", "State", "make_state", "same_stat", "is_modified", "first_changed", "refreshed", "refreshed_file", "digest_of",
            "RACY_NS"]    # RACY_NS: the worst-case racy window (bench/ reads it here)
 
-State = list  # [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
+State = list  # a FileState as stored: [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
+
+
+class FileState(NamedTuple):
+    """One file as a run saw it. `digest` is None when it must not be trusted (not a regular file, or
+    changed while a compiler read it); `trusted` is False while a same-size rewrite could still hide
+    behind the same stat (the racy window)."""
+
+    mtime_ns: int
+    size: int
+    ino: int
+    ctime_ns: int
+    digest: str | None
+    trusted: bool
+
+    @classmethod
+    def of(cls, saved: object) -> FileState | None:
+        """The stored list read back, or None when it is not a state of this format."""
+        return cls(*saved) if isinstance(saved, (list, tuple)) and len(saved) == len(cls._fields) else None
 
 
 def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns: int | None = None) -> State:
@@ -52,25 +70,24 @@ def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns:
     if changed_since_ns is not None and changed_since(st, changed_since_ns, fs_clock=True):
         digest = None
     trusted = not changed_since(st, now)
-    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, digest, trusted]
+    return list(FileState(st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, digest, trusted))
 
 
 def same_stat(st: os.stat_result, state: State) -> bool:
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == tuple(state[:4])
+    saved = FileState.of(state)
+    return saved is not None and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == \
+        (saved.mtime_ns, saved.size, saved.ino, saved.ctime_ns)
 
 
 def is_modified(path: str, st: os.stat_result, state: State | None) -> bool:
     """True when the file's content differs from the recorded state."""
-    if not state or len(state) != 6 or not is_regular(st):
+    saved = FileState.of(state)
+    if saved is None or not is_regular(st) or st.st_size != saved.size or saved.digest is None:
         return True
-    if st.st_size != state[1]:
-        return True
-    if state[4] is None:
-        return True
-    if state[5] and same_stat(st, state):
+    if saved.trusted and same_stat(st, state):
         return False
     try:
-        return file_digest(path, st) != state[4]
+        return file_digest(path, st) != saved.digest
     except NotRegularFile:          # swapped for a FIFO since the stat: changed, never read
         return True
 
@@ -89,25 +106,25 @@ def first_changed(states: dict) -> str | None:
 
 def refreshed(path: str, st: os.stat_result, state: State) -> State | None:
     """A newer state for an unchanged file whose stat moved, else None."""
-    if state[5] and same_stat(st, state):
+    if FileState.of(state).trusted and same_stat(st, state):
         return None
     new = make_state(path, st)
     return None if new == state else new
 
 
-class XXHChecker(FileChangedChecker):
-    """Content checker plugged into doit (`check_file_uptodate`)."""
-
-    CheckerError = OSError
-
-    def check_modified(self, file_path, file_stat, state):
-        return is_modified(file_path, file_stat, state)
-
-    def get_state(self, dep, current_state):
-        st = os.stat(dep)
-        if current_state and len(current_state) == 6 and not is_modified(dep, st, current_state):
-            return refreshed(dep, st, current_state)
-        return make_state(dep, st)
+def digest_of(state: object) -> str | None:
+    """The recorded digest, or None (none recorded, or not a state of this format)."""
+    saved = FileState.of(state)
+    return saved.digest if saved is not None else None
 
 
-CHECKERS.setdefault("xxh", XXHChecker)
+def refreshed_file(path: str, state: State | None) -> State | None:
+    """A newer state for `path` when it is unchanged but its stat moved; None when it changed, is gone
+    or nothing moved."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not state or is_modified(path, st, state):
+        return None
+    return refreshed(path, st, state)

@@ -1,45 +1,46 @@
-"""Wire the stages into doit task dicts: the only module that knows them all.
+"""Planning's front door: `load_graph()` reads a build directory and returns its `Graph`.
 
-Per sub-build: one `compile:` task per kernel, one `orch:` task per
-orchestration, and one `stamp:` task that writes cache/binary_context.json
-after all of them. Task dicts are plain data plus module-level actions.
+Pure planning: nothing runs, nothing is written, doit is not imported (a test
+checks it). The graph says what there is to do — every compile unit per
+sub-build, the `.pto` units, what replay/validate can run; `engine/tasks.py`
+turns it into doit task dicts, with the caches and run settings of one run.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from functools import partial
+from pathlib import Path
 
 from . import stages
-from .compile_actions import run_compile, run_stamp
-from .uptodate import PtoasCheck, SpliceCheck, StampCheck, UnitCheck, VerdictCheck
-from .header_sets import SetChecker
-from .layout import BuildKind, Layout
-from .pto.actions import adopt_splice, record_adopted, run_ptoas, run_splice
-from .pto.plan import PtoOptions, PtoPlan, plan_pto
-from .run.tasks import run_replay, run_validate
-from .runconfig import RunConfig
-from .toolchain import Platform
+from .layout import BuildKind, Layout, load_layout
+from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
+from .settings import check_environment
+from .toolchain import Platform, default_platform, load_platform
 from .units import SubBuildPlan, plan
-
-if TYPE_CHECKING:
-    from .cache.remote import Remote
-
-DEFAULT_TASKS = (stages.STAMP,)
 
 
 @dataclass(frozen=True)
 class Graph:
+    """Everything one build directory asks for, as planned from its files (nothing here runs).
+
+    `plans`: per sub-build, its compile units and binary context; `pto`: the `.pto` units and
+    whether ptoas can apply them; `planned_ns`: `time.time_ns()` before planning read anything
+    (the no-op record keeps only files unchanged since).
+    """
+
     layout: Layout
     platform: Platform
     plans: tuple[SubBuildPlan, ...]
     pto: PtoPlan
-    run: RunConfig
-    cache_dir: str | None = None        # artefact cache (absolute), or None
-    remote_cache: Remote | None = None  # the run's Bazel-HTTP remote cache (None when absent or unreachable)
-    run_timeout: float = 1800.0         # seconds a replay/validate run may take
-    planned_ns: int = 0                 # time.time_ns() before planning read anything (noop.record's reference)
+    planned_ns: int = 0
+
+    def notices(self) -> tuple[list[str], list[str]]:
+        """What planning has to tell before a run: (lines for stdout, lines for stderr). Printed by the
+        engine's loader, kept in `BuildResult.warnings` by the API: one wording for every front end."""
+        out = [self.pto.skipped_line] if self.pto.skipped_line else []
+        err = stale_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
+                                   "binary_context.json is written" for why in self.unknown_identities()]
+        return out, err
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -55,11 +56,24 @@ class Graph:
         return [u.task for p in self.plans for u in p.units]
 
 
-def build_graph(layout: Layout, platform: Platform, pto: PtoOptions | None = None,
-                run: RunConfig | None = None, cache_dir: str | None = None, remote_cache: Remote | None = None,
-                run_timeout: float = 1800.0, planned_ns: int = 0) -> Graph:
-    return Graph(layout, platform, tuple(plan(layout, platform)), plan_pto(layout, pto or PtoOptions()),
-                 run or RunConfig(), cache_dir, remote_cache, run_timeout, planned_ns)
+def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
+               include_stale: bool = False) -> Graph:
+    """Read the build directory at `root` and plan it for `platform` (default: $PYPTO_BUILD_PLATFORM or host).
+
+    Bad input raises a PyptoBuildError subclass naming the file; `include_stale` also plans the
+    L3 `next_levels/` sub-builds the host driver never references.
+    """
+    started = time.time_ns()
+    check_environment()                 # a bad value: one line, before anything is read or written
+    layout = load_layout(root, include_stale=include_stale)
+    target = load_platform(platform or default_platform())
+    return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started)
+
+
+def stale_lines(graph: Graph) -> list[str]:
+    """One line per L3 sub-build left out because the host driver never references it."""
+    return [f"pypto-build: {rel}: never referenced by orchestration/host_orch.py — a leftover of an earlier "
+            "compile; not built (--include-stale builds it)" for rel in graph.layout.stale]
 
 
 @dataclass(frozen=True)
@@ -92,81 +106,6 @@ def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[st
         inputs += sorted(_join(rel, f.relative_to(base).as_posix()) for f in (base / "data").rglob("*")
                          if f.exists() and not f.is_dir())
     return RunTarget(name, rel, tuple(stages.task(stages.STAMP, p.sub.name) for p in plans), tuple(inputs))
-
-
-def task_dicts(graph: Graph) -> dict[str, list[dict]]:
-    """doit task dicts grouped by basename (`ptoas`, `splice`, `compile`, `orch`, `stamp`, `replay`, `validate`)."""
-    groups: dict[str, list[dict]] = {stage: [] for stage in stages.ALL}
-    splices: dict[str, list[str]] = {}
-    for u in graph.pto.units:
-        groups[stages.PTOAS].append({
-            "name": u.name,
-            "doc": f"ptoas {u.pto} -> {u.raw}",
-            "actions": [(run_ptoas, [u])],
-            "file_dep": [u.pto],
-            "targets": [u.raw],
-            "uptodate": [PtoasCheck(u.pto, u.raw, u.ptoas_key)],
-        })
-        groups[stages.SPLICE].append({
-            "name": u.name,
-            "doc": f"splice the body of {u.raw} into the kernel files it defines",
-            "actions": [(run_splice, [u])],
-            "task_dep": [stages.task(stages.PTOAS, u.name)],
-            "uptodate": [SpliceCheck(u.raw, stages.task(stages.PTOAS, u.name), partial(adopt_splice, u),
-                                     partial(record_adopted, u))],
-        })
-        splices.setdefault(u.sub_rel, []).append(stages.task(stages.SPLICE, u.name))
-    compiler_id = graph.platform.compiler.identity
-    sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
-    for p in graph.plans:
-        ctx, why = p.context.digest, p.context.unknown
-        for unit in p.units:
-            base, _, name = unit.task.partition(":")
-            groups[base].append({
-                "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
-                "name": name,
-                "doc": f"{unit.kind} {unit.source} -> {unit.output}",
-                "actions": [(run_compile, [unit, compiler_id, ctx, graph.cache_dir, graph.remote_cache])],
-                "file_dep": [unit.source],
-                "targets": [unit.output],
-                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],
-                "clean": True,
-                "meta": {"unit": unit},
-            })
-        stamp = None if why else p.context.stamp()
-        groups[stages.STAMP].append({
-            "name": p.sub.name,
-            "doc": f"binary context stamp of {p.sub.rel}",
-            "actions": [(run_stamp, [p.stamp_path, stamp, why])],
-            "task_dep": [u.task for u in p.units],
-            "targets": [p.stamp_path] if stamp else [],
-            "uptodate": [StampCheck(p.stamp_path, stamp, why)],
-            "clean": True,
-        })
-    for target in run_targets(graph):
-        _run_tasks(groups, graph, target)
-    return groups
-
-
-def _run_tasks(groups: dict[str, list[dict]], graph: Graph, t: RunTarget) -> None:
-    """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached)."""
-    groups[stages.REPLAY].append({
-        "name": t.name,
-        "doc": f"run {t.rel} on golden.py's inputs (host runtime)",
-        "actions": [(run_replay, [t.rel, graph.run, graph.run_timeout])],
-        "task_dep": list(t.stamps),
-        "uptodate": [False],
-        "verbosity": 2,
-    })
-    groups[stages.VALIDATE].append({
-        "name": t.name,
-        "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
-        "actions": [(run_validate, [t.rel, graph.run, graph.run_timeout])],
-        "task_dep": list(t.stamps),
-        "file_dep": list(t.inputs),
-        "uptodate": [VerdictCheck(graph.run.key())],
-        "verbosity": 2,
-    })
 
 
 def _join(rel: str, name: str) -> str:

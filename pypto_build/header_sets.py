@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from . import atomic
-from .filestate import first_changed
+from .filestate import digest_of, first_changed
 from .hashing import text_digest
 
 SETS_DIR = ".pypto_build/headers"      # relative to the build root (every action's working directory)
@@ -24,7 +24,7 @@ SETS_DIR = ".pypto_build/headers"      # relative to the build root (every actio
 
 def name_of(states: dict[str, list]) -> str:
     """The set's name: its paths and digests (a state without a digest names a set no check accepts)."""
-    return text_digest(*(f"{path}\0{state[4]}" for path, state in sorted(states.items())))
+    return text_digest(*(f"{path}\0{digest_of(state)}" for path, state in sorted(states.items())))
 
 
 def record_path(name: str, root: Path | str = ".") -> Path:

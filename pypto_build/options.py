@@ -3,8 +3,9 @@
 `pypto-build build/replay/validate` (argparse), `debug/run.py` (argparse) and
 `doit build` / `doit replay` (doit's option dicts) render the same `Opt` table,
 so they accept the same options with the same meaning. `graph_options()`,
-`run_options()` and `run_config()` turn parsed values (an argparse namespace or
-doit's dict, same names) into what planning and running take.
+`cache_options()`, `run_spec()` and `run_options()` turn parsed values (an
+argparse namespace or doit's dict, same names) into what planning, the caches,
+the program runs and doit take: the one place a `RunConfig` is made from flags.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Mapping
 
 from . import settings
 from .errors import PyptoBuildError
-from .runconfig import LOG_LEVELS, RunConfig
+from .runconfig import LOG_LEVELS, RunConfig, RunSpec
 
 DEFAULT_RUN_TIMEOUT = settings.RUN_TIMEOUT[1]
 
@@ -161,15 +162,24 @@ def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> flo
     return settings.seconds(*settings.RUN_TIMEOUT, env=env)
 
 
+def run_spec(values: Any) -> RunSpec:
+    """The RunConfig and timeout of parsed RUN option values (missing ones: the defaults)."""
+    return RunSpec(run_config(values), run_timeout(values))
+
+
 def graph_options(values: Any) -> dict:
-    """Keyword arguments of `load_graph` from parsed BUILD (and RUN) option values."""
-    from .pto.plan import pto_options
+    """Keyword arguments of `graph.load_graph` from parsed BUILD option values."""
+    from .pto import pto_options
 
     return {"platform": _get(values, "platform"),
             "pto": pto_options(False if _get(values, "no_rebuild_from_pto", False) else None, _get(values, "ptoas"),
                                allow_unapplied=bool(_get(values, "allow_unapplied_pto", False))),
-            "include_stale": bool(_get(values, "include_stale", False)),
-            "cache_dir": _get(values, "cache_dir"), "remote_cache": _get(values, "remote_cache")}
+            "include_stale": bool(_get(values, "include_stale", False))}
+
+
+def cache_options(values: Any) -> dict:
+    """Keyword arguments of `cache.open_caches` (and `api.build`) from parsed BUILD option values."""
+    return {"cache_dir": _get(values, "cache_dir"), "remote_cache": _get(values, "remote_cache")}
 
 
 def run_options(values: Any) -> dict:

@@ -1,10 +1,11 @@
-"""`RunConfig`: PyPTO's run options, and what the host runtime does with each."""
+"""`RunConfig`: PyPTO's run options, and what the host runtime does with each; `RunSpec`: a config and its timeout."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from .hashing import text_digest
+from .settings import RUN_TIMEOUT, seconds
 
 LOG_LEVELS = ("debug", "info", "timing", "warn", "error", "null")
 
@@ -55,3 +56,12 @@ class RunConfig:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How replay/validate run a program: the RunConfig, and the seconds a run may take before it is
+    stopped (`--run-timeout`; `options.run_spec` builds it from parsed flags)."""
+
+    config: RunConfig = RunConfig()
+    timeout: float = field(default_factory=lambda: seconds(*RUN_TIMEOUT))    # $PYPTO_RUN_TIMEOUT or 1800 s

@@ -34,12 +34,12 @@ def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
         from .oserrors import describe
         print(f"pypto-build: error: {describe(exc) if isinstance(exc, OSError) else exc}", file=sys.stderr)
         if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
-            from .engine.workers import exit_now
+            from .engine import exit_now
             exit_now(2)
         return 2
     except KeyboardInterrupt:
         print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
-        from .engine.workers import exit_now
+        from .engine import exit_now
         exit_now(130)
 
 
@@ -53,7 +53,7 @@ def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | N
     if verb == "build":
         from .api import build
         result = build(root, tasks=tasks or None, progress=progress, check=False,
-                       **options.graph_options(values), **options.run_options(values))
+                       **options.graph_options(values), **options.cache_options(values), **options.run_options(values))
         return _status(result, progress is None)
     return _run_golden(verb, values, root, progress)
 
@@ -61,11 +61,12 @@ def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | N
 def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
     """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
     from .api import run_graph
-    from .engine.loader import load_graph
-    from .run.execution import check_replayable
+    from .cache import open_caches
+    from .graph import load_graph
+    from .run import check_replayable
 
     get = (lambda name, default=None: options._get(values, name, default))
-    config = options.run_config(values)
+    run = options.run_spec(values)
     root = check_replayable(root)
     if not (root / "golden.py").is_file():
         raise PyptoBuildError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
@@ -73,8 +74,8 @@ def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
     if get("log_sync_pypto", False):
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
     validating = verb == "validate" or bool(get("validate", False))
-    graph = load_graph(root, **options.graph_options(values), run=config, run_timeout=options.run_timeout(values))
-    result = run_graph(graph, tasks=[stages.VALIDATE if validating else stages.REPLAY], progress=progress, check=False,
+    graph = load_graph(root, **options.graph_options(values))
+    result = run_graph(graph, caches=open_caches(**options.cache_options(values)), run=run, tasks=[stages.VALIDATE if validating else stages.REPLAY], progress=progress, check=False,
                        force=(stages.prefix(stages.VALIDATE),) if verb == "replay" and validating else (),
                        **options.run_options(values))
     return _status(result, progress is None)
@@ -89,10 +90,10 @@ def _status(result, quiet: bool) -> int:
 
 def explain_verb(values: Any, root: Path, units: list[str], *, all_tasks: bool = False) -> int:
     """`explain` / `build --dry-run`: every stale unit and why (with --recompile: what it would force)."""
-    from .engine.loader import load_graph
-    from .engine.explain import explain, format_lines
+    from .engine import explain, format_lines
+    from .graph import load_graph
 
-    graph = load_graph(root, **options.graph_options(values), check_remote=False)
+    graph = load_graph(root, **options.graph_options(values))
     items = explain(graph, units or None, recompile=bool(options._get(values, "recompile", False)))
     for line in format_lines(items, all_tasks=all_tasks or bool(units)):
         print(line)

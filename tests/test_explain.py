@@ -11,8 +11,8 @@ import pytest
 from conftest import edit
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.engine.loader.loader import load_graph
-from pypto_build.engine.loader.explain import explain
+from pypto_build.graph import load_graph
+from pypto_build.engine.explanation import explain
 
 K0, K1 = "compile:aic/main_incore_0_aic", "compile:aiv/main_incore_1_aiv"
 

@@ -63,7 +63,8 @@ def test_a_system_header_pragma_hides_nothing_it_includes(l2):
 
 
 def values_of(root: Path, task: str) -> dict:
-    from pypto_build.engine.loader.loader import STATE_DB, open_state
+    from pypto_build.engine.loader import STATE_DB
+    from pypto_build.engine.statedb import open_state
     dep = open_state(root / ".pypto_build" / STATE_DB, adopt=False)
     try:
         return dep.get_values(task)
@@ -199,7 +200,8 @@ def test_a_header_edited_while_its_includer_compiles_is_rebuilt_next_run(l2, tmp
 
 def test_states_recorded_without_system_headers_rebuild_once(l2):
     """A directory built by an older pypto_build (-MMD: no system headers) is not trusted to be complete."""
-    from pypto_build.engine.loader.loader import STATE_DB, open_state
+    from pypto_build.engine.loader import STATE_DB
+    from pypto_build.engine.statedb import open_state
     dep = open_state(l2 / ".pypto_build" / STATE_DB, adopt=False)
     values = dict(dep.get_values(K1))
     dep._set(K1, "_values_:", {k: v for k, v in values.items() if k != "tracking"})

@@ -92,7 +92,7 @@ def test_replay_validate_fails_the_same_way(g, case):
 
 def validate_values(root: Path) -> dict:
     """The values the last successful validation recorded (doit's state, read as doit reads it)."""
-    from pypto_build.engine.loader.loader import open_state
+    from pypto_build.engine.statedb import open_state
     dep = open_state(root / ".pypto_build/state.sqlite3", adopt=False)
     try:
         return dict(dep.get_values("validate:.") or {})

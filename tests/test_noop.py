@@ -86,7 +86,7 @@ def test_any_change_takes_the_full_path(settled, monkeypatch, change):
 
 
 def test_pto_isa_root_never_uses_the_record(settled, tmp_path, monkeypatch):
-    from pypto_build.engine.loader import noop
+    from pypto_build.engine import noop
     monkeypatch.setenv("PTO_ISA_ROOT", str(tmp_path))
     assert noop.key("host", True, None) is None
     monkeypatch.delenv("PTO_ISA_ROOT")

@@ -24,7 +24,7 @@ import pytest
 
 from conftest import age_tree, copy_dir
 from pypto_build import hashing
-from pypto_build.engine.loader import noop
+from pypto_build.engine import noop
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache

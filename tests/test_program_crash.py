@@ -22,7 +22,7 @@ from conftest import copy_dir, inject
 from pypto_build.testing import synth
 from pypto_build.errors import ProgramFailed
 from pypto_build.run.golden import load_golden
-from pypto_build.compat.replay import replay
+from pypto_build.compat.pypto_replay import replay
 
 torch = pytest.importorskip("torch")
 HEADERS = "#include <cstdlib>\n#include <csignal>\n#include <unistd.h>"

@@ -14,7 +14,7 @@ from pypto_build.testing import synth
 from pypto_build.api import validate
 from pypto_build.errors import PyptoBuildError
 from pypto_build.run.golden import load_golden
-from pypto_build.compat.replay import replay
+from pypto_build.compat.pypto_replay import replay
 from pypto_build.runconfig import RunConfig
 
 torch = pytest.importorskip("torch")

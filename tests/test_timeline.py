@@ -7,7 +7,7 @@ import subprocess
 
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.engine.loader.loader import load_graph
+from pypto_build.graph import load_graph
 
 
 class Terminal(io.StringIO):

@@ -1,0 +1,29 @@
+"""The artefact cache: binaries reused by content across directories, clones and machines.
+
+Door: `open_caches` / `Caches` (what one run restores from and stores to), the
+compile entries (`compile_key`, `restore_compile`, `store_compile`,
+`open_cache`), the local store (`ArtifactCache`, `human_size`) and the remote
+(`open_remote`, `Remote`, `settings`). Modules: `store` (the content-addressed
+local store), `compiles` (compile keys and header manifests), `remote`,
+`remote_http`, `remote_config` (the Bazel-HTTP protocol).
+"""
+from __future__ import annotations
+
+from ..doors import door
+
+_EXPORTS = {
+    "Caches": "compiles",
+    "open_caches": "compiles",
+    "open_cache": "compiles",
+    "compile_key": "compiles",
+    "restore_compile": "compiles",
+    "store_compile": "compiles",
+    "ArtifactCache": "store",
+    "human_size": "store",
+    "Remote": "remote",
+    "open_remote": "remote",
+    "settings": "remote_config",
+}
+
+__all__ = [*_EXPORTS]
+__getattr__ = door(__name__, _EXPORTS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from .store import ArtifactCache, _default_warn
 from ..hashing import file_digest, text_digest
 from ..oserrors import describe
 from ..safeio import read_text
+from ..settings import check_environment
 
 if TYPE_CHECKING:
     from .remote import Remote
@@ -30,11 +32,11 @@ VERSION = "pypto_build-cache-2"     # 2: header lists from -MD (system headers t
 MAX_CANDIDATES = 8
 
 
-def base_key(kind: str, argv_key: str, compiler_id: str, context: str, source: str) -> str:
+def compile_key(kind: str, argv_key: str, compiler_id: str, context: str, source: str) -> str:
     return text_digest(VERSION, kind, argv_key, compiler_id, context, file_digest(source))
 
 
-def lookup(cache: ArtifactCache, base: str, sub_rel: str, out: Path) -> list[str] | None:
+def restore_compile(cache: ArtifactCache, base: str, sub_rel: str, out: Path) -> list[str] | None:
     """Restore the binary onto `out` if a recorded header set matches; its headers (root-relative) or None."""
     for cand in _manifest(cache, base, out):
         headers = {_from_sub(sub_rel, p): d for p, d in cand.get("headers", {}).items()}
@@ -47,7 +49,7 @@ def lookup(cache: ArtifactCache, base: str, sub_rel: str, out: Path) -> list[str
     return None
 
 
-def store(cache: ArtifactCache, base: str, sub_rel: str, headers: list[str], out: Path) -> None:
+def store_compile(cache: ArtifactCache, base: str, sub_rel: str, headers: list[str], out: Path) -> None:
     """Record the binary just built and the header set it was built with."""
     try:
         digests = {_to_sub(sub_rel, h): file_digest(h) for h in headers}
@@ -93,6 +95,30 @@ def _to_sub(sub_rel: str, path: str) -> str:
 
 def _from_sub(sub_rel: str, path: str) -> str:
     return path if os.path.isabs(path) or sub_rel == "." else os.path.normpath(os.path.join(sub_rel, path))
+
+
+@dataclass(frozen=True)
+class Caches:
+    """Where one run's compiles restore binaries from and store them to: a local directory (absolute)
+    and the run's remote (opened once, `remote.open_remote`), each optional. Picklable (a task argument)."""
+
+    directory: str | None = None
+    remote: Remote | None = None
+
+
+def open_caches(cache_dir: str | None = None, remote_cache: str | Remote | None = None, *,
+                check_remote: bool = True) -> Caches:
+    """The caches of a run: `cache_dir` (else $PYPTO_BUILD_CACHE), `remote_cache` (else
+    $PYPTO_BUILD_REMOTE_CACHE) opened once here (a malformed URL is one line of error; an unreachable
+    server is dropped with one warning). With `check_remote=False` a `Remote` some leader already
+    opened (`pypto-build ci`) is used as it is and a URL is dropped (graphs that compile nothing)."""
+    from .remote import open_remote
+
+    cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
+    if cache:
+        check_environment(cache=True)   # the cache size: one line, before anything is written
+    remote = open_remote(remote_cache) if check_remote else None if isinstance(remote_cache, str) else remote_cache
+    return Caches(os.path.abspath(os.path.expanduser(cache)) if cache else None, remote)
 
 
 def open_cache(directory: str | None, remote: Remote | None = None):

@@ -17,7 +17,7 @@ skipped store), never an installed file, and the remote is disabled for the
 rest of the run with one warning.
 
 **One run, one verdict, across processes.** The run's leader — the process that
-plans (`engine.load_graph`) or `pypto-build ci` for all its directories — calls
+opens the caches (`open_caches`) or `pypto-build ci` for all its directories — calls
 `open_remote` once: the URL is validated, a shared flag is created
 (`RunHealth`, a `multiprocessing.Value`) and the server is pinged. The flag
 travels inside the `Remote` that every compile action receives: doit's `-j`

@@ -113,7 +113,7 @@ class CompiledProgram:
     def ensure_built(self):
         """Build what changed and return a host executor holding the current binaries (reloaded if changed)."""
         from ..api import build
-        from ..runtime.executor import HostExecutor
+        from ..runtime import HostExecutor
 
         if self.platform != "host":
             raise PyptoBuildError(f"platform {self.platform!r}: pypto_build runs programs on the host runtime only; "
@@ -147,7 +147,7 @@ class CompiledProgram:
             executor = self.ensure_built()
             names = [p.name for p in self.params]
             if config is not None and (config.enable_chip_swimlane or config.enable_dump_args):
-                from ..run.execution import execute
+                from ..run import execute
                 execute(self.output_dir, full, config, names=names, say=lambda _line: None)
             else:
                 executor.run(full, param_names=names)

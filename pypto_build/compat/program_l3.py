@@ -77,7 +77,7 @@ class DistributedCompiledProgram:
     def __call__(self, *tensors: Sequence, config=None) -> None:
         """Build what changed, then run on the host runtime; outputs are written into `tensors` in place."""
         from ..api import build
-        from ..run.execution import execute
+        from ..run import execute
         from ..runconfig import RunConfig
 
         if self.platform != "host":

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
     program running in a child process. Inline inputs: `replay(work_dir, *tensors)`, then `user_compare`.
     0 on success; 1 when a unit, the run or the validation fails; 2 for bad input; errors go to stderr.
     """
-    from ..runtime.executor import ExecutorError
+    from ..runtime import ExecutorError
     from ..verbs import guarded, run_verb
 
     parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
         return 2
     except KeyboardInterrupt:
         print("pypto-build replay: interrupted", file=sys.stderr)
-        from ..engine.workers import exit_now
+        from ..engine import exit_now
         exit_now(130)
 
 

@@ -1,0 +1,26 @@
+"""doit as the engine: loading a graph as tasks, its commands, dependency state, reports.
+
+Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
+commands), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
+`exit_now`, and `noop` (the no-op record, offered whole: it is read before doit
+loads). Modules: `loader`, `tasks` (graph -> task dicts), `commands`, `plugins`
+(`doit build/replay/validate`), `depstate`, `statedb`, `file_checker`,
+`reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
+"""
+from __future__ import annotations
+
+from ..doors import door
+
+_EXPORTS = {
+    "BuildDirLoader": "loader",
+    "BuildDirMain": "commands",
+    "BuildReporter": "reporter",
+    "explain": "explanation",
+    "format_lines": "explanation",
+    "write_trace": "trace",
+    "exit_now": "workers",
+}
+_MODULES = ('noop',)
+
+__all__ = [*_EXPORTS, *_MODULES]
+__getattr__ = door(__name__, _EXPORTS, _MODULES)

@@ -28,13 +28,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import __version__, atomic, safeio
+from .. import __version__, atomic, safeio, stages
 from ..errors import ToolchainError
 from ..markers import STATE_DIR
-from ..pto.ptoas import find_ptoas, identity_files
+from ..pto import find_ptoas, identity_files
 from ..racy import changed_since
 from ..toolchain import probe_compiler
+
+if TYPE_CHECKING:
+    from ..graph import Graph
 
 RECORD = "noop.json"
 ENV_KEYS = ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PATH")
@@ -134,3 +138,42 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
 
 def invalidate(root: Path) -> None:
     (Path(root) / STATE_DIR / RECORD).unlink(missing_ok=True)
+
+
+def record_graph(graph: Graph, tasks: list) -> bool:
+    """After a full, clean build of `graph` (doit's `tasks`): let the next identical run skip doit."""
+    from .. import header_sets
+    if graph is None or graph.unknown_identities():
+        return False
+    values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
+    sets = {v["outside"] for v in values.values() if v.get("outside")}
+    header_sets.prune(graph.layout.root, sets)
+    if any(v.get("not_applied") or v.get("forced") for v in values.values()):
+        return False
+    paths: list[str] = [".", *graph.layout.markers]
+    for extra in ("orchestration", "next_levels"):
+        if (graph.layout.root / extra).is_dir():
+            paths.append(extra)
+    for p in graph.plans:
+        sub = p.sub.rel
+        paths += [sub, p.stamp_path, f"{sub}/kernel_config.py" if sub != "." else "kernel_config.py"]
+        if (p.sub.path / "ptoas").is_dir():
+            paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
+        for u in p.units:
+            paths += [u.source, u.output, *(values.get(u.task, {}).get("headers") or {})]
+    outside = header_sets.files_of(sets)       # headers outside the build directory, and their records
+    if outside is None:
+        return False                           # a record is gone: its units rebuild next run
+    paths += outside
+    for u in graph.pto.units:
+        paths += [u.pto, u.raw, u.record]
+    names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)]
+    lines = [graph.pto.skipped_line] if graph.pto.skipped_line else []
+    if graph.layout.stale:
+        return False            # keep saying it: the leftover line is printed by the full path only
+    # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
+    pto, compiler = graph.pto.options, graph.platform.compiler
+    ptoas_path = graph.pto.lookup.path if graph.pto.lookup else find_ptoas(pto.ptoas).path
+    run_key = key(graph.platform.name, pto.enabled, pto.ptoas, compiler=compiler.probe, ptoas_path=ptoas_path)
+    paths += tool_paths(compiler.path, ptoas_path)
+    return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines}, graph.planned_ns)

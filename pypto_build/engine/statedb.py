@@ -16,7 +16,7 @@ from pathlib import Path
 
 from doit.dependency import DatabaseException, SqliteDB
 
-from ..filestate import XXHChecker
+from .file_checker import XXHChecker
 from .depstate import ContentDependency
 from ..errors import PyptoBuildError, one_line
 from ..oserrors import describe_sqlite

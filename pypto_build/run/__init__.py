@@ -1,0 +1,22 @@
+"""Running a built directory: the program in a child process, golden inputs and the comparison.
+
+Door: `check_replayable` / `execute` (running a built directory), `run_program`
+(the parent side of the child process: golden -> execute -> save -> compare),
+`run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`).
+Modules: `execution`, `child`, `golden`, `tasks`.
+"""
+from __future__ import annotations
+
+from ..doors import door
+
+_EXPORTS = {
+    "check_replayable": "execution",
+    "execute": "execution",
+    "save_outputs": "execution",
+    "run_program": "child",
+    "run_replay": "tasks",
+    "run_validate": "tasks",
+}
+
+__all__ = [*_EXPORTS]
+__getattr__ = door(__name__, _EXPORTS)

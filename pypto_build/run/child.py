@@ -138,7 +138,7 @@ def _status(proc: subprocess.Popen) -> int | None:
 def _rebuilt(kind: str, message: str) -> BaseException:
     """The child's failure as the exception type the caller would get from an in-process run."""
     from .golden import GoldenError, NothingCompared
-    from ..runtime.executor import ExecutorError
+    from ..runtime import ExecutorError
 
     types = {"mismatch": AssertionError, "count": ValueError, "golden": GoldenError, "nothing": NothingCompared,
              "executor": ExecutorError, "input": PyptoBuildError, "program": ProgramFailed}
@@ -150,7 +150,7 @@ def _rebuilt(kind: str, message: str) -> BaseException:
 
 def _child(inbox: Connection, outbox: Connection) -> None:
     from .golden import GoldenError, NothingCompared
-    from ..runtime.executor import ExecutorError
+    from ..runtime import ExecutorError
 
     request = pickle.loads(inbox.recv_bytes())
     _die_with(request["parent"])

@@ -48,8 +48,8 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
     L3 (no kernel_config.py, an orchestration/host_orch.py: PyPTO's rule) runs the
     host driver with one worker process per device id; L2 runs in this process.
     """
-    from ..runtime.dfx import write_args_dump, write_swimlane
-    from ..runtime.executor import HostExecutor
+    from ..runtime import write_args_dump, write_swimlane
+    from ..runtime import HostExecutor
 
     if config.enable_chip_swimlane or config.enable_dump_args:
         base = Path(sub_dir).absolute()
@@ -60,7 +60,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
     say("[execute] running on the host runtime (pypto_build: a functional CPU reference, not an NPU model)...")
     if not (sub_dir / "kernel_config.py").exists() and (sub_dir / "orchestration" / "host_orch.py").exists():
         from ..sidecars import load_distributed_meta
-        from ..runtime.l3 import run_distributed
+        from ..runtime import run_distributed
         ids = device_ids or load_distributed_meta(sub_dir / "distributed_meta.json").distributed_config.device_ids
         if on_task is not None:
             on_task("the host driver orchestration/host_orch.py")

@@ -18,7 +18,7 @@ from ..filestate import make_state
 from ..errors import PyptoBuildError
 from ..oserrors import one_line_failures
 from ..runconfig import RunConfig
-from ..runtime.executor import ExecutorError
+from ..runtime import ExecutorError
 
 # What a run of the program can raise on bad input, a crash or a wrong result: one failed task, no traceback.
 _FAILURES = (PyptoBuildError, ExecutorError, AssertionError)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence, TextIO
 
 from ..errors import PyptoBuildError
-from ..run.execution import check_replayable
+from ..run import check_replayable
 from ..runconfig import RunConfig
 
 
@@ -39,7 +39,7 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
     """
     from .. import options
     from ..api import build
-    from ..run.child import run_program
+    from ..run import run_program
 
     config = config or RunConfig()
     if progress == "stdout":

@@ -1,0 +1,105 @@
+"""A planned `Graph` as doit task dicts: the only module that wires every stage's actions and checks.
+
+Per `.pto` unit a `ptoas:` and a `splice:` task; per sub-build one `compile:`
+task per kernel, one `orch:` task per orchestration and one `stamp:` task that
+writes cache/binary_context.json after all of them; per run target a
+`replay:` and a `validate:` task. Task dicts are plain data plus module-level
+actions (picklable for `-j`): the contract with doit.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from .. import stages
+from ..cache import Caches
+from ..compile_actions import run_compile, run_stamp
+from ..graph import Graph, RunTarget, run_targets
+from ..header_sets import SetChecker
+from ..pto import PtoasCheck, SpliceCheck, adopt_splice, record_adopted, run_ptoas, run_splice
+from ..run import run_replay, run_validate
+from ..runconfig import RunSpec
+from ..uptodate import StampCheck, UnitCheck, VerdictCheck
+
+DEFAULT_TASKS = (stages.STAMP,)
+
+
+def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None = None) -> dict[str, list[dict]]:
+    """doit task dicts grouped by basename (`ptoas`, `splice`, `compile`, `orch`, `stamp`, `replay`, `validate`).
+
+    `caches`: where compiles restore from and store to (default none); `run`: how replay/validate run
+    the program (default: RunConfig() and the default timeout).
+    """
+    caches, run = caches or Caches(), run or RunSpec()
+    groups: dict[str, list[dict]] = {stage: [] for stage in stages.ALL}
+    splices: dict[str, list[str]] = {}
+    for u in graph.pto.units:
+        groups[stages.PTOAS].append({
+            "name": u.name,
+            "doc": f"ptoas {u.pto} -> {u.raw}",
+            "actions": [(run_ptoas, [u])],
+            "file_dep": [u.pto],
+            "targets": [u.raw],
+            "uptodate": [PtoasCheck(u.pto, u.raw, u.ptoas_key)],
+        })
+        groups[stages.SPLICE].append({
+            "name": u.name,
+            "doc": f"splice the body of {u.raw} into the kernel files it defines",
+            "actions": [(run_splice, [u])],
+            "task_dep": [stages.task(stages.PTOAS, u.name)],
+            "uptodate": [SpliceCheck(u.raw, stages.task(stages.PTOAS, u.name), partial(adopt_splice, u),
+                                     partial(record_adopted, u))],
+        })
+        splices.setdefault(u.sub_rel, []).append(stages.task(stages.SPLICE, u.name))
+    compiler_id = graph.platform.compiler.identity
+    sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
+    for p in graph.plans:
+        ctx, why = p.context.digest, p.context.unknown
+        for unit in p.units:
+            base, _, name = unit.task.partition(":")
+            groups[base].append({
+                "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
+                "name": name,
+                "doc": f"{unit.kind} {unit.source} -> {unit.output}",
+                "actions": [(run_compile, [unit, compiler_id, ctx, caches.directory, caches.remote])],
+                "file_dep": [unit.source],
+                "targets": [unit.output],
+                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],
+                "clean": True,
+                "meta": {"unit": unit},
+            })
+        stamp = None if why else p.context.stamp()
+        groups[stages.STAMP].append({
+            "name": p.sub.name,
+            "doc": f"binary context stamp of {p.sub.rel}",
+            "actions": [(run_stamp, [p.stamp_path, stamp, why])],
+            "task_dep": [u.task for u in p.units],
+            "targets": [p.stamp_path] if stamp else [],
+            "uptodate": [StampCheck(p.stamp_path, stamp, why)],
+            "clean": True,
+        })
+    for target in run_targets(graph):
+        _run_tasks(groups, run, target)
+    return groups
+
+
+def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget) -> None:
+    """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached)."""
+    groups[stages.REPLAY].append({
+        "name": t.name,
+        "doc": f"run {t.rel} on golden.py's inputs (host runtime)",
+        "actions": [(run_replay, [t.rel, run.config, run.timeout])],
+        "task_dep": list(t.stamps),
+        "uptodate": [False],
+        "verbosity": 2,
+    })
+    groups[stages.VALIDATE].append({
+        "name": t.name,
+        "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
+        "actions": [(run_validate, [t.rel, run.config, run.timeout])],
+        "task_dep": list(t.stamps),
+        "file_dep": list(t.inputs),
+        "uptodate": [VerdictCheck(run.config.key())],
+        "verbosity": 2,
+    })
+
+
