@@ -85,7 +85,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     """
     from .engine import noop
     from .pto import pto_options
-    from .toolchain import default_platform
+    from .platforms import default_platform
 
     if remote_cache or os.environ.get("PYPTO_BUILD_REMOTE_CACHE"):
         from .cache import settings  # a malformed remote URL is refused even with nothing to do

@@ -15,7 +15,7 @@ from . import stages
 from .layout import BuildKind, Layout, load_layout
 from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from .settings import check_environment
-from .toolchain import Platform, default_platform, load_platform
+from .platforms import Platform, default_platform, load_platform
 from .units import SubBuildPlan, plan
 
 

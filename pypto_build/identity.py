@@ -14,7 +14,7 @@ from . import __version__
 from .hashing import file_digest, text_digest
 from .layout import inside
 from .procs import run
-from .toolchain import PACKAGE_DIR, Platform
+from .toolchain import PACKAGE_DIR
 
 HOST_RUNTIME_DIR = PACKAGE_DIR / "runtime" / "host"
 GIT_TIMEOUT_S = 5.0
@@ -87,20 +87,10 @@ def host_runtime_revision() -> Revision:
     return Revision(f"pypto_build-{__version__}+{text_digest(*parts)[:16]}")
 
 
-def _pto_isa_revision(root: Path | None) -> Revision:
-    return Revision("none") if root is None else clean_git_revision(root)
-
-
-def binary_context(platform: Platform, runtime_name: str) -> BinaryContext:
-    """The context binaries of one sub-build are built under."""
-    return BinaryContext(platform.name, runtime_name, host_runtime_revision(),
-                         _pto_isa_revision(platform.pto_isa_root))
-
-
 def identity_covers(real: str, roots: tuple[str, ...]) -> bool:
     """Whether an identity vouches for the content of the header at resolved path `real`.
 
-    `roots` are the resolved directories of `Platform.covered_roots()`.
+    `roots` are the resolved directories of `platforms.Platform.covered_roots()`.
 
     Under the package's host runtime: yes (its revision digests every file there).
     Under a git checkout (`PTO_ISA_ROOT`): only for a file git tracks and may

@@ -1,11 +1,9 @@
-"""Compilers and the command lines each platform compiles with.
+"""Compilers: finding one, its identity, the directories it searches; the digest of a command line.
 
-Pure planning: `kernel_argv` / `orchestration_argv` return the canonical argv
-(paths relative to the sub-build, which is the compiler's cwd, each passed
-through `procs.path_arg` so a file name is never an option) that goes into
-each unit's identity. `Compiler.identity` is the resolved path, a digest of
-the binary and its `--version` text, so replacing or upgrading the compiler
-recompiles everything.
+`Compiler.identity` is the resolved path, a digest of the binary and its
+`--version` text, so replacing or upgrading the compiler recompiles
+everything. What each platform compiles with (its argv) is the platform's
+(`platforms/`).
 """
 from __future__ import annotations
 
@@ -17,19 +15,10 @@ from pathlib import Path
 from . import settings
 from .errors import ToolchainError
 from .hashing import file_digest, text_digest
-from .procs import path_arg, run
+from .procs import run
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-HOST_INCLUDE = PACKAGE_DIR / "runtime" / "host" / "include"
-HOST_FALLBACK = PACKAGE_DIR / "runtime" / "host" / "fallback"
-PLATFORMS = ("host", "a2a3sim", "a5sim", "a2a3", "a5")
-DEFAULT_PLATFORM = "host"
 VERSION_TIMEOUT_S = 30.0
-
-
-def default_platform() -> str:
-    """`$PYPTO_BUILD_PLATFORM`, else host."""
-    return os.environ.get("PYPTO_BUILD_PLATFORM") or DEFAULT_PLATFORM
 
 
 @dataclass(frozen=True)
@@ -142,62 +131,12 @@ def extra_flags(env: dict | None = None) -> tuple[str, ...]:
     return tuple(settings.words("CXXFLAGS", env))
 
 
-@dataclass(frozen=True)
-class Platform:
-    """Everything a platform needs to plan compiles."""
-
-    name: str
-    compiler: Compiler
-    cxxflags: tuple[str, ...]
-    pto_isa_root: Path | None
-    system_dirs: tuple[str, ...] = ()   # where the compiler finds headers by itself: not an escape
-
-    @property
-    def binary_suffix(self) -> str:
-        return ".so"
-
-    def covered_roots(self) -> dict[str, str]:
-        """Directories whose content an identity already covers, by placeholder.
-
-        Their location is left out of argv digests and their headers out of the
-        per-unit header lists, so moving the package or the PTO-ISA checkout
-        does not by itself make binaries stale.
-        """
-        roots = {"<pypto_build-host-runtime>": str(HOST_INCLUDE.parent)}
-        if self.pto_isa_root:
-            roots["<PTO_ISA_ROOT>"] = str(self.pto_isa_root)
-        return roots
-
-
 def argv_key(argv: tuple[str, ...], covered: dict[str, str]) -> str:
     """Digest of a command line with covered roots replaced by placeholders."""
     line = "\0".join(argv)
     for placeholder, root in covered.items():
         line = line.replace(root, placeholder)
     return text_digest(line)
-
-
-def host_platform(env: dict | None = None) -> Platform:
-    env = os.environ if env is None else env
-    pto = env.get("PTO_ISA_ROOT") or None
-    pto_root = Path(pto).resolve() if pto else None
-    if pto_root is not None and not (pto_root / "include").is_dir():
-        raise ToolchainError(f"PTO_ISA_ROOT={pto}: no include/ directory there; point PTO_ISA_ROOT at a "
-                             "pto-isa checkout or unset it")
-    compiler, flags = host_compiler(env), extra_flags(env)
-    return Platform("host", compiler, flags, pto_root, system_include_dirs(compiler, flags))
-
-
-def load_platform(name: str, env: dict | None = None) -> Platform:
-    """The platform called `name`, or ToolchainError naming what is missing."""
-    if name == "host":
-        return host_platform(env)
-    if name in PLATFORMS:
-        raise ToolchainError(
-            f"platform {name!r} needs PyPTO's runtime toolchain (simpler, PTO-ISA"
-            f"{', ccec' if not name.endswith('sim') else ''}), which this version of pypto_build does not drive yet; "
-            "use --platform host")
-    raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(PLATFORMS)}")
 
 
 def source_name_problem(source: Path) -> str | None:
@@ -212,27 +151,3 @@ def source_name_problem(source: Path) -> str | None:
         return ("the name starts with '@', which the compiler would read as a response file of options "
                 "(GCC hands a source's base name on to cc1plus)")
     return None
-
-
-def kernel_argv(platform: Platform, core_type: str, source: str, output: str,
-                include_dirs: list[str]) -> tuple[str, ...]:
-    """Host kernel compile, shaped like simpler's CPU-sim command line."""
-    std = "-std=c++20" if platform.pto_isa_root else "-std=c++17"
-    dav = "-D__DAV_VEC__" if core_type == "aiv" else "-D__DAV_CUBE__"
-    incs: list[str] = []
-    if platform.pto_isa_root:
-        incs += [f"-I{platform.pto_isa_root / 'include'}", f"-I{platform.pto_isa_root / 'include' / 'pto'}"]
-    incs.append(f"-I{HOST_INCLUDE}")
-    if not platform.pto_isa_root:
-        incs.append(f"-I{HOST_FALLBACK}")
-    incs += [f"-I{path_arg(d)}" for d in include_dirs]
-    return (*platform.compiler.command, "-shared", "-fPIC", "-O2", std, "-fpermissive",
-            "-Wno-ignored-attributes", "-D__CPU_SIM", "-DPTO_CPU_MAX_THREADS=1", "-DNDEBUG", dav,
-            *incs, *platform.cxxflags, "-o", path_arg(output), path_arg(source))
-
-
-def orchestration_argv(platform: Platform, source: str, output: str) -> tuple[str, ...]:
-    """Host orchestration compile, shaped like simpler's host g++ command line."""
-    return (*platform.compiler.command, "-shared", "-fPIC", "-O2", "-g", "-std=c++17",
-            "-Wl,--build-id=sha1", "-pthread", f"-I{HOST_INCLUDE}", *platform.cxxflags,
-            "-o", path_arg(output), path_arg(source))

@@ -14,13 +14,14 @@ from pathlib import Path
 
 from . import stages
 from .errors import LayoutError
-from .identity import BinaryContext, binary_context
+from .identity import BinaryContext
 from .layout import OUTPUT_FIX, Layout, SubBuild, confine, include_dirs, kernel_source, real_path, resolve_in
 from .manifest_ast import manifest_error
 from .safeio import kind_of
 from .settings import COMPILER_TIMEOUT, seconds
 from .stamp import STAMP
-from .toolchain import Platform, argv_key, kernel_argv, orchestration_argv, source_name_problem
+from .platforms import Platform
+from .toolchain import argv_key, source_name_problem
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
         _check_unique(sub, units)
         for path, what in [(u.output, f"output of {u.task}") for u in units] + [(_join(sub.rel, STAMP), "stamp")]:
             confine(layout.root, layout.root / path, what, OUTPUT_FIX)
-        plans.append(SubBuildPlan(sub, binary_context(platform, sub.config.runtime_name), tuple(units)))
+        plans.append(SubBuildPlan(sub, platform.binary_context(sub.config.runtime_name), tuple(units)))
     return plans
 
 
@@ -78,9 +79,9 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
         src_arg = source = str(src)
     else:
         src_arg = _rel_to(sub.path, src)
-        out_rel = os.path.splitext(src_arg)[0] + platform.binary_suffix
+        out_rel = platform.binary_path(src_arg)
         source = _join(sub.rel, src_arg)
-    argv = kernel_argv(platform, k.core_type, src_arg, out_rel, incs)
+    argv = platform.kernel_argv(k.core_type, src_arg, out_rel, incs)
     unit_name = f"{k.core_type}/{stem}"
     # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
     return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", sub, source, out_rel, argv, platform, timeout,
@@ -93,8 +94,8 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     confine(layout.root, src, f"orchestration source (kernel_config.py line {orch.line})")
     _require_file(sub, src, "ORCHESTRATION source", orch.line)
     src_rel = _rel_to(sub.path, src)
-    out_rel = _rel_to(sub.path, src.with_suffix(".so"))
-    argv = orchestration_argv(platform, src_rel, out_rel)
+    out_rel = platform.binary_path(src_rel)
+    argv = platform.orchestration_argv(src_rel, out_rel)
     return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", sub, _join(sub.rel, src_rel), out_rel, argv,
                  platform, timeout)
 

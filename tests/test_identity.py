@@ -50,9 +50,9 @@ def test_unknown_identity_rebuilds_every_time_and_never_stamps(l2, pto_isa, monk
 
 
 def test_host_runtime_header_change_recompiles(l2, monkeypatch, tmp_path):
-    from pypto_build import identity
     from pypto_build.identity import Revision
-    monkeypatch.setattr(identity, "host_runtime_revision", lambda: Revision("pypto_build-other"))
+    from pypto_build.platforms import host
+    monkeypatch.setattr(host, "host_runtime_revision", lambda: Revision("pypto_build-other"))
     result = build(l2)
     assert len(result.compiled) == 4
     stamp = json.loads((l2 / "cache/binary_context.json").read_text())

@@ -10,7 +10,7 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import LayoutError, ToolchainError
 from pypto_build.layout import BuildKind, classify, load_layout
-from pypto_build.toolchain import load_platform
+from pypto_build.platforms import load_platform
 
 
 def test_kinds(tmp_path):

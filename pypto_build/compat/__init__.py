@@ -22,6 +22,7 @@ _EXPORTS = {
     "add_emit_runner_arguments": "runner",
     "emit_runner_command": "runner",
 }
+_MODULES = ('runner_main',)
 
-__all__ = [*_EXPORTS]
-__getattr__ = door(__name__, _EXPORTS)
+__all__ = [*_EXPORTS, *_MODULES]
+__getattr__ = door(__name__, _EXPORTS, _MODULES)

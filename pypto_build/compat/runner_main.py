@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
 def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[], Sequence],
             user_compare: Callable[..., object] | None) -> int:
     """debug/run.py's inline inputs: replay on them (no validation), then the user's compare hook."""
-    from .replay import replay
+    from .pypto_replay import replay
 
     if (args.platform or "host") != "host":
         raise PyptoBuildError(f"--platform {args.platform}: replay runs on the host runtime only (--platform host)")

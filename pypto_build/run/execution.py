@@ -12,14 +12,13 @@ import io
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import atomic
 from ..errors import PyptoBuildError
 from ..layout import BuildKind, STATE_DIR, classify, confine_tree, load_layout
-from ..runconfig import LOG_LEVELS, RunConfig
+from ..runconfig import RunConfig
 
 
 def check_replayable(work_dir: Path) -> Path:
@@ -43,46 +42,16 @@ def check_replayable(work_dir: Path) -> Path:
 def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
             say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None,
             on_task: Callable[[str], None] | None = None) -> list[str]:
-    """Run a built directory on the host runtime; write requested diagnostics. Returns dfx files.
-
-    L3 (no kernel_config.py, an orchestration/host_orch.py: PyPTO's rule) runs the
-    host driver with one worker process per device id; L2 runs in this process.
-    """
-    from ..runtime import write_args_dump, write_swimlane
-    from ..runtime import HostExecutor
+    """Run a built directory on `config.platform` (`Platform.execute`); write the diagnostics asked for,
+    after clearing what an earlier run of ours wrote. Returns the diagnostics files."""
+    from ..platforms import platform_class
 
     if config.enable_chip_swimlane or config.enable_dump_args:
         base = Path(sub_dir).absolute()
         confine_tree(base, base / "dfx_outputs", "dfx_outputs folder")
         clear_dfx(base / "dfx_outputs")
-    for line in config.unsupported():
-        say(line)
-    say("[execute] running on the host runtime (pypto_build: a functional CPU reference, not an NPU model)...")
-    if not (sub_dir / "kernel_config.py").exists() and (sub_dir / "orchestration" / "host_orch.py").exists():
-        from ..sidecars import load_distributed_meta
-        from ..runtime import run_distributed
-        ids = device_ids or load_distributed_meta(sub_dir / "distributed_meta.json").distributed_config.device_ids
-        if on_task is not None:
-            on_task("the host driver orchestration/host_orch.py")
-        return run_distributed(sub_dir, args, config=config, device_ids=ids, say=say)
-    threshold = LOG_LEVELS.index(config.effective_log_level)
-
-    def log(level: str, text: str) -> None:
-        if level == "always" or (level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold and level != "null"):
-            say(f"[{level}] {text}")
-
-    want_trace = bool(config.enable_chip_swimlane or config.enable_dump_args)
-    with HostExecutor(sub_dir, log=log, on_task=on_task) as executor:
-        trace = executor.run(args, param_names=names, trace=want_trace)
-    written = []
-    dfx = sub_dir / "dfx_outputs"
-    if config.enable_chip_swimlane:
-        path = dfx / f"merged_swimlane_{time.strftime('%Y%m%d_%H%M%S')}.json"
-        write_swimlane(trace, path)
-        written.append(str(path))
-    if config.enable_dump_args:
-        written.append(str(write_args_dump(trace, dfx / "args_dump")))
-    return written
+    return platform_class(config.platform).execute(sub_dir, args, config, names=names, say=say,
+                                                   device_ids=device_ids, on_task=on_task)
 
 
 def clear_dfx(dfx: Path) -> None:
