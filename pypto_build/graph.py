@@ -56,17 +56,18 @@ class Graph:
         return [u.task for p in self.plans for u in p.units]
 
 
-def load_graph(root: Path, platform: str | None = None, pto: PtoOptions | None = None,
+def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptions | None = None,
                include_stale: bool = False) -> Graph:
     """Read the build directory at `root` and plan it for `platform` (default: $PYPTO_BUILD_PLATFORM or host).
 
-    Bad input raises a PyptoBuildError subclass naming the file; `include_stale` also plans the
-    L3 `next_levels/` sub-builds the host driver never references.
+    `platform` is a name (its toolchain is located) or a `Platform` already located (tests plan with
+    a fake compiler this way). Bad input raises a PyptoBuildError subclass naming the file;
+    `include_stale` also plans the L3 `next_levels/` sub-builds the host driver never references.
     """
     started = time.time_ns()
     check_environment()                 # a bad value: one line, before anything is read or written
     layout = load_layout(root, include_stale=include_stale)
-    target = load_platform(platform or default_platform())
+    target = platform if isinstance(platform, Platform) else load_platform(platform or default_platform())
     return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started)
 
 
