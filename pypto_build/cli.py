@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, options, stages
-from .errors import PyptoBuildError
+from .errors import PyptoBuildError, error
 from .verbs import VERBS, guarded, run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
@@ -251,8 +251,7 @@ def _doit(args) -> int:
     from .engine import BuildDirLoader, BuildDirMain
     from .markers import find_root
     if not args.args:
-        print("pypto-build: error: doit needs a build directory: pypto-build doit <command> DIR [...]",
-              file=sys.stderr)
+        error("doit needs a build directory: pypto-build doit <command> DIR [...]")
         return 2
     rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)
     directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from . import atomic
 from .graph import Graph
-from .layout import confine_tree
+from .confine import confine_tree
 
 
 def compile_commands(graph: Graph) -> list[dict]:

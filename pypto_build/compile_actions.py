@@ -18,7 +18,7 @@ from .cache import compile_key, open_cache, restore_compile, store_compile
 from .filestate import digest_of, make_state
 from .depfile import TRACKING, DepfileError, parse_depfile
 from .identity import identity_covers
-from .layout import inside
+from .confine import inside
 from .oserrors import FREE_SPACE, one_line_failures
 from .racy import fs_now
 from .stamp import remove_stamp, write_stamp

@@ -1,5 +1,28 @@
-"""Exception types: one line for the user, a traceback only with --debug."""
+"""Exception types: one line for the user, a traceback only with --debug; and how a line is said.
+
+`warn`, `error` and `interrupted` are the one home of the `pypto-build: ...`
+prefixes every front end prints on stderr.
+"""
 from __future__ import annotations
+
+import sys
+
+INTERRUPTED = "pypto-build: interrupted; finished units are kept"
+
+
+def warn(message: str) -> None:
+    """`pypto-build: warning: <message>` on stderr (the run goes on)."""
+    print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
+
+
+def error(message: object) -> None:
+    """`pypto-build: error: <message>` on stderr (the caller exits 2)."""
+    print(f"pypto-build: error: {message}", file=sys.stderr, flush=True)
+
+
+def interrupted() -> None:
+    """The line after Ctrl-C / SIGTERM (the caller exits 130)."""
+    print(INTERRUPTED, file=sys.stderr, flush=True)
 
 
 def one_line(text: object, limit: int | None = None) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import __version__
 from .hashing import file_digest, text_digest
-from .layout import inside
+from .confine import inside
 from .procs import run
 from .toolchain import PACKAGE_DIR
 

@@ -7,7 +7,7 @@ read of such a file goes through `open_regular`: the type is checked on the
 path's stat, then the file is opened with O_NONBLOCK (a FIFO opens at once)
 and checked again on the open descriptor, so a swap between the two checks is
 caught too; only a regular file is ever read. Symbolic links are followed: the
-build directory's confinement rules (`layout.confine`) already resolve them.
+build directory's confinement rules (`confine.confine`) already resolve them.
 """
 from __future__ import annotations
 

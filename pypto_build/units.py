@@ -15,7 +15,8 @@ from pathlib import Path
 from . import stages
 from .errors import LayoutError
 from .identity import BinaryContext
-from .layout import OUTPUT_FIX, Layout, SubBuild, confine, include_dirs, kernel_source, real_path, resolve_in
+from .confine import OUTPUT_FIX, confine, real_path, resolves_inside
+from .layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in
 from .manifest_ast import manifest_error
 from .safeio import kind_of
 from .settings import COMPILER_TIMEOUT, seconds
@@ -163,10 +164,7 @@ def _rel_to(base: Path, path: Path) -> str:
 
 def _arg_path(root: Path, base: Path, path: Path) -> str:
     """Relative to `base` when inside the build root (relocatable), else absolute."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    inside = real == real_root or real.startswith(real_root + os.sep)
-    return _rel_to(base, path) if inside else real
+    return _rel_to(base, path) if resolves_inside(os.fspath(path), os.fspath(root)) else os.path.realpath(path)
 
 
 def _join(sub_rel: str, rel: str) -> str:

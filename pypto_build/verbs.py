@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import options, stages
-from .errors import BuildError, PyptoBuildError, WorkerDied
+from .errors import BuildError, PyptoBuildError, WorkerDied, error, interrupted
 from .markers import find_root
 
 VERBS = ("build", "replay", "validate", "explain")
@@ -32,13 +32,13 @@ def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
         if debug:
             raise
         from .oserrors import describe
-        print(f"pypto-build: error: {describe(exc) if isinstance(exc, OSError) else exc}", file=sys.stderr)
+        error(describe(exc) if isinstance(exc, OSError) else exc)
         if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
             from .engine import exit_now
             exit_now(2)
         return 2
     except KeyboardInterrupt:
-        print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
+        interrupted()
         from .engine import exit_now
         exit_now(130)
 

@@ -1,13 +1,18 @@
-"""The package's imports form no circle, counting the imports inside functions (issue 12, item 1).
+"""The package's shape (issue 12): no import circle, no upward import, each family entered by its door.
 
-A circle hidden by an import inside a function still ties the modules together:
-neither can be understood, tested or moved without the other.
+Imports inside functions count: a circle hidden by one still ties the modules
+together, so neither can be understood, tested or moved without the other.
+The layers are the ones docs/architecture.md draws.
 """
 from __future__ import annotations
 
 import ast
 import graphlib
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import pypto_build
 
@@ -44,6 +49,105 @@ def test_the_walk_sees_imports_inside_functions():
     graph = import_graph()
     assert "pypto_build.run.execution" in graph["pypto_build.run.child"]        # `from .execution import` in a function
     assert "pypto_build.runtime.executor" in graph["pypto_build.runtime.l3"]
+
+
+# Bottom to top. A part is a top-level module or a family folder; a part imports only parts of its own
+# layer or below (within a layer, no circle: test_no_import_circle).
+LAYERS = (
+    ("core", {"__init__", "doors", "errors", "safeio", "atomic", "hashing", "settings", "limits", "markers",
+              "stages", "confine", "manifest_ast", "manifest", "layout", "sidecars", "racy", "filestate",
+              "depfile", "header_sets", "stamp", "procs", "oserrors", "pyexec", "runconfig", "toolchain",
+              "identity"}),
+    ("families", {"runtime", "platforms", "pto", "cache", "testing"}),
+    ("planning", {"units", "graph", "compile_actions", "uptodate", "options", "compdb"}),
+    ("running", {"run"}),
+    ("engine", {"engine"}),
+    ("front ends", {"api", "verbs", "ci", "compat", "doit_plugins", "replay_main", "cli", "__main__"}),
+)
+FAMILIES = {"runtime", "platforms", "pto", "cache", "testing", "run", "engine", "compat"}
+
+
+def part(module: str) -> str:
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 else "__init__"
+
+
+def test_every_part_has_a_layer():
+    parts = {part(m) for m in import_graph()}
+    placed = set().union(*(members for _name, members in LAYERS))
+    assert parts - placed == set(), "give these a layer in LAYERS and docs/architecture.md"
+    assert placed - parts == set(), "gone from the package: drop them from LAYERS"
+
+
+def test_no_upward_import():
+    layer = {p: i for i, (_name, members) in enumerate(LAYERS) for p in members}
+    upward = sorted(f"{m} imports {d} ({LAYERS[layer[part(d)]][0]} above {LAYERS[layer[part(m)]][0]})"
+                    for m, deps in import_graph().items() for d in deps if layer[part(d)] > layer[part(m)])
+    assert upward == []
+
+
+def door_of(family: str) -> tuple[dict, tuple]:
+    """The `_EXPORTS` map and `_MODULES` tuple a family's `__init__` declares."""
+    tree = ast.parse((PACKAGE / family / "__init__.py").read_text(encoding="utf-8"))
+    found = {"_EXPORTS": {}, "_MODULES": ()}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id in found:
+            found[node.targets[0].id] = ast.literal_eval(node.value)
+    return found["_EXPORTS"], found["_MODULES"]
+
+
+def test_families_are_entered_through_their_door():
+    """Outside a family, code imports the family itself (`from .pto import plan_pto`), never one of its
+    modules; what it takes must be on the door's list."""
+    graph = import_graph()
+    through_side = sorted(f"{m} imports {d}" for m, deps in graph.items() for d in deps
+                          if part(d) in FAMILIES and part(m) != part(d) and d.count(".") > 1
+                          and d.rpartition(".")[2] not in door_of(part(d))[1])
+    assert through_side == []
+    for path in PACKAGE.rglob("*.py"):
+        mod = module_name(path)
+        if "examples" in mod:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, node.module] if node.module else base)
+            if target.count(".") == 1 and part(target) in FAMILIES and part(mod) != part(target):
+                exports, modules = door_of(part(target))
+                missing = [a.name for a in node.names if a.name not in exports and a.name not in modules]
+                assert missing == [], f"{mod}: {missing} not on the door of {target}"
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_door_names_real_things_and_never_a_module_by_an_export(family):
+    """An export named like one of the family's modules would be shadowed by that module once it is
+    imported (Python sets the submodule as the package's attribute)."""
+    import importlib
+    exports, modules = door_of(family)
+    names = {p.stem for p in (PACKAGE / family).glob("*.py")}
+    assert set(exports) & names == set()
+    package = importlib.import_module(f"pypto_build.{family}")
+    for name in [*exports, *modules]:
+        assert getattr(package, name) is not None
+
+
+def test_planning_imports_no_doit(tmp_path):
+    """`graph.load_graph` plans without doit: planning can be used (and tested) on its own."""
+    from pypto_build.testing import synth
+    root = synth.write_l2(tmp_path / "d", kernels=2)
+    code = ("import sys; from pypto_build.graph import load_graph; g = load_graph(sys.argv[1]); "
+            "assert g.compile_tasks, g; print(sorted(m for m in sys.modules if m.split('.')[0] == 'doit'))")
+    out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_debug_run_py_written_before_the_split_still_finds_main():
+    from pypto_build.compat.runner_main import main
+    from pypto_build.replay_main import main as old
+    assert old is main
 
 
 def test_no_import_circle():

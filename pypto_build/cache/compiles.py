@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import atomic
-from .store import ArtifactCache, _default_warn
+from .. import errors
+from .store import ArtifactCache
 from ..hashing import file_digest, text_digest
 from ..oserrors import describe
 from ..safeio import read_text
@@ -65,7 +66,7 @@ def store_compile(cache: ArtifactCache, base: str, sub_rel: str, headers: list[s
         tmp.write_text(json.dumps(cands), encoding="utf-8")
         cache.put(base, tmp, index=True)
     except OSError as exc:
-        getattr(cache, "warn", _default_warn)(f"cache manifest of {out} not stored: {describe(exc)}")
+        getattr(cache, "warn", errors.warn)(f"cache manifest of {out} not stored: {describe(exc)}")
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

@@ -31,12 +31,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from .. import atomic
+from ..errors import warn
 from .remote_config import RemoteSettings, settings
 from .remote_http import MAX_BODY, HttpError, request
 
@@ -103,18 +103,14 @@ def open_remote(url: str | None, *, for_spawn: bool = False) -> Remote | None:
     if why is None:
         return remote
     if remote.health.fail():
-        _warn(f"remote cache unreachable ({remote.url}: {why}); building locally")
+        warn(f"remote cache unreachable ({remote.url}: {why}); building locally")
     return None
-
-
-def _warn(message: str) -> None:
-    print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
 
 
 class RemoteCache:
     """get/put by key (the ArtifactCache interface) on one run's remote; never raises."""
 
-    def __init__(self, remote: Remote, warn: Callable[[str], None] = _warn) -> None:
+    def __init__(self, remote: Remote, warn: Callable[[str], None] = warn) -> None:
         self.remote = remote
         self.warn = warn
 

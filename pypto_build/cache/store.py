@@ -24,7 +24,6 @@ import os
 import re
 import stat
 import struct
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from typing import Callable, Iterator, Mapping
 
 import xxhash
 
-from .. import atomic
+from .. import atomic, errors
 from ..safeio import NotRegularFile, kind_of, open_regular
 from ..settings import DEFAULT_CACHE_BYTES, cache_size
 
@@ -86,10 +85,6 @@ def human_size(n: int) -> str:
     return f"{size:.1f} TiB"
 
 
-def _default_warn(message: str) -> None:
-    print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
-
-
 def _unlink(path: Path | str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -102,7 +97,7 @@ class ArtifactCache:
                  warn: Callable[[str], None] | None = None) -> None:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
-        self.warn = warn or _default_warn
+        self.warn = warn or errors.warn
 
     @classmethod
     def from_env(cls, directory: str | Path | None = None,

@@ -176,7 +176,7 @@ def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = 
         return None
     meta = load_compiled_meta(work_dir / COMPILED_META_FILENAME)
     target = work_dir / "debug" / "run.py"
-    from ..layout import confine_tree
+    from ..confine import confine_tree
     confine_tree(work_dir, target, "debug runner")
     atomic.write_text(target, render_run_script(meta), mode=0o755)
     return target

@@ -3,8 +3,7 @@
 Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
 commands), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
 `exit_now`, and `noop` (the no-op record, offered whole: it is read before doit
-loads). Modules: `loader`, `tasks` (graph -> task dicts), `commands`, `plugins`
-(`doit build/replay/validate`), `depstate`, `statedb`, `file_checker`,
+loads). Modules: `loader`, `tasks` (graph -> task dicts), `commands`, `depstate`, `statedb`, `file_checker`,
 `reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
 """
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import sqlite3
-import sys
 
 from doit.cmd_clean import Clean
 from doit.cmd_forget import Forget
@@ -23,7 +22,7 @@ from doit.cmd_run import Run
 from doit.doit_cmd import DoitMain
 from doit.exceptions import InvalidCommand
 
-from ..errors import PyptoBuildError, one_line
+from ..errors import PyptoBuildError, error, interrupted, one_line
 from ..markers import STATE_DIR
 from ..oserrors import run_failure
 from . import noop
@@ -52,21 +51,21 @@ class BuildDirCommand:
             if self.loader.keep_errors:         # a library caller raises it
                 self.loader.error = exc
                 return 3
-            print(f"pypto-build: error: {exc}", file=sys.stderr)
+            error(exc)
             return 2
         except KeyboardInterrupt:
             if self.loader.keep_errors:         # a library caller handles its own interrupts
                 raise
-            print("pypto-build: interrupted; finished units are kept", file=sys.stderr)
+            interrupted()
             exit_now(130)
         except InvalidCommand as exc:
-            error = PyptoBuildError(
+            refused = PyptoBuildError(
                 f"{self.loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build doit "
                 f"list --all {self.loader.root}`" if exc.not_found else one_line(exc))
             if not self.loader.keep_errors:
-                print(f"pypto-build: error: {error}", file=sys.stderr)
+                error(refused)
                 return 2
-            self.loader.error = error
+            self.loader.error = refused
             return 3
 
     def _execute_locked(self, params, args):

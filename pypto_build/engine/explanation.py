@@ -28,7 +28,7 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
     With `recompile`, what `build --recompile` would do: every compile unit runs.
     """
     from .loader import BuildDirLoader, STATE_DB
-    from ..layout import STATE_DIR
+    from ..markers import STATE_DIR
     from .lock import dir_lock
     from .statedb import open_state
 

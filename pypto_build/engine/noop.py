@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__, atomic, safeio, stages
-from ..errors import ToolchainError
+from ..errors import ToolchainError, warn
 from ..markers import STATE_DIR
 from ..pto import find_ptoas, identity_files
 from ..racy import changed_since
@@ -130,8 +129,8 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
                           sweep=True)
     except OSError as exc:      # only a shortcut is lost: the build itself is complete
         from ..oserrors import describe
-        print(f"pypto-build: warning: {describe(exc, doing='written')} (the build is complete; until then "
-              "every build decides by content)", file=sys.stderr, flush=True)
+        warn(f"{describe(exc, doing='written')} (the build is complete; until then every build decides by "
+             "content)")
         return False
     return True
 

@@ -19,7 +19,7 @@ from .. import atomic, procs
 from ..filestate import make_state
 from ..errors import PyptoBuildError, SpliceError
 from ..hashing import text_digest
-from ..layout import confine
+from ..confine import confine
 from ..oserrors import one_line_failures
 from .plan import PtoUnit
 from .ptoas import infer_level, ptoas_argv

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from ..atomic import fit_name
 from ..errors import ToolchainError
-from ..layout import OUTPUT_FIX, SOURCE_FIX, STATE_DIR, Layout, confine
+from ..confine import OUTPUT_FIX, SOURCE_FIX, confine
+from ..layout import Layout
+from ..markers import STATE_DIR
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
 from ..settings import PTOAS_TIMEOUT, seconds
 

@@ -17,7 +17,9 @@ from typing import Callable, Sequence
 
 from .. import atomic
 from ..errors import PyptoBuildError
-from ..layout import BuildKind, STATE_DIR, classify, confine_tree, load_layout
+from ..confine import confine_tree
+from ..layout import BuildKind, classify, load_layout
+from ..markers import STATE_DIR
 from ..runconfig import RunConfig
 
 

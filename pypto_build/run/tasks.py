@@ -14,6 +14,7 @@ from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
+from ..confine import inside
 from ..filestate import make_state
 from ..errors import PyptoBuildError
 from ..oserrors import one_line_failures
@@ -49,8 +50,7 @@ def run_validate(sub_rel: str, config: RunConfig, timeout: float):
     root = os.getcwd()                       # actions run in the build root
     reads = {}
     for path in outcome.reads:
-        rel = os.path.relpath(path, root)
-        key = path if rel.startswith("..") else Path(rel).as_posix()
+        key = Path(os.path.relpath(path, root)).as_posix() if inside(os.path.abspath(path), root) else path
         try:
             reads[key] = make_state(key, changed_since_ns=start_ns)
         except OSError:

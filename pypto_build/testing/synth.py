@@ -30,7 +30,8 @@ import re
 from pathlib import Path
 
 from .synth_golden import GOLDEN_SEED, golden_l2, golden_l3
-from .synth_kernels import BEGIN_SENTINEL, END_SENTINEL, core_type, kernel_name, kernel_path, pto_path, pto_units, write_kernels, write_text
+from .synth_kernels import (BEGIN_SENTINEL, END_SENTINEL, core_type, kernel_name, kernel_path, pto_path,
+                            pto_units, write_kernels, write_text)
 
 __all__ = ["write_l2", "write_l3", "write_multi_orch", "kernel_path", "kernel_name", "core_type", "pto_path",
            "pto_units", "BEGIN_SENTINEL", "END_SENTINEL", "GOLDEN_SEED"]

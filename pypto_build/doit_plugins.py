@@ -11,7 +11,7 @@ import os
 
 from doit.cmd_base import Command
 
-from .. import options
+from . import options
 
 _DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str, "default": "",
         "help": "build directory (default: the one the current directory is in)"}
@@ -25,7 +25,7 @@ class _Verb(Command):
         super().__init__(config={}, bin_name=bin_name, opt_vals=opt_vals)
 
     def execute(self, params, args):
-        from ..verbs import guarded, run_verb
+        from .verbs import guarded, run_verb
 
         directory = params.get("build_dir") or os.getcwd()
         return guarded(lambda: run_verb(self.verb, params, directory, list(args)))
