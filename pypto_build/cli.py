@@ -1,13 +1,20 @@
-"""`pypto-build` command line. Bad input: one line, exit 2; failed units: exit 1."""
+"""`pypto-build` command line: a table of verbs (`VERBS`), each with its help, its arguments and its runner.
+
+Bad input: one line, exit 2; failed units: exit 1; interrupted: 130 (verbs.guarded).
+build / explain / replay / validate share their options and behaviour with
+`doit build|replay|validate` (options.py, verbs.py).
+"""
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from . import __version__, options, stages
+from . import __version__, options
 from .errors import PyptoBuildError, error
-from .verbs import VERBS, guarded, run_verb
+from .verbs import guarded, run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
                    "cache_dir", "remote_cache")
@@ -33,6 +40,189 @@ PYPTO_PTOAS_TIMEOUT (seconds, default 60), PYPTO_RUN_TIMEOUT (seconds a replayed
 default 1800)."""
 
 
+@dataclass(frozen=True)
+class Verb:
+    """One `pypto-build` verb: its one-line help, its description, its arguments and what runs it."""
+
+    name: str
+    help: str
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _dir(p: argparse.ArgumentParser, **kwargs) -> None:
+    p.add_argument("dir", type=Path, metavar="DIR", **kwargs)
+
+
+def _build_arguments(p: argparse.ArgumentParser) -> None:
+    _dir(p, help="build_output/<jit_dir>/ directory (or a directory inside one)")
+    p.add_argument("tasks", nargs="*", metavar="TASK", help="only these tasks (e.g. compile:aiv/k0); default all")
+    options.add_to_parser(p, (*options.BUILD, options.DRY_RUN))
+
+
+def _explain_arguments(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    p.add_argument("units", nargs="*", metavar="UNIT", help="only these tasks (e.g. compile:aiv/k0)")
+    p.add_argument("--all", action="store_true", help="also list the units that are up to date")
+    options.add_to_parser(p, tuple(o for o in options.BUILD if o.dest in EXPLAIN_OPTIONS))
+
+
+def _compdb_arguments(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
+    p.add_argument("--platform", default=None, help="target platform (default host)")
+
+
+def _ci_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    options.add_to_parser(p, tuple(o for o in (*options.BUILD, *options.RUN) if o.dest in CI_OPTIONS))
+    p.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")
+    p.add_argument("--json", type=Path, default=None, metavar="FILE",
+                   help="per directory and per unit: status, reason, duration, cache hits")
+
+
+def _cache_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=("stats", "clean"))
+    p.add_argument("--cache-dir", default=None, metavar="DIR", help="default $PYPTO_BUILD_CACHE")
+
+
+def _replay_arguments(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    options.add_to_parser(p, (*options.BUILD, *options.RUN, options.VALIDATE))
+
+
+def _validate_arguments(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    options.add_to_parser(p, (*options.BUILD, *options.RUN))
+
+
+def _emit_runner_arguments(p: argparse.ArgumentParser) -> None:
+    from .compat import add_emit_runner_arguments
+    add_emit_runner_arguments(p)
+
+
+def _example_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dest", type=Path, nargs="?", default=None, metavar="DEST",
+                   help="where the copy lives (default ./pypto_build_example)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
+    p.add_argument("--l3", action="store_true",
+                   help="the distributed example instead: two chip programs on two ranks (default DEST "
+                        "./pypto_build_example_l3)")
+
+
+def _doit_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("command", help="doit command: list, info, forget, clean, ignore, reset-dep, run, help")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="DIR, then the command's own options and tasks")
+
+
+def _run_verb(args: argparse.Namespace) -> int:
+    return run_verb(args.verb, args, args.dir, getattr(args, "tasks", None) or getattr(args, "units", None))
+
+
+def _compdb(args: argparse.Namespace) -> int:
+    from .compdb import write_compdb
+    from .graph import load_graph
+    from .markers import find_root
+    print(write_compdb(load_graph(find_root(args.dir), args.platform), args.output))
+    return 0
+
+
+def _emit_runner(args: argparse.Namespace) -> int:
+    from .compat import emit_runner_command
+    return emit_runner_command(args)
+
+
+def _example(args: argparse.Namespace) -> int:
+    from .example import run_example
+    return run_example(args)
+
+
+def _ci(args: argparse.Namespace) -> int:
+    from .ci import run_ci, write_json, write_junit
+    result = run_ci(args.dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
+                    allow_unapplied_pto=args.allow_unapplied_pto, run_timeout=options.run_timeout(args),
+                    progress=None if args.quiet else sys.stdout)
+    if args.junit_xml:
+        write_junit(result, args.junit_xml)
+    if args.json:
+        write_json(result, args.json)
+    for d in result.dirs:
+        verdict = "ok" if d.ok else "FAILED"
+        extra = " (verdict reused)" if d.cached_verdict else ""
+        line = f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.headline}")
+        print(line, file=sys.stdout if d.ok else sys.stderr)
+    failed = sum(1 for d in result.dirs if not d.ok)
+    print(f"pypto-build ci: {len(result.dirs) - failed} ok, {failed} failed")
+    return 0 if result.ok else 1
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from .cache import ArtifactCache
+    cache = ArtifactCache.from_env(args.cache_dir)
+    if cache is None:
+        raise PyptoBuildError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
+    if args.action == "clean":
+        from .cache import human_size
+        print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
+        return 0
+    print(cache.stats().summary(cache.directory))
+    return 0
+
+
+def _doit(args: argparse.Namespace) -> int:
+    from .engine import BuildDirLoader, BuildDirMain
+    from .markers import find_root
+    if not args.args:
+        error("doit needs a build directory: pypto-build doit <command> DIR [...]")
+        return 2
+    rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)
+    directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))
+    if not directory.is_dir():
+        raise PyptoBuildError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
+    return BuildDirMain(BuildDirLoader(find_root(directory))).run([args.command, *rest])
+
+
+VERBS = (
+    Verb("build", "compile every kernel and orchestration whose inputs changed",
+         "Compile every kernel and orchestration of DIR (all sub-builds) whose inputs changed, then write "
+         "cache/binary_context.json per sub-build.", _build_arguments, _run_verb),
+    Verb("explain", "say, for each stale unit, exactly what changed",
+         "For each unit that would run, say why: which input (and which header), the command line, the compiler, "
+         "which identity, a missing or modified output, or --recompile. Runs nothing and writes nothing; its "
+         "counts are build's.", _explain_arguments, _run_verb),
+    Verb("compdb", "write compile_commands.json (for clangd) of every compile unit",
+         "Write DIR/compile_commands.json (or -o FILE): the exact command of every kernel and orchestration "
+         "compile, for clangd and other tools. Runs nothing.", _compdb_arguments, _compdb),
+    Verb("ci", "build and validate many build directories; go on past failures; reports",
+         "Build every DIR (and validate those with a golden.py; a verdict is reused while nothing changed), "
+         "continuing past failures and crashes; exit 1 if any failed.", _ci_arguments, _ci),
+    Verb("cache", "show or empty the artefact cache (stats | clean)",
+         "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. clean: remove every "
+         "entry.", _cache_arguments, _cache),
+    Verb("replay", "build what changed, then run DIR on golden.py's inputs (host runtime)",
+         "Build what changed (content-keyed), run the program on golden.py's inputs on the host runtime in a "
+         "child process, optionally validate (and record the verdict) — PyPTO's replay CLI, same flags.",
+         _replay_arguments, _run_verb),
+    Verb("validate", "run DIR and compare with golden.py, reusing the last verdict if nothing changed",
+         "Build what changed, run on golden.py's inputs and validate; the verdict is reused while the binaries, "
+         "golden.py, what it read and the run configuration are unchanged.", _validate_arguments, _run_verb),
+    Verb("emit-runner", "write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
+         "Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present (validated), else inline "
+         "inputs from compiled_meta.json you can edit, and a _user_compare() hook. PYPTO_EMIT_DEBUG_RUNNER=0 "
+         "disables it.", _emit_runner_arguments, _emit_runner),
+    Verb("example", "copy the embedded example, replay and validate it, show one edit loop",
+         "Copy the example build directory shipped with the package (out = relu(a @ b + bias)) to DEST, replay "
+         "it with validation, then edit one kernel and replay again to show that only that kernel recompiles. An "
+         "existing copy is kept with your edits and just replayed.", _example_arguments, _example),
+    Verb("doit", "run a doit command (list, info, forget, clean, ...) on DIR's graph",
+         "Run one of doit's commands on the task graph of DIR, e.g. `pypto-build doit list --all --status DIR`, "
+         "`pypto-build doit info DIR compile:aiv/k0`, `pypto-build doit forget DIR compile:aiv/k0`.",
+         _doit_arguments, _doit),
+)
+_BY_NAME = {v.name: v for v in VERBS}
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pypto-build", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -40,89 +230,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"pypto_build {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = p.add_subparsers(dest="verb", metavar="VERB")
-
-    b = sub.add_parser("build", help="compile every kernel and orchestration whose inputs changed",
-                       description="Compile every kernel and orchestration of DIR (all sub-builds) whose "
-                                   "inputs changed, then write cache/binary_context.json per sub-build.")
-    b.add_argument("dir", type=Path, metavar="DIR", help="build_output/<jit_dir>/ directory (or a directory "
-                                                         "inside one)")
-    b.add_argument("tasks", nargs="*", metavar="TASK", help="only these tasks (e.g. compile:aiv/k0); default all")
-    options.add_to_parser(b, (*options.BUILD, options.DRY_RUN))
-
-    x = sub.add_parser("explain", help="say, for each stale unit, exactly what changed",
-                       description="For each unit that would run, say why: which input (and which header), the "
-                                   "command line, the compiler, which identity, a missing or modified output, or "
-                                   "--recompile. Runs nothing and writes nothing; its counts are build's.")
-    x.add_argument("dir", type=Path, metavar="DIR")
-    x.add_argument("units", nargs="*", metavar="UNIT", help="only these tasks (e.g. compile:aiv/k0)")
-    x.add_argument("--all", action="store_true", help="also list the units that are up to date")
-    options.add_to_parser(x, tuple(o for o in options.BUILD if o.dest in EXPLAIN_OPTIONS))
-
-    c = sub.add_parser("compdb", help="write compile_commands.json (for clangd) of every compile unit",
-                       description="Write DIR/compile_commands.json (or -o FILE): the exact command of every kernel "
-                                   "and orchestration compile, for clangd and other tools. Runs nothing.")
-    c.add_argument("dir", type=Path, metavar="DIR")
-    c.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
-    c.add_argument("--platform", default=None, help="target platform (default host)")
-
-    ci = sub.add_parser("ci", help="build and validate many build directories; go on past failures; reports",
-                        description="Build every DIR (and validate those with a golden.py; a verdict is reused "
-                                    "while nothing changed), continuing past failures and crashes; exit 1 if any "
-                                    "failed.")
-    ci.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    options.add_to_parser(ci, tuple(o for o in (*options.BUILD, *options.RUN) if o.dest in CI_OPTIONS))
-    ci.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")
-    ci.add_argument("--json", type=Path, default=None, metavar="FILE",
-                    help="per directory and per unit: status, reason, duration, cache hits")
-
-    k = sub.add_parser("cache", help="show or empty the artefact cache (stats | clean)",
-                       description="stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. "
-                                   "clean: remove every entry.")
-    k.add_argument("action", choices=("stats", "clean"))
-    k.add_argument("--cache-dir", default=None, metavar="DIR", help="default $PYPTO_BUILD_CACHE")
-
-    r = sub.add_parser("replay", help="build what changed, then run DIR on golden.py's inputs (host runtime)",
-                       description="Build what changed (content-keyed), run the program on golden.py's inputs on "
-                                   "the host runtime in a child process, optionally validate (and record the "
-                                   "verdict) — PyPTO's replay CLI, same flags.")
-    r.add_argument("dir", type=Path, metavar="DIR")
-    options.add_to_parser(r, (*options.BUILD, *options.RUN, options.VALIDATE))
-
-    v = sub.add_parser("validate", help="run DIR and compare with golden.py, reusing the last verdict if nothing changed",
-                       description="Build what changed, run on golden.py's inputs and validate; the verdict is "
-                                   "reused while the binaries, golden.py, what it read and the run configuration "
-                                   "are unchanged.")
-    v.add_argument("dir", type=Path, metavar="DIR")
-    options.add_to_parser(v, (*options.BUILD, *options.RUN))
-
-    from .compat import add_emit_runner_arguments
-    er = sub.add_parser("emit-runner", help="write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
-                        description="Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present "
-                                    "(validated), else inline inputs from compiled_meta.json you can edit, and a "
-                                    "_user_compare() hook. PYPTO_EMIT_DEBUG_RUNNER=0 disables it.")
-    add_emit_runner_arguments(er)
-
-    e = sub.add_parser("example", help="copy the embedded example, replay and validate it, show one edit loop",
-                       description="Copy the example build directory shipped with the package (out = relu(a @ b "
-                                   "+ bias)) to DEST, replay it with validation, then edit one kernel and replay "
-                                   "again to show that only that kernel recompiles. An existing copy is kept with "
-                                   "your edits and just replayed.")
-    e.add_argument("dest", type=Path, nargs="?", default=None, metavar="DEST",
-                   help="where the copy lives (default ./pypto_build_example)")
-    e.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
-    e.add_argument("--l3", action="store_true",
-                   help="the distributed example instead: two chip programs on two ranks (default DEST "
-                        "./pypto_build_example_l3)")
-
-    d = sub.add_parser("doit", help="run a doit command (list, info, forget, clean, ...) on DIR's graph",
-                       description="Run one of doit's commands on the task graph of DIR, e.g. "
-                                   "`pypto-build doit list --all --status DIR`, "
-                                   "`pypto-build doit info DIR compile:aiv/k0`, "
-                                   "`pypto-build doit forget DIR compile:aiv/k0`.")
-    d.add_argument("command", help="doit command: list, info, forget, clean, ignore, reset-dep, run, help")
-    d.add_argument("args", nargs=argparse.REMAINDER, help="DIR, then the command's own options and tasks")
-    for child in sub.choices.values():       # `--debug` is accepted after the verb too
-        if "--debug" not in child._option_string_actions:
+    for verb in VERBS:
+        child = sub.add_parser(verb.name, help=verb.help, description=verb.description)
+        verb.arguments(child)
+        if "--debug" not in child._option_string_actions:       # `--debug` is accepted after the verb too
             child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
@@ -156,105 +267,4 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help()
         return 2
-    return guarded(lambda: _dispatch(args), debug=args.debug)
-
-
-def _dispatch(args) -> int:
-    if args.verb in VERBS:
-        return run_verb(args.verb, args, args.dir, getattr(args, "tasks", None) or getattr(args, "units", None))
-    if args.verb == "example":
-        return _example(args)
-    if args.verb == "cache":
-        return _cache(args)
-    if args.verb == "ci":
-        return _ci(args)
-    if args.verb == "compdb":
-        from .compdb import write_compdb
-        from .graph import load_graph
-        from .markers import find_root
-        print(write_compdb(load_graph(find_root(args.dir), args.platform), args.output))
-        return 0
-    if args.verb == "emit-runner":
-        from .compat import emit_runner_command
-        return emit_runner_command(args)
-    return _doit(args)
-
-
-def _ci(args) -> int:
-    from .ci import run_ci, write_json, write_junit
-    result = run_ci(args.dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
-                    allow_unapplied_pto=args.allow_unapplied_pto, run_timeout=options.run_timeout(args),
-                    progress=None if args.quiet else sys.stdout)
-    if args.junit_xml:
-        write_junit(result, args.junit_xml)
-    if args.json:
-        write_json(result, args.json)
-    for d in result.dirs:
-        verdict = "ok" if d.ok else "FAILED"
-        extra = " (verdict reused)" if d.cached_verdict else ""
-        line = f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.headline}")
-        print(line, file=sys.stdout if d.ok else sys.stderr)
-    failed = sum(1 for d in result.dirs if not d.ok)
-    print(f"pypto-build ci: {len(result.dirs) - failed} ok, {failed} failed")
-    return 0 if result.ok else 1
-
-
-def _cache(args) -> int:
-    from .cache import ArtifactCache
-    cache = ArtifactCache.from_env(args.cache_dir)
-    if cache is None:
-        raise PyptoBuildError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
-    if args.action == "clean":
-        from .cache import human_size
-        print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
-        return 0
-    print(cache.stats().summary(cache.directory))
-    return 0
-
-
-def _example(args) -> int:
-    """Copy the shipped example, replay it with validation, then show one edit-rebuild-replay loop."""
-    import shutil
-    from .api import run_graph
-    from .graph import load_graph
-
-    name, what, kernel = (("two_chips", "two chip programs on two ranks, comm-free",
-                           "next_levels/chip_b/kernels/aiv/chip_b_incore_1_aiv.cpp") if args.l3 else
-                          ("matmul_relu", "out = relu(a @ b + bias)", "kernels/aiv/matmul_relu_incore_1_aiv.cpp"))
-    dest = args.dest or Path("pypto_build_example_l3" if args.l3 else "pypto_build_example")
-    fresh = not dest.exists()
-    if fresh:
-        shutil.copytree(Path(__file__).resolve().parent / "examples" / name, dest)
-        print(f"pypto-build: copied the example ({what}) to {dest}")
-
-    def replay_once() -> bool:
-        graph = load_graph(dest.resolve(), "host")
-        result = run_graph(graph, tasks=[stages.VALIDATE], force=(stages.prefix(stages.VALIDATE),), jobs=args.jobs,
-                           progress=sys.stdout, check=False)
-        return result.ok and not result.failures
-
-    if not replay_once():
-        return 1
-    kernel = dest / kernel
-    if fresh:
-        print(f"\npypto-build: now editing {kernel} (a comment) and replaying: only that kernel recompiles")
-        with open(kernel, "a", encoding="utf-8") as handle:
-            handle.write("// edited by `pypto-build example` to show an incremental rebuild\n")
-        if not replay_once():
-            return 1
-    print(f"\npypto-build: edit the kernels (or ptoas/*.pto) under {dest}, then run "
-          f"`pypto-build replay --validate {dest}`")
-    return 0
-
-
-def _doit(args) -> int:
-    from .engine import BuildDirLoader, BuildDirMain
-    from .markers import find_root
-    if not args.args:
-        error("doit needs a build directory: pypto-build doit <command> DIR [...]")
-        return 2
-    rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)
-    directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))
-    if not directory.is_dir():
-        raise PyptoBuildError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
-    return BuildDirMain(BuildDirLoader(find_root(directory))).run([args.command, *rest])
+    return guarded(lambda: _BY_NAME[args.verb].run(args), debug=args.debug)

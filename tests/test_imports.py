@@ -62,7 +62,7 @@ LAYERS = (
     ("planning", {"units", "graph", "compile_actions", "uptodate", "options", "compdb"}),
     ("running", {"run"}),
     ("engine", {"engine"}),
-    ("front ends", {"api", "verbs", "ci", "compat", "doit_plugins", "replay_main", "cli", "__main__"}),
+    ("front ends", {"api", "verbs", "ci", "compat", "doit_plugins", "replay_main", "example", "cli", "__main__"}),
 )
 FAMILIES = {"runtime", "platforms", "pto", "cache", "testing", "run", "engine", "compat"}
 
