@@ -32,6 +32,10 @@ class UnitResult:
 
 @dataclass(frozen=True)
 class BuildResult:
+    """What one run did: per task its status and reason (`units`), the run's exit status, what planning
+    and the `.pto` stage had to say (`warnings`), the kernel files re-spliced from `.pto` and the `.pto`
+    units whose edits could not be applied. `ok` is the run's status; `failures` the failed tasks."""
+
     work_dir: Path
     platform: str
     units: tuple[UnitResult, ...]

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class DirResult:
+    """One directory of a `ci` run: whether it passed, how long it took, what it was (build or validate),
+    the first failure's message, the build result, and whether the verdict was reused."""
+
     path: Path
     ok: bool
     seconds: float
@@ -48,6 +51,8 @@ class DirResult:
 
 @dataclass
 class CiResult:
+    """Every directory of a `ci` run, in the order given."""
+
     dirs: list[DirResult] = field(default_factory=list)
 
     @property

@@ -23,12 +23,17 @@ _LISTING_BYTES = 256 << 20      # `git ls-files` of a large checkout, kept whole
 
 @dataclass(frozen=True)
 class Revision:
+    """A revision that identifies some code (a runtime, PTO-ISA); `value` None: unknown, and why."""
+
     value: str | None
     why_unknown: str = ""
 
 
 @dataclass(frozen=True)
 class BinaryContext:
+    """What binaries of one sub-build are built under: platform, runtime and the revisions of the runtime
+    and PTO-ISA. Its digest is an input of every unit; unknown (`unknown`): nothing is trusted."""
+
     platform: str
     runtime_name: str
     runtime_revision: Revision

@@ -25,6 +25,8 @@ from .safeio import read_bytes
 
 
 class BuildKind(enum.Enum):
+    """The three shapes PyPTO writes, told apart by their marker files (`classify`)."""
+
     L2 = "single-chip (L2)"
     L3 = "distributed (L3)"
     MULTI_ORCH = "multi-orchestration parent"
@@ -47,6 +49,9 @@ class SubBuild:
 
 @dataclass(frozen=True)
 class Layout:
+    """A build directory as read from disk: its kind, the marker files it has, and every sub-build with
+    its parsed `kernel_config.py` (`load_layout`; bad input raises LayoutError naming the file)."""
+
     root: Path
     kind: BuildKind
     markers: tuple[str, ...]

@@ -19,7 +19,7 @@ from .errors import PyptoBuildError
 
 COMPILER_TIMEOUT = ("PYPTO_COMPILER_TIMEOUT", 900.0)
 PTOAS_TIMEOUT = ("PYPTO_PTOAS_TIMEOUT", 60.0)
-RUN_TIMEOUT = ("PYPTO_RUN_TIMEOUT", 1800.0)        # a replayed program (run_child.py)
+RUN_TIMEOUT = ("PYPTO_RUN_TIMEOUT", 1800.0)        # a replayed program (run/child.py)
 CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
 DEFAULT_CACHE_BYTES = 5 * 2**30
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}

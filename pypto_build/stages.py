@@ -1,7 +1,7 @@
 """The stages of a build, by their doit task-group names: the one home of these names.
 
 A task is `<stage>:<name>` (`compile:aiv/k0`, `stamp:.`): `task()` makes one,
-`prefix()` is what every task of a stage starts with. graph.py wires the stages;
+`prefix()` is what every task of a stage starts with. engine/tasks.py wires the stages;
 everything else asks about them through the names here.
 """
 from __future__ import annotations

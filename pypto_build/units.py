@@ -27,7 +27,9 @@ from .toolchain import argv_key, source_name_problem
 
 @dataclass(frozen=True)
 class CompileUnit:
-    """One kernel or orchestration compile (picklable: it is a doit action argument)."""
+    """One kernel or orchestration compile: everything `run_compile` and `UnitCheck` need, decided at
+    planning (picklable: it is a doit action argument). Its identity is the argv digest, the
+    compiler's identity, the binary context, the source and the headers its depfile lists."""
 
     task: str              # doit task name, e.g. "compile:aiv/foo" or "orch:chip_a/chip_a"
     kind: str              # "kernel" | "orchestration"
@@ -44,6 +46,9 @@ class CompileUnit:
 
 @dataclass(frozen=True)
 class SubBuildPlan:
+    """The plan of one sub-build: its compile units (the orchestration first) and the binary context
+    they are built under (what its stamp, cache/binary_context.json, records)."""
+
     sub: SubBuild
     context: BinaryContext
     units: tuple[CompileUnit, ...]

@@ -131,7 +131,7 @@ def test_ctrl_c_or_sigterm_stops_a_hanging_program_and_leaves_nothing(g, sig):
     while child is None and time.monotonic() < deadline:            # wait until the kernel is running
         time.sleep(0.2)
         kids = children_of(proc.pid)
-        child = kids[0] if kids and "run_child" in Path(f"/proc/{kids[0]}/cmdline").read_text() else None
+        child = kids[0] if kids and "pypto_build.run.child" in Path(f"/proc/{kids[0]}/cmdline").read_text() else None
     assert child is not None, "the child process never started"
     time.sleep(3)                                                    # torch imported, the kernel spinning
     if sig == signal.SIGINT:

@@ -40,6 +40,8 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class RemoteSettings:
+    """A remote cache as configured: where it is and the deadline of one request."""
+
     endpoint: Endpoint
     timeout_s: float    # deadline of one request
 

@@ -39,7 +39,7 @@ from ..settings import DEFAULT_CACHE_BYTES, cache_size
 _HEADER = struct.Struct("<8sI16sQ")      # magic, flags, raw xxh3-128 digest, data length
 _MAGIC = b"PTOAC\x00\x00\x01"
 _EXEC = 1                                # flag: the stored file was executable
-_INDEX = 2                               # flag: an index record (compile_cache's manifest), not a binary
+_INDEX = 2                               # flag: an index record (compiles.py's manifest), not a binary
 _CHUNK = 1 << 20
 _KEY_RE = re.compile(r"[0-9a-f]{16,128}")
 _SHARD_RE = re.compile(r"[0-9a-f]{2}")

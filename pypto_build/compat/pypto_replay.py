@@ -1,8 +1,8 @@
-"""Replay: build what changed, run the program on the host runtime, validate (reference §8).
+"""PyPTO's `replay()`: build what changed, run the program on the host runtime, validate (reference §8).
 
 `replay(work_dir, *tensors, ...)` is PyPTO's replay with the same steps and
 words; the build step is ours (content-keyed, so `recompile` defaults to False).
-The program runs in a child process (`run_child`, which calls `execution`).
+The program runs in a child process (`run.run_program`: golden -> execute -> save -> compare).
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from ..runconfig import RunConfig
 
 @dataclass
 class ReplayResult:
+    """What `replay()` did: the directory, its build, the outputs it validated and the diagnostics files."""
+
     work_dir: Path
     build: object                         # BuildResult
     validated: list[str] = field(default_factory=list)

@@ -29,6 +29,8 @@ from ..safeio import is_regular, refusal
 
 
 class ContentDependency(Dependency):
+    """doit's dependency manager with the fixes above; `reasons` says why each task must run."""
+
     def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, force: tuple[str, ...] = (),
                  **kwargs):
         super().__init__(*args, **kwargs)

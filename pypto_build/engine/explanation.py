@@ -17,6 +17,8 @@ from ..graph import Graph
 
 @dataclass(frozen=True)
 class Explanation:
+    """Why one task would run, or that it is up to date (what `explain` and `build --dry-run` print)."""
+
     task: str
     status: str      # "run" | "up-to-date" | "error"
     reason: str

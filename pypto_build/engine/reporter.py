@@ -22,6 +22,8 @@ _DOIT_PREFIX = re.compile(r"\AERROR: Task '[^\n]*?' checking dependencies: ")
 
 @dataclass
 class Outcome:
+    """What happened to one task in a run, as the reporter saw it (`api.UnitResult` is made from it)."""
+
     status: str          # "ran" | "from-cache" | "up-to-date" | "failed" | "skipped"
     reason: str = ""
     seconds: float = 0.0

@@ -51,6 +51,9 @@ class PtoUnit:
 
 @dataclass(frozen=True)
 class PtoPlan:
+    """The `.pto` stage of one build directory: its units, where ptoas was found (if looked for) and the
+    options it was planned with (`skipped_line`: why the stage does not run, when it does not)."""
+
     units: tuple[PtoUnit, ...]
     lookup: PtoasLookup | None
     options: PtoOptions

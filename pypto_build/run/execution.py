@@ -1,9 +1,10 @@
-"""Running a built directory on the host runtime: what the replay child does (reference §8).
+"""Running a built directory on its platform: what the replay child does (reference §8).
 
-`check_replayable` says whether a directory can run, `execute` runs it and writes
-the diagnostics asked for, `save_outputs` keeps the run's outputs. Used by the
-child process (`run_child`) and by `CompiledProgram`; it builds nothing and runs
-no golden (`replayer.replay` and `replay_actions` put the steps together).
+`check_replayable` says whether a directory can run, `execute` runs it (through
+`Platform.execute`) and writes the diagnostics asked for, `save_outputs` keeps
+the run's outputs. Used by the child process (`child.py`) and by
+`CompiledProgram`; it builds nothing and runs no golden (`child.run_program`
+puts the steps together for `compat.replay` and the `replay:`/`validate:` tasks).
 torch is imported only inside these functions, never on a build-only path.
 """
 from __future__ import annotations

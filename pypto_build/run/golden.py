@@ -1,7 +1,7 @@
 """`golden.py` of a build directory: inputs, expected outputs, tolerances (reference §4).
 
 Loading it executes it — only the child process of a replay/validate run does
-that (`run_child.py`), as PyPTO's replay does in its own process; nothing that
+that (`run/child.py`), as PyPTO's replay does in its own process; nothing that
 only inspects a directory imports this module.
 
 A validation is a *comparison that ran and passed*, never less: the expected
@@ -37,6 +37,9 @@ class NothingCompared(GoldenError):
 
 @dataclass
 class Golden:
+    """A loaded `golden.py`: its inputs (`generate_inputs`), expected outputs (`compute_golden`), which
+    outputs to compare (`__outputs__`) and the tolerances, each checked when asked for."""
+
     path: Path
     module: ModuleType
 
