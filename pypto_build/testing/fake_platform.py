@@ -1,0 +1,78 @@
+"""`FakePlatform`: a platform that compiles with the stand-in compiler (test support, NOT product code).
+
+Plan with it (`graph.load_graph(root, platform=FakePlatform(...))`) to test
+staleness decisions without g++: each compile is `python fake_compiler.py`
+(see that module), which reads the sources and headers, writes a digest as the
+"binary" and an exact `-MD` depfile. A test changes one input of every unit
+by planning with another value of a field:
+
+* `version`: the compiler's version, part of its identity ("compiler changed");
+* `defines`: the `-D` flags of every command line ("command line changed");
+* `runtime_revision`: the runtime revision of every sub-build's binary context
+  ("runtime/PTO-ISA identity changed"; `Revision(None, why)` makes it unknown:
+  every unit rebuilds every run and no stamp is written).
+
+Command lines are short: the flags, `-I` of the kernel's own include dirs,
+`-o OUT SOURCE`. No root is identity-covered and the compiler has no search
+directories of its own. Nothing can be executed (`execute` raises).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from ..hashing import text_digest
+from ..identity import BinaryContext, Revision
+from ..platforms import Platform
+from ..procs import path_arg
+from ..toolchain import Compiler
+
+SCRIPT = str(Path(__file__).resolve().with_name("fake_compiler.py"))
+
+
+@dataclass(frozen=True)
+class FakePlatform(Platform):
+    """Builds with `fake_compiler.py`; every field is an input a test may change (module docstring)."""
+
+    version: str = "1"
+    defines: tuple[str, ...] = ("-DFAKE_FLAG=1",)
+    runtime_revision: Revision = Revision("fake-runtime-1")
+    name: str = "fake"
+    system_dirs: tuple[str, ...] = ()
+
+    @property
+    def compiler(self) -> Compiler:
+        # -S: no site import (faster); the script needs the standard library only
+        identity = text_digest("fake-c++", self.version)
+        return Compiler((sys.executable, "-S", SCRIPT), identity, f"fake-c++ {self.version}", identity)
+
+    @classmethod
+    def locate(cls, env: Mapping[str, str]) -> FakePlatform:
+        return cls()
+
+    @property
+    def binary_suffix(self) -> str:
+        return ".so"
+
+    def binary_path(self, source: str) -> str:
+        return os.path.splitext(source)[0] + self.binary_suffix
+
+    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str]) -> tuple[str, ...]:
+        return (*self.compiler.command, *self.defines, *(f"-I{path_arg(d)}" for d in include_dirs),
+                "-o", path_arg(output), path_arg(source))
+
+    def orchestration_argv(self, source: str, output: str) -> tuple[str, ...]:
+        return (*self.compiler.command, *self.defines, "-o", path_arg(output), path_arg(source))
+
+    def covered_roots(self) -> dict[str, str]:
+        return {}
+
+    def binary_context(self, runtime_name: str) -> BinaryContext:
+        return BinaryContext(self.name, runtime_name, self.runtime_revision, Revision("none"))
+
+    @staticmethod
+    def execute(sub_dir, args, config, *, names=None, say=print, device_ids=None, on_task=None) -> list[str]:
+        raise NotImplementedError("FakePlatform only builds (its binaries are digests, not programs)")
