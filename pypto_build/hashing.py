@@ -2,14 +2,20 @@
 
 A file is read and hashed at most once per process while its stat identity
 (device, inode, size, mtime_ns, ctime_ns) stays the same — the same idea as
-ccache's inode cache. Digests are hex strings so they survive JSON state.
+ccache's inode cache — but only once its last change has settled (`racy`): a
+same-size rewrite within one timestamp tick keeps the stat, so a digest of a
+file changed that recently is never reused (a long-lived process such as
+`ci` would otherwise keep an old digest past filestate's racy guard).
+Digests are hex strings so they survive JSON state.
 """
 from __future__ import annotations
 
 import os
+import time
 
 import xxhash
 
+from .racy import changed_since
 from .safeio import check_regular, open_regular
 
 _CHUNK = 1 << 20
@@ -35,7 +41,8 @@ def file_digest(path: str, st: os.stat_result | None = None) -> str:
             while chunk := handle.read(_CHUNK):
                 hasher.update(chunk)
         digest = hasher.hexdigest()
-        _memo[key] = digest
+        if not changed_since(st, time.time_ns()):
+            _memo[key] = digest
     return digest
 
 

@@ -6,6 +6,7 @@ import time
 
 from conftest import settle_ctimes
 from pypto_build.filestate import is_modified, make_state
+from pypto_build import racy
 from pypto_build.racy import changed_since, fs_now
 
 FUTURE = time.time() + 86400
@@ -41,3 +42,19 @@ def test_a_change_after_a_compile_started_leaves_no_digest_whatever_the_mtime(tm
     st = os.stat(path)
     assert changed_since(st, started, fs_clock=True)
     assert make_state(str(path), st, changed_since_ns=started)[4] is None
+
+
+def test_a_digest_is_reused_only_once_the_file_has_settled(tmp_path, monkeypatch):
+    """The per-process digest memo follows the racy rule: a same-size rewrite within one timestamp tick
+    keeps the stat, so the digest of a file changed within the window is never reused."""
+    from pypto_build import hashing
+
+    f = tmp_path / "k.cpp"
+    f.write_text("int a;\n")
+    key = hashing.stat_key(str(f), f.stat())
+    first = hashing.file_digest(str(f))
+    assert key not in hashing._memo                      # just written: hashed again next time
+    later = time.time_ns() + 10 * racy.RACY_NS
+    monkeypatch.setattr(hashing.time, "time_ns", lambda: later)
+    assert hashing.file_digest(str(f)) == first
+    assert hashing._memo[key] == first                   # settled: reused while its stat is unchanged
