@@ -13,7 +13,7 @@ from typing import Sequence, TextIO
 
 from ..errors import PyptoBuildError
 from ..run import check_replayable
-from ..runconfig import RunConfig
+from ..runconfig import RunConfig, RunSpec
 
 
 @dataclass
@@ -39,11 +39,11 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
     AssertionError naming the output, a validation that would compare nothing raises
     NothingCompared. Progress goes to `progress` (default: the current sys.stdout; None: silent).
     """
-    from .. import options
     from ..api import build
     from ..run import run_program
 
     config = config or RunConfig()
+    run = RunSpec(config) if run_timeout is None else RunSpec(config, run_timeout)
     if progress == "stdout":
         progress = sys.stdout           # looked up per call (tests and callers may replace sys.stdout)
     if config.platform != "host":
@@ -58,8 +58,7 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
                 raise TypeError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
     result = build(work_dir, recompile=recompile, rebuild_from_pto=None if rebuild_from_pto else False,
                    allow_unapplied_pto=allow_unapplied_pto, jobs=jobs, progress=progress)
-    outcome = run_program(work_dir, config, validate=validate, say=say, tensors=tensors,
-                          timeout=run_timeout if run_timeout is not None else options.run_timeout())
+    outcome = run_program(work_dir, config, validate=validate, say=say, tensors=tensors, timeout=run.timeout)
     _copy_back(tensors, outcome.outputs or [])
     return ReplayResult(work_dir, result, outcome.checked, outcome.dfx)
 

@@ -85,9 +85,10 @@ def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[]
                               "_inline_inputs() of debug/run.py")
     if args.log_sync_pypto:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
-    replay(work_dir, *tensors, config=options.run_config(args), recompile=args.recompile,
+    run = options.run_spec(args)
+    replay(work_dir, *tensors, config=run.config, recompile=args.recompile,
            rebuild_from_pto=not args.no_rebuild_from_pto, jobs=args.jobs, progress=sys.stdout,
-           run_timeout=options.run_timeout(args), allow_unapplied_pto=args.allow_unapplied_pto)
+           run_timeout=run.timeout, allow_unapplied_pto=args.allow_unapplied_pto)
     if user_compare is not None:
         user_compare(*tensors)
     return 0
