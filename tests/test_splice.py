@@ -355,6 +355,7 @@ def _works_or_splice_error(call):
         return None
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts)
 def test_fuzz_preprocess(raw):
@@ -362,6 +363,7 @@ def test_fuzz_preprocess(raw):
     assert all(isinstance(n, str) for n in function_names(raw))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts, texts)
 def test_fuzz_split_and_splice(text, body):
@@ -376,6 +378,7 @@ def test_fuzz_split_and_splice(text, body):
         assert splice(text, old, "p") == text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts, st.sampled_from(["k", "v1", "", "w", "k(", ".*"]))
 def test_fuzz_signature_of(body, name):
