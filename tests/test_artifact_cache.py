@@ -171,6 +171,7 @@ def _hammer(directory: str, worker: int, rounds: int, max_bytes: int) -> tuple[i
     return hits, wrong, warned
 
 
+@pytest.mark.slow
 def test_concurrent_processes_never_see_torn_entries(tmp_path):
     directory = tmp_path / "cache"
     total = sum(len(content(i)) for i in range(len(KEYS)))

@@ -32,6 +32,8 @@ from pypto_build.api import build
 
 from bad_input_corpus import CASES, FIX_RE, STATE, Case
 
+pytestmark = pytest.mark.slow
+
 
 # ---------------------------------------------------------------------------
 # running

@@ -89,6 +89,7 @@ def test_deleted_header_rebuilds_includers_then_reports_compiler_error(l2):
         len(info.value.failures) == 1   # serial run stops at the first failure
 
 
+@pytest.mark.slow
 def test_changing_cxxflags_compiles_all(l2, monkeypatch):
     monkeypatch.setenv("CXXFLAGS", "-DEXTRA_FLAG=1")
     result = build(l2)
@@ -97,6 +98,7 @@ def test_changing_cxxflags_compiles_all(l2, monkeypatch):
     assert build(l2).compiled == []
 
 
+@pytest.mark.slow
 def test_changing_cxx_compiles_all(l2, tmp_path, monkeypatch):
     wrapper = tmp_path / "my-g++"
     wrapper.write_text('#!/bin/sh\nexec g++ "$@"\n')
@@ -139,6 +141,7 @@ def test_compile_error_names_unit_command_and_message_and_keeps_others(l2):
     assert result.compiled == []
 
 
+@pytest.mark.slow
 def test_recompile_compiles_all_once_and_deletes_no_source(l2):
     sources = {p: p.read_bytes() for p in l2.rglob("*.cpp")}
     result = build(l2, recompile=True)
@@ -148,6 +151,7 @@ def test_recompile_compiles_all_once_and_deletes_no_source(l2):
     assert build(l2).compiled == []
 
 
+@pytest.mark.slow
 def test_input_edited_during_compile_is_rebuilt_next_run(l2, tmp_path, monkeypatch):
     """doit issue #119: the state saved is the one checked, not the one after the action."""
     src = synth.kernel_path(l2, 1)
@@ -166,6 +170,7 @@ def test_input_edited_during_compile_is_rebuilt_next_run(l2, tmp_path, monkeypat
     assert build(l2).compiled == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_parallel_build_under_fork_and_spawn(tmp_path, method):
     root = synth.write_l2(tmp_path / "d", kernels=4)
@@ -184,6 +189,7 @@ def test_parallel_build_under_fork_and_spawn(tmp_path, method):
     assert build(root).compiled == []
 
 
+@pytest.mark.slow
 def test_l3_builds_every_sub_build_with_prefixed_names(l3):
     for chip in ("chip_a", "chip_b"):
         assert (l3 / "next_levels" / chip / "cache/binary_context.json").exists()
@@ -195,6 +201,7 @@ def test_l3_builds_every_sub_build_with_prefixed_names(l3):
     assert result.names("ran", "stamp:") == ["stamp:chip_b"]
 
 
+@pytest.mark.slow
 def test_runtime_name_change_rebuilds_only_that_sub_build(l3):
     cfg = l3 / "next_levels/chip_a/kernel_config.py"
     cfg.write_text(cfg.read_text().replace('"tensormap_and_ringbuffer"', '"host_build_graph"'))
@@ -204,6 +211,7 @@ def test_runtime_name_change_rebuilds_only_that_sub_build(l3):
         == "host_build_graph"
 
 
+@pytest.mark.slow
 def test_multi_orch_parent_builds_all_sub_builds(tmp_path):
     root = synth.write_multi_orch(tmp_path / "m")
     result = build(root)

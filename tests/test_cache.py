@@ -5,6 +5,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import edit
 from pypto_build.testing import synth
 from pypto_build.api import build
@@ -38,6 +40,7 @@ def test_another_directory_with_the_same_kernel_shares_the_entry(tmp_path):
     assert sorted(result.compiled) == ["compile:aic/main_incore_2_aic", "orch:main"]
 
 
+@pytest.mark.slow
 def test_a_changed_header_misses_and_a_corrupt_entry_is_rebuilt(tmp_path, capfd):
     cache = tmp_path / "cache"
     a = synth.write_l2(tmp_path / "a", kernels=3)
@@ -72,6 +75,7 @@ def test_unknown_identity_never_uses_the_cache(tmp_path, monkeypatch):
     assert not cache.exists() or not any(p.is_file() and not p.name.startswith(".") for p in cache.rglob("*"))
 
 
+@pytest.mark.slow
 def test_cache_cli_stats_and_clean(tmp_path):
     cache = tmp_path / "cache"
     root = synth.write_l2(tmp_path / "a", kernels=2)
@@ -91,6 +95,7 @@ def test_cache_cli_stats_and_clean(tmp_path):
     assert none.returncode == 2 and "no artefact cache configured" in none.stderr
 
 
+@pytest.mark.slow
 def test_concurrent_builds_of_different_directories_share_one_cache(tmp_path):
     cache = tmp_path / "cache"
     dirs = [synth.write_l2(tmp_path / f"d{i}", kernels=4) for i in range(3)]

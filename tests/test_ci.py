@@ -12,6 +12,8 @@ from pypto_build.testing import synth
 
 pytest.importorskip("torch")
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def dirs(tmp_path) -> list[Path]:

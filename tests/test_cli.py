@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import edit
 from pypto_build.testing import synth
 
@@ -22,6 +24,7 @@ def test_help_is_useful():
         assert word in out.stdout or word in run("pypto-build", "build", "--help").stdout
 
 
+@pytest.mark.slow
 def test_python_m_build_then_noop(l2):
     edit(synth.kernel_path(l2, 0))
     out = run(sys.executable, "-m", "pypto_build", "build", str(l2))
@@ -49,6 +52,7 @@ def test_compile_failure_exit_1_with_compiler_message(l2):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_doit_build_plugin_runs_inside_a_build_dir_without_dodo(l2):
     assert not (l2 / "dodo.py").exists()
     edit(synth.kernel_path(l2, 2))
@@ -58,6 +62,7 @@ def test_doit_build_plugin_runs_inside_a_build_dir_without_dodo(l2):
     assert "0 compiled, 4 up to date" in run("doit", "build", cwd=l2).stdout
 
 
+@pytest.mark.slow
 def test_doit_list_info_forget_clean_on_the_graph(l2):
     out = run("pypto-build", "doit", "list", str(l2), "--all", "--status")
     assert out.returncode == 0, out.stderr
@@ -76,6 +81,7 @@ def test_doit_list_info_forget_clean_on_the_graph(l2):
     assert (l2 / "kernels/aiv/main_incore_1_aiv.cpp").exists()
 
 
+@pytest.mark.slow
 def test_example_command_replays_validates_and_shows_one_incremental_rebuild(tmp_path):
     dest = tmp_path / "ex"
     out = run("pypto-build", "example", str(dest))
@@ -94,6 +100,7 @@ def test_cli_reference_in_docs_matches_the_parser():
     assert committed == reference(), "regenerate docs/cli.md (command at its top)"
 
 
+@pytest.mark.slow
 def test_example_l3_replays_two_ranks_and_rebuilds_one_kernel(tmp_path):
     dest = tmp_path / "ex3"
     out = run("pypto-build", "example", "--l3", str(dest))

@@ -8,10 +8,14 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from conftest import copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
+
+pytestmark = pytest.mark.slow
 
 
 def counting_compiler(tmp_path: Path) -> tuple[str, Path]:

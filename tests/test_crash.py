@@ -30,6 +30,8 @@ from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 
+pytestmark = pytest.mark.slow
+
 TRIALS = int(os.environ.get("PYPTO_BUILD_CRASH_TRIALS", "6"))
 KILLS = [(signal.SIGKILL, "group"), (signal.SIGKILL, "leader"), (signal.SIGTERM, "leader"),
          (signal.SIGTERM, "group")]

@@ -144,6 +144,7 @@ def test_golden_clips_some_values():
     assert not named["out"].any()                            # compute_golden worked on a clone
 
 
+@pytest.mark.slow
 def test_runs_on_the_host_and_matches_golden(built):
     executor = pytest.importorskip("pypto_build.runtime.executor")
     import torch

@@ -64,6 +64,7 @@ VERBS = {"build": ["build"], "validate": ["validate"], "replay": ["replay", "--v
 SLOW = {("ok", "replay"), ("wrong result", "validate")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("outcome, verb", [(o, VERBS[v]) for o in OUTCOMES for v in VERBS if (o, v) not in SLOW])
 def test_same_outcome_same_exit_status_and_line(built_golden, tmp_path, outcome, verb):
     change, status = OUTCOMES[outcome]
@@ -80,6 +81,7 @@ def test_same_outcome_same_exit_status_and_line(built_golden, tmp_path, outcome,
     assert "Traceback" not in ours.stderr + theirs.stderr
 
 
+@pytest.mark.slow
 def test_the_build_root_is_found_from_a_subdirectory(g, l3):
     sub = g / "kernels" / "aiv"
     out = run("pypto-build", "build", ".", cwd=sub)
@@ -94,12 +96,14 @@ def test_the_build_root_is_found_from_a_subdirectory(g, l3):
     assert not (l3 / "next_levels" / "chip_a" / ".pypto_build").exists()
 
 
+@pytest.mark.slow
 def test_dump_args_before_the_directory(g):
     out = run("pypto-build", "replay", "--dump-args", str(g))
     assert out.returncode == 0, out.stderr
     assert (g / "dfx_outputs" / "args_dump").is_dir()
 
 
+@pytest.mark.slow
 def test_dry_run_shows_what_recompile_will_do(g):
     out = run("pypto-build", "build", "--dry-run", "--recompile", str(g))
     assert out.returncode == 0
@@ -109,6 +113,7 @@ def test_dry_run_shows_what_recompile_will_do(g):
     assert "4 compiled, 0 up to date" in built.stdout
 
 
+@pytest.mark.slow
 def test_explain_counts_are_builds(g):
     edit(synth.kernel_path(g, 0))
     edit(g / "kernels" / "common.h")                  # kernels 0 and 2 include it
@@ -119,6 +124,7 @@ def test_explain_counts_are_builds(g):
     assert would == did == ("2", "2")
 
 
+@pytest.mark.slow
 def test_replay_validate_records_its_verdict_for_validate(g):
     out = run("pypto-build", "replay", "--validate", str(g))
     assert out.returncode == 0 and "Golden validation: PASSED" in out.stdout
@@ -127,6 +133,7 @@ def test_replay_validate_records_its_verdict_for_validate(g):
     assert "[execute] running" not in again.stdout
 
 
+@pytest.mark.slow
 def test_ptoas_root_is_named_with_the_paths_it_searched(tmp_path):
     root = synth.write_l2(tmp_path / "p", kernels=2, pto=True)
     out = run("pypto-build", "build", str(root), env={"PTOAS_ROOT": "/bad"})
@@ -142,6 +149,7 @@ def test_errors_go_to_stderr(args):
     assert out.returncode == 2 and out.stdout == "" and out.stderr.startswith("pypto-build: error:")
 
 
+@pytest.mark.slow
 def test_cache_stats_counts_binaries_in_sizes_for_people(g, built_golden, tmp_path):
     cache = tmp_path / "cache"
     fresh = synth.write_l2(tmp_path / "fresh", kernels=3, golden=True)
@@ -156,6 +164,7 @@ def test_cache_stats_counts_binaries_in_sizes_for_people(g, built_golden, tmp_pa
                         r"0 evicted", line), line
 
 
+@pytest.mark.slow
 def test_dfx_and_replay_outputs_never_pile_up_or_mix(g):
     for _ in range(2):
         assert run("pypto-build", "replay", "--swimlane", "--dump-args", str(g)).returncode == 0

@@ -24,6 +24,8 @@ from pypto_build import atomic
 from pypto_build.testing import synth
 from pypto_build.api import build
 
+pytestmark = pytest.mark.slow
+
 STAMP = "cache/binary_context.json"
 NOOP = ".pypto_build/noop.json"
 K1 = "kernels/aiv/main_incore_1_aiv.cpp"

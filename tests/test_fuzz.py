@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +71,7 @@ def test_depfile_any_text_gives_distinct_strings_or_a_depfile_error(text: str) -
         assert len(deps) == len(set(deps))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(dep_paths, min_size=1, max_size=12), st.lists(st.integers(1, 4), min_size=1, max_size=12),
        st.booleans(), st.booleans())
@@ -116,6 +118,7 @@ def write_scratch(name: str, data: bytes) -> Path:
     return path
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutations(GOOD_CONFIG))
 @example(b"\xff\xfe")
@@ -132,6 +135,7 @@ def test_kernel_config_reader_gives_a_config_or_manifest_error(data: bytes) -> N
         assert len({k.func_id for k in cfg.kernels}) == len(cfg.kernels)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutations(GOOD_META), st.sampled_from([1, 2]))
 @example(GOOD_META, 1)
@@ -157,6 +161,7 @@ raw_outputs = st.lists(st.sampled_from(TOKENS) | st.text(max_size=4), max_size=4
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,15}", fullmatch=True)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(names, st.integers(0, 63), st.booleans(), raw_outputs, raw_outputs)
 def test_splice_round_trip_on_generated_wrappers(name: str, func_id: int, header: bool, old_raw: str,

@@ -33,6 +33,7 @@ def reasons(result) -> dict[str, str]:
     return {u.task: u.reason for u in result.units if u.task in result.compiled}
 
 
+@pytest.mark.slow
 def test_headers_under_an_isystem_dir_of_cxxflags_are_tracked(l2, tmp_path, monkeypatch):
     sysinc = tmp_path / "sysinc"
     sysinc.mkdir()
@@ -87,6 +88,7 @@ def test_system_headers_of_the_compiler_are_tracked_in_one_shared_set(l2):
 NAMES = ["a:b.h", "with space.h", "hash#1.h", "dollar$1.h", "back\\slash.h", "tab\there.h", "c:\\d e#f$.h"]
 
 
+@pytest.mark.slow
 def test_header_names_make_syntax_would_split_are_tracked(l2):
     """g++ writes `:` as is, `\\ ` for a space, `\\#`, `$$`; each name is read back exactly and tracked."""
     for i, name in enumerate(NAMES):
@@ -150,6 +152,7 @@ def pto_isa_ignored(pto_isa):
     return pto_isa
 
 
+@pytest.mark.slow
 def test_pto_isa_headers_git_ignores_are_tracked_per_unit(l2, pto_isa_ignored, monkeypatch):
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa_ignored))
     assert len(build(l2).compiled) == 4
@@ -162,6 +165,7 @@ def test_pto_isa_headers_git_ignores_are_tracked_per_unit(l2, pto_isa_ignored, m
     assert build(l2).compiled == []
 
 
+@pytest.mark.slow
 def test_tracked_pto_isa_headers_stay_covered_by_the_revision(l2, pto_isa_ignored, monkeypatch):
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa_ignored))
     build(l2)
@@ -181,6 +185,7 @@ def test_git_bits_that_hide_edits_from_status_make_the_pto_isa_identity_unknown(
     assert rev.value is None and "include/pto/pto-inst.hpp" in rev.why_unknown
 
 
+@pytest.mark.slow
 def test_a_header_edited_while_its_includer_compiles_is_rebuilt_next_run(l2, tmp_path, monkeypatch):
     """The digest taken after a compile may not be what the compiler read: no digest when the header's ctime
     says it changed since the compile started (the doit #119 race, for headers)."""
@@ -212,6 +217,7 @@ def test_states_recorded_without_system_headers_rebuild_once(l2):
     assert build(l2).compiled == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["removed", "garbled", "another set's"])
 def test_a_missing_or_damaged_record_of_outside_headers_rebuilds_its_units(l2, damage):
     from pypto_build import header_sets

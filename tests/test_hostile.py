@@ -19,6 +19,8 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
 
+pytestmark = pytest.mark.slow
+
 ESCAPE = "resolves outside the build directory"
 K1 = "kernels/aiv/main_incore_1_aiv"          # the AIV kernel of an L2 fixture (includes no header)
 K0 = "kernels/aic/main_incore_0_aic"          # includes ../common.h

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import git
 from pypto_build.api import build
 from pypto_build.identity import clean_git_revision
@@ -16,6 +18,7 @@ def test_clean_git_revision_rules(pto_isa, tmp_path):
     assert rev.value is None and "uncommitted or untracked" in rev.why_unknown
 
 
+@pytest.mark.slow
 def test_pto_isa_revision_change_recompiles_every_sub_build(l3, pto_isa, monkeypatch):
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa))
     first = build(l3)
@@ -33,6 +36,7 @@ def test_pto_isa_revision_change_recompiles_every_sub_build(l3, pto_isa, monkeyp
     assert stamp["pto_isa_revision"] == git(pto_isa, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_unknown_identity_rebuilds_every_time_and_never_stamps(l2, pto_isa, monkeypatch):
     (pto_isa / "dirty.txt").write_text("untracked\n")
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa))

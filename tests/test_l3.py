@@ -17,6 +17,8 @@ from pypto_build.runtime.l3 import run_distributed
 
 from conftest import copy_dir
 
+pytestmark = pytest.mark.slow
+
 HOST = RunConfig()
 ENTRY_LINE = "host_orch._pypto_distributed_entry = True"
 

@@ -106,6 +106,7 @@ def test_missing_compiler_is_one_clear_error(monkeypatch):
         load_platform("host")
 
 
+@pytest.mark.slow
 def test_l3_leftover_sub_build_is_reported_and_built_only_when_asked(tmp_path):
     root = synth.write_l3(tmp_path / "l3")
     synth.write_l2(root / "next_levels" / "old_chip", kernels=1)      # an earlier compile's leftover

@@ -305,6 +305,7 @@ def test_deep_but_legal_literal() -> None:
     assert cfg.runtime_config["a"] == expected and cfg.kernels == ()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_fuzz_random_text(text: str) -> None:
@@ -314,6 +315,7 @@ def test_fuzz_random_text(text: str) -> None:
         assert "\n" not in str(exc) and str(exc).startswith(f"{P}:")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(EXAMPLE.splitlines() + BUILTIN.splitlines() + [
     "_ROOT_DIR = 3", "KERNELS = [", "{", "}", "]", "\t{**x},", '"x": _D.FOO,', "\x00", "'''"]), max_size=40),

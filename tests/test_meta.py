@@ -260,6 +260,7 @@ PATHS = ["schema", "params", "params.0", "params.0.name", "params.1.direction", 
          "distributed_config.num_sub_workers", "distributed_config.other"]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from([1, 2]), st.lists(st.tuples(st.sampled_from(PATHS), json_values | st.just(...)),
                                          max_size=3), st.text(max_size=40))

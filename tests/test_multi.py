@@ -10,6 +10,8 @@ from pypto_build.run.golden import compare, load_golden
 
 torch = pytest.importorskip("torch")
 
+pytestmark = pytest.mark.slow
+
 
 def test_multi_orch_parent_validate_covers_every_sub_build(tmp_path):
     root = synth.write_multi_orch(tmp_path / "m", golden=True)

@@ -20,6 +20,8 @@ from pypto_build.errors import BuildError
 
 torch = pytest.importorskip("torch")
 
+pytestmark = pytest.mark.slow
+
 COMPUTE = '    tensors["out"][:] = out'
 
 

@@ -49,6 +49,7 @@ def test_a_fresh_build_records_nothing_until_files_are_old(tmp_path):
     assert not (root / ".pypto_build/noop.json").exists()       # outputs younger than 2 s: racy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["edit kernel", "edit header", "delete output", "flags", "new pto",
                                     "kernel_config", "doit forget"])
 def test_any_change_takes_the_full_path(settled, monkeypatch, change):
@@ -139,6 +140,7 @@ CHANGES = ["nothing", "g++ link on PATH retargeted", "g++ behind a wrapper retar
            "ptoas replaced in place", "ptoas link retargeted", "PTOAS_ROOT moved"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", CHANGES)
 def test_the_fast_path_says_nothing_to_do_only_when_explain_does(tmp_path, monkeypatch, change):
     bin_dir = tmp_path / "bin"

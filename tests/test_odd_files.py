@@ -161,6 +161,7 @@ def test_splice_record_fifo_is_read_as_no_record(aged_pto, tmp_path):
     assert stat.S_ISREG(os.stat(root / ".pypto_build/splice/main_group.json").st_mode)
 
 
+@pytest.mark.slow
 def test_replay_refuses_a_fifo_in_golden_data(tmp_path):
     """replay: always runs (no file_dep check before it): golden.py must not meet the FIFO."""
     root = synth.write_l2(tmp_path / "g", kernels=1, golden=True)
@@ -172,6 +173,7 @@ def test_replay_refuses_a_fifo_in_golden_data(tmp_path):
     assert len(lines) == 1 and "data/inputs.bin: is a FIFO (named pipe), not a regular file" in lines[0], out.stderr
 
 
+@pytest.mark.slow
 def test_cache_entry_and_cache_lock_fifo(aged_pto, tmp_path):
     """A planted FIFO in the artefact cache: the entry is a miss (one warning), never read."""
     cache = tmp_path / "cache"

@@ -135,6 +135,7 @@ def test_benchmark(g2):
 
 
 # -- debug/run.py ----------------------------------------------------------------
+@pytest.mark.slow
 def test_run_script_validates_with_golden(g2):
     path = write_run_script(g2)
     assert path == g2.resolve() / "debug" / "run.py"
@@ -149,6 +150,7 @@ def test_run_script_validates_with_golden(g2):
     assert "Golden validation: PASSED" in proc.stdout
 
 
+@pytest.mark.slow
 def test_run_script_without_golden_uses_inline_inputs(g2):
     (g2 / "golden.py").unlink()
     path = write_run_script(g2)
@@ -162,6 +164,7 @@ def test_run_script_without_golden_uses_inline_inputs(g2):
     assert "Golden validation" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_run_script_no_validate_with_golden_calls_user_compare(g2):
     path = write_run_script(g2)
     text = path.read_text().replace("    return  # TODO: add your comparison here", "    print('HOOK')")
@@ -236,6 +239,7 @@ def test_inline_statements_follow_the_table(tmp_path):
 
 
 # -- replay_main -----------------------------------------------------------------
+@pytest.mark.slow
 def test_replay_main_standalone(g2, capsys):
     assert replay_main([str(g2), "--validate"]) == 0
     assert "Golden validation: PASSED" in capsys.readouterr().out

@@ -25,6 +25,8 @@ from pypto_build.run.golden import load_golden
 from pypto_build.compat.pypto_replay import replay
 
 torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.slow
 HEADERS = "#include <cstdlib>\n#include <csignal>\n#include <unistd.h>"
 KERNEL1 = "task 1 (main_incore_1_aiv, func_id 1) from main_incore_1_aiv.so"
 

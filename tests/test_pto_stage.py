@@ -45,6 +45,7 @@ def run_k2(root: Path, tmp_path: Path) -> list[float]:
     return call_kernel(so, [1.0, 2.0], [10.0, 20.0])
 
 
+@pytest.mark.slow
 def test_first_build_checks_each_pto_once_by_content_and_rewrites_nothing(tmp_path, ptoas_env):
     root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
     for raw in (root / "ptoas").glob("*.cpp"):
@@ -153,7 +154,7 @@ def test_missing_sentinels_are_refused_and_file_untouched(d, ptoas_env):
     assert k2.read_bytes() == before
 
 
-@pytest.mark.parametrize("knob", ["FAKE_PTOAS_FAIL", "FAKE_PTOAS_HANG"])
+@pytest.mark.parametrize("knob", ["FAKE_PTOAS_FAIL", pytest.param("FAKE_PTOAS_HANG", marks=pytest.mark.slow)])
 def test_ptoas_failure_or_timeout_fails_leaves_kernels_and_retries(d, ptoas_env, monkeypatch, knob):
     monkeypatch.setenv("PYPTO_PTOAS_TIMEOUT", "2")
     pto = synth.pto_path(d, "main_incore_2_aic")

@@ -84,6 +84,7 @@ def test_first_sight_of_an_edited_pto_applies_it_whatever_the_mtimes(tmp_path, p
     assert [p.read_text() for p in backups] == [old_raw]        # the raw output as found is kept
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["cp -r", "git clone", "copytree"])
 def test_a_directory_never_seen_never_reports_unapplied_edits(tmp_path, monkeypatch, how):
     monkeypatch.setenv("PTOAS_ROOT", str(tmp_path / "no-ptoas"))        # no ptoas anywhere
@@ -109,6 +110,7 @@ def test_a_directory_never_seen_never_reports_unapplied_edits(tmp_path, monkeypa
     assert out.returncode == 1 and "ptoas/main_incore_2_aic.pto: edited, but ptoas not found" in out.stderr
 
 
+@pytest.mark.slow
 def test_unapplied_edits_fail_build_validate_and_ci_unless_allowed(tmp_path, monkeypatch):
     monkeypatch.setenv("PTOAS_ROOT", str(tmp_path / "no-ptoas"))
     root = synth.write_l2(tmp_path / "g", kernels=3, pto=True, golden=True)
@@ -138,6 +140,7 @@ def test_unapplied_edits_fail_build_validate_and_ci_unless_allowed(tmp_path, mon
     assert ".pto edits NOT applied" in ET.parse(junit).getroot().find("testcase/system-out").text
 
 
+@pytest.mark.slow
 def test_the_stage_checks_by_content_with_ptoas_and_keeps_hand_edited_kernels(tmp_path, ptoas_env):
     root = synth.write_l2(tmp_path / "h", kernels=3, pto=True)
     k2 = root / K2
@@ -151,6 +154,7 @@ def test_the_stage_checks_by_content_with_ptoas_and_keeps_hand_edited_kernels(tm
     assert any("out[i] * 0.25f" in p.read_text() for p in backups)
 
 
+@pytest.mark.slow
 def test_a_reverted_pto_edit_builds_again_without_ptoas(tmp_path, monkeypatch):
     """Without ptoas an edit fails the build; put back as it was, the directory is up to date again
     (the failure wrote nothing) — it used to keep failing with "edited" until ptoas was installed."""

@@ -243,6 +243,7 @@ def test_fake_ptoas_failure_knobs(tmp_path):
     assert r.returncode == 1
 
 
+@pytest.mark.slow
 def test_fake_ptoas_hang_knob(tmp_path):
     pto = tmp_path / "u.pto"
     pto.write_text("// FAKE_PTOAS_HANG\n")

@@ -76,6 +76,7 @@ def entries(store: Path) -> list[Path]:
     return [p for p in store.rglob("*") if p.is_file()]
 
 
+@pytest.mark.slow
 @needs_nginx
 def test_second_machine_hits_the_remote_with_an_empty_local_cache(server, tmp_path):
     url, store = server
@@ -88,6 +89,7 @@ def test_second_machine_hits_the_remote_with_an_empty_local_cache(server, tmp_pa
     assert {p.name: p.read_bytes() for p in a.rglob("*.so")} == {p.name: p.read_bytes() for p in b.rglob("*.so")}
 
 
+@pytest.mark.slow
 @needs_nginx
 def test_remote_only_without_a_local_cache(server, tmp_path):
     url, _store = server
@@ -96,6 +98,7 @@ def test_remote_only_without_a_local_cache(server, tmp_path):
     assert len(result.from_cache) == 3
 
 
+@pytest.mark.slow
 def test_dead_remote_degrades_to_local_building_with_one_warning(tmp_path, capfd):
     url = f"http://127.0.0.1:{free_port()}"                     # nothing listens there
     root = synth.write_l2(tmp_path / "a", kernels=3)
@@ -149,6 +152,7 @@ def after_ping(peer: Peer) -> list[tuple[str, str]]:
     return [r for r in peer.requests() if r[1] != PING]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_a_broken_server_at_the_ping_is_one_warning_and_a_local_build(mode, peer_factory, tmp_path):
     peer = peer_factory(mode)
@@ -160,6 +164,7 @@ def test_a_broken_server_at_the_ping_is_one_warning_and_a_local_build(mode, peer
     assert peer.requests() == [("GET", PING)]           # dropped at planning: no compile asks it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_server_failing_inside_the_compiles_is_one_warning_per_run(mode, jobs, peer_factory, tmp_path):
@@ -175,6 +180,7 @@ def test_a_server_failing_inside_the_compiles_is_one_warning_per_run(mode, jobs,
     assert peer.requests().count(("GET", PING)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_ci_shares_one_verdict_across_directories_and_processes(mode, peer_factory, tmp_path):
     peer = peer_factory(mode, ping_ok=True)
@@ -191,6 +197,7 @@ def test_ci_shares_one_verdict_across_directories_and_processes(mode, peer_facto
 # --- records name their key; a record or body that does not match is a failure, never an install ------
 
 
+@pytest.mark.slow
 def test_a_working_peer_round_trip_has_no_warning(peer_factory, tmp_path, capfd, monkeypatch):
     monkeypatch.setenv("PYPTO_BUILD_REMOTE_TIMEOUT", "5")
     peer = peer_factory("cache")
@@ -205,6 +212,7 @@ def test_a_working_peer_round_trip_has_no_warning(peer_factory, tmp_path, capfd,
     assert "remote cache" not in capfd.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_record_for_another_key_never_installs_that_binary(peer_factory, tmp_path):
     store = tmp_path / "store"
     filler = peer_factory("cache", store=store)
@@ -221,6 +229,7 @@ def test_a_record_for_another_key_never_installs_that_binary(peer_factory, tmp_p
     assert after_ping(swap)[0][1].startswith("/ac/") and len(after_ping(swap)) == 1   # no CAS body fetched
 
 
+@pytest.mark.slow
 def test_records_of_the_old_format_are_misses_and_get_replaced(peer_factory, tmp_path, capfd):
     peer = peer_factory("cache")
     build(synth.write_l2(tmp_path / "a", kernels=2), remote_cache=peer.url)
@@ -305,6 +314,7 @@ def test_an_answer_bigger_than_the_cap_is_refused(peer_factory, tmp_path):
         request(endpoint, "GET", "/cas/" + "a" * 64, timeout_s=5, max_body=99)
 
 
+@pytest.mark.slow
 def test_https_remote(peer_factory, tmp_path):
     """The transport's TLS path against a real TLS server (a self-signed certificate the client trusts)."""
     openssl = shutil.which("openssl")

@@ -34,6 +34,7 @@ def golden_args(root: Path) -> tuple[list[str], list]:
     return [n for n, _ in pairs], [v for _, v in pairs]
 
 
+@pytest.mark.slow
 def test_replay_computes_the_golden_result_in_place(g, capsys):
     names, args = golden_args(g)
     out = args[names.index("out")]
@@ -47,6 +48,7 @@ def test_replay_computes_the_golden_result_in_place(g, capsys):
     assert torch.equal(torch.load(g / ".pypto_build/replay/out.pt"), out)
 
 
+@pytest.mark.slow
 def test_wrong_kernel_fails_validation_naming_the_output(g):
     k = synth.kernel_path(g, 1)
     k.write_text(k.read_text().replace("0.5f", "0.75f"))
@@ -55,6 +57,7 @@ def test_wrong_kernel_fails_validation_naming_the_output(g):
         replay(g, *args, validate=True, progress=None)
 
 
+@pytest.mark.slow
 def test_edit_changes_result_and_recompiles_only_that_kernel(g):
     names, args = golden_args(g)
     replay(g, *args, progress=None)
@@ -67,6 +70,7 @@ def test_edit_changes_result_and_recompiles_only_that_kernel(g):
     assert not torch.equal(args[names.index("out")], before)
 
 
+@pytest.mark.slow
 def test_validate_reuses_the_verdict_until_something_changes(g):
     first = validate(g)
     assert first.names("ran", "validate:") == ["validate:."]
@@ -80,6 +84,7 @@ def test_validate_reuses_the_verdict_until_something_changes(g):
     assert validate(g).names("ran", "validate:") == ["validate:."]       # a binary changed
 
 
+@pytest.mark.slow
 def test_failed_validation_is_not_cached(g):
     k = synth.kernel_path(g, 1)
     k.write_text(k.read_text().replace("0.5f", "0.75f"))
@@ -89,6 +94,7 @@ def test_failed_validation_is_not_cached(g):
         assert "Output 'out' does not match golden" in result.failures[0].message
 
 
+@pytest.mark.slow
 def test_cli_validate_prints_cached_verdict(g):
     first = run("pypto-build", "validate", str(g))
     assert first.returncode == 0, first.stderr
@@ -98,6 +104,7 @@ def test_cli_validate_prints_cached_verdict(g):
     assert "[execute]" not in second.stdout
 
 
+@pytest.mark.slow
 def test_cli_replay_with_diagnostics(g):
     out = run(sys.executable, "-m", "pypto_build", "replay", str(g), "--validate", "--swimlane", "--dump-args",
               "--pmu", "2")
@@ -119,6 +126,7 @@ def test_cli_replay_without_golden_is_one_line(g):
     assert "golden.py not found" in out.stderr and "pypto_build.replay(dir, *tensors)" in out.stderr
 
 
+@pytest.mark.slow
 def test_doit_replay_inside_the_build_dir(g):
     edit(synth.kernel_path(g, 1))
     out = run("doit", "replay", "--validate", cwd=g)
@@ -133,6 +141,7 @@ def test_multi_orch_parent_says_which_sub_builds_to_replay(tmp_path):
     assert str(root / "next_levels" / "orch_a") in str(info.value)
 
 
+@pytest.mark.slow
 def test_replay_checks_argument_count_against_golden(g):
     with pytest.raises(ValueError, match=r"expected 2 tensors .* got 1"):
         replay(g, torch.zeros(16), validate=True, progress=None)

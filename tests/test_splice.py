@@ -356,6 +356,7 @@ def _works_or_splice_error(call):
         return None
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts)
 def test_fuzz_preprocess(raw):
@@ -363,6 +364,7 @@ def test_fuzz_preprocess(raw):
     assert all(isinstance(n, str) for n in function_names(raw))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts, texts)
 def test_fuzz_split_and_splice(text, body):
@@ -377,6 +379,7 @@ def test_fuzz_split_and_splice(text, body):
         assert splice(text, old, "p") == text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts, st.sampled_from(["k", "v1", "", "w", "k(", ".*"]))
 def test_fuzz_signature_of(body, name):

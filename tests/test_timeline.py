@@ -5,6 +5,8 @@ import io
 import json
 import subprocess
 
+import pytest
+
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.graph import load_graph
@@ -15,6 +17,7 @@ class Terminal(io.StringIO):
         return True
 
 
+@pytest.mark.slow
 def test_trace_has_one_span_per_task_run_on_at_most_j_lanes(tmp_path):
     root = synth.write_l2(tmp_path / "d", kernels=5)
     trace = tmp_path / "t.json"
@@ -40,6 +43,7 @@ def test_compdb_lists_every_unit_with_its_command(l2):
     assert k1["output"] == str(l2 / "kernels/aiv/main_incore_1_aiv.so")
 
 
+@pytest.mark.slow
 def test_status_line_on_a_terminal_plain_lines_otherwise(tmp_path):
     root = synth.write_l2(tmp_path / "d", kernels=2)
     term = Terminal()

@@ -141,6 +141,7 @@ def test_run_keeps_the_head_and_tail_of_a_flood_and_counts_the_rest():
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_run_timeout_kills_the_whole_group(tmp_path, reaper):
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -200,6 +201,7 @@ def test_what_a_finished_program_left_running_is_killed(tmp_path, reaper):
 # --- file names are paths ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel, orch", [("-k0.cpp", "-main.cpp"), ("--help.cpp", "--version.cpp"),
                                           ("k 0.cpp", "main orch.cpp")])
 def test_sources_named_like_options_are_compiled_as_the_files_they_are(tmp_path, kernel, orch):
@@ -217,6 +219,7 @@ def test_sources_named_like_options_are_compiled_as_the_files_they_are(tmp_path,
                                                           "compile:aiv/main_incore_1_aiv"]
 
 
+@pytest.mark.slow
 def test_an_include_dir_named_like_a_response_file_stays_a_directory(tmp_path):
     root = synth.write_l2(tmp_path / "d", kernels=2, header_every=0)
     (root / "@inc").mkdir()
@@ -258,6 +261,7 @@ def pto_dir(tmp_path: Path, stem: str) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", ["@u", "-u"])
 def test_ptoas_gets_unit_files_as_paths(tmp_path, ptoas_env, stem):
     root = pto_dir(tmp_path, stem)
@@ -273,6 +277,7 @@ def test_ptoas_gets_unit_files_as_paths(tmp_path, ptoas_env, stem):
 # --- timeouts, signals, floods -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_compiler_that_times_out_is_killed_with_everything_it_started(tmp_path, hang_cxx, monkeypatch):
     root = synth.write_l2(tmp_path / "d", kernels=1)
     monkeypatch.setenv("PYPTO_COMPILER_TIMEOUT", "1")
@@ -286,6 +291,7 @@ def test_a_compiler_that_times_out_is_killed_with_everything_it_started(tmp_path
     assert_gone(found)
 
 
+@pytest.mark.slow
 def test_a_ptoas_that_times_out_is_killed_with_everything_it_started(tmp_path, ptoas_env, monkeypatch, reaper):
     root = pto_dir(tmp_path, "main_incore_2_aic")
     pidfile = tmp_path / "ptoas.pids"
