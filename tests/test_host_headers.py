@@ -21,10 +21,9 @@ from pypto_build.runtime.abi import (ABI_VERSION, ADDRESS_SPACE_DEVICE, ALLOC_FN
                                      REPORT_FATAL_FN, SCOPE_FN, SUBMIT_FN, ChipTaskArgs, ChipTensor,
                                      DataType, PTO2OrchestrationConfig, PTO2RuntimeOps, aligned_tensors,
                                      fill_from_torch)
+from pypto_build.platforms.host import HOST_FALLBACK, HOST_INCLUDE
 
-PKG = Path(synth.__file__).resolve().parent
-INCLUDE = PKG / "runtime" / "host" / "include"
-FALLBACK = PKG / "runtime" / "host" / "fallback"
+INCLUDE, FALLBACK = HOST_INCLUDE, HOST_FALLBACK
 CXX = shutil.which("g++")
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ on PATH: the host headers cannot be compiled")

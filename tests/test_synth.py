@@ -14,10 +14,9 @@ import pytest
 
 from pypto_build.testing import synth
 from pypto_build.runtime.abi import aligned_tensors
+from pypto_build.platforms.host import HOST_FALLBACK, HOST_INCLUDE
 
-PKG = Path(synth.__file__).resolve().parent
-INCLUDE = PKG / "runtime" / "host" / "include"
-FALLBACK = PKG / "runtime" / "host" / "fallback"
+INCLUDE, FALLBACK = HOST_INCLUDE, HOST_FALLBACK
 CXX = shutil.which("g++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no g++ on PATH: kernels cannot be compiled")
 
