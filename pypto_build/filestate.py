@@ -29,8 +29,8 @@ from .hashing import file_digest
 from .racy import RACY_NS, changed_since
 from .safeio import NotRegularFile, is_regular
 
-__all__ = ["FileState", "State", "make_state", "same_stat", "is_modified", "first_changed", "refreshed", "refreshed_file", "digest_of",
-           "RACY_NS"]    # RACY_NS: the worst-case racy window (bench/ reads it here)
+__all__ = ["FileState", "State", "make_state", "same_stat", "is_modified", "first_changed", "refreshed",
+           "refreshed_file", "digest_of", "RACY_NS"]    # RACY_NS: the worst-case racy window (bench/ reads it here)
 
 State = list  # a FileState as stored: [mtime_ns, size, ino, ctime_ns, digest | None, trusted]
 
@@ -50,7 +50,15 @@ class FileState(NamedTuple):
     @classmethod
     def of(cls, saved: object) -> FileState | None:
         """The stored list read back, or None when it is not a state of this format."""
-        return cls(*saved) if isinstance(saved, (list, tuple)) and len(saved) == len(cls._fields) else None
+        return cls(*saved) if _stored(saved) else None
+
+
+# The stored list read by field name without building a FileState: these run per file per task of a no-op.
+MTIME, SIZE, INO, CTIME, DIGEST, TRUSTED = range(len(FileState._fields))
+
+
+def _stored(saved: object) -> bool:
+    return isinstance(saved, (list, tuple)) and len(saved) == len(FileState._fields)
 
 
 def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns: int | None = None) -> State:
@@ -74,20 +82,18 @@ def make_state(path: str, st: os.stat_result | None = None, *, changed_since_ns:
 
 
 def same_stat(st: os.stat_result, state: State) -> bool:
-    saved = FileState.of(state)
-    return saved is not None and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == \
-        (saved.mtime_ns, saved.size, saved.ino, saved.ctime_ns)
+    return _stored(state) and st.st_mtime_ns == state[MTIME] and st.st_size == state[SIZE] and \
+        st.st_ino == state[INO] and st.st_ctime_ns == state[CTIME]
 
 
 def is_modified(path: str, st: os.stat_result, state: State | None) -> bool:
     """True when the file's content differs from the recorded state."""
-    saved = FileState.of(state)
-    if saved is None or not is_regular(st) or st.st_size != saved.size or saved.digest is None:
+    if not _stored(state) or not is_regular(st) or st.st_size != state[SIZE] or state[DIGEST] is None:
         return True
-    if saved.trusted and same_stat(st, state):
+    if state[TRUSTED] and same_stat(st, state):
         return False
     try:
-        return file_digest(path, st) != saved.digest
+        return file_digest(path, st) != state[DIGEST]
     except NotRegularFile:          # swapped for a FIFO since the stat: changed, never read
         return True
 
@@ -106,7 +112,7 @@ def first_changed(states: dict) -> str | None:
 
 def refreshed(path: str, st: os.stat_result, state: State) -> State | None:
     """A newer state for an unchanged file whose stat moved, else None."""
-    if FileState.of(state).trusted and same_stat(st, state):
+    if state[TRUSTED] and same_stat(st, state):
         return None
     new = make_state(path, st)
     return None if new == state else new
@@ -114,8 +120,7 @@ def refreshed(path: str, st: os.stat_result, state: State) -> State | None:
 
 def digest_of(state: object) -> str | None:
     """The recorded digest, or None (none recorded, or not a state of this format)."""
-    saved = FileState.of(state)
-    return saved.digest if saved is not None else None
+    return state[DIGEST] if _stored(state) else None
 
 
 def refreshed_file(path: str, state: State | None) -> State | None:
