@@ -2,7 +2,8 @@
 
 Door: `Platform`, `load_platform` (planning: the toolchain located), `platform_class`
 (running: no toolchain needed), `default_platform`, `PLATFORMS`, `HostPlatform`.
-Modules: `base` (the interface), `registry` (names), `host`.
+Modules: `base` (the interface), `names` (PyPTO's platform names, the default), `registry`
+(implementations by name), `host`.
 """
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from ..doors import door
 _EXPORTS = {
     "Platform": "base",
     "HostPlatform": "host",
-    "PLATFORMS": "registry",
-    "DEFAULT_PLATFORM": "registry",
-    "default_platform": "registry",
+    "PLATFORMS": "names",
+    "DEFAULT_PLATFORM": "names",
+    "default_platform": "names",
     "load_platform": "registry",
     "platform_class": "registry",
 }

@@ -1,4 +1,4 @@
-"""Platform names and their implementations: `load_platform` for planning, `platform_class` for running."""
+"""Platform implementations by name: `load_platform` for planning, `platform_class` for running."""
 from __future__ import annotations
 
 import os
@@ -7,15 +7,9 @@ from typing import Mapping
 from ..errors import ToolchainError
 from .base import Platform
 from .host import HostPlatform
+from .names import PLATFORMS
 
-PLATFORMS = ("host", "a2a3sim", "a5sim", "a2a3", "a5")      # every name PyPTO records
-DEFAULT_PLATFORM = "host"
 _IMPLEMENTED: dict[str, type[Platform]] = {"host": HostPlatform}
-
-
-def default_platform() -> str:
-    """`$PYPTO_BUILD_PLATFORM`, else host."""
-    return os.environ.get("PYPTO_BUILD_PLATFORM") or DEFAULT_PLATFORM
 
 
 def platform_class(name: str) -> type[Platform]:
