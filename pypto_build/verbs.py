@@ -16,7 +16,6 @@ from . import options, stages
 from .errors import BuildError, PyptoBuildError, WorkerDied, error, interrupted
 from .markers import find_root
 
-VERBS = ("build", "replay", "validate", "explain")
 
 
 def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
