@@ -17,7 +17,6 @@ from .errors import BuildError, PyptoBuildError, WorkerDied, error, interrupted
 from .markers import find_root
 
 
-
 def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
     """Run a verb: bad input is one line and exit 2, an interrupt exit 130; tracebacks only with `debug`."""
     try:
