@@ -100,21 +100,21 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     finally:
         for leftover in (tmp_out, tmp_dep):
             leftover.unlink(missing_ok=True)
-    inside, outside = states
-    if cache is not None and all(digest_of(state) is not None for state in (*inside.values(), *outside.values())):
-        store_compile(cache, base, unit.sub_rel, [*inside, *outside], out)
+    within, outside = states
+    if cache is not None and all(digest_of(state) is not None for state in (*within.values(), *outside.values())):
+        store_compile(cache, base, unit.sub_rel, [*within, *outside], out)
     return _values(unit, compiler_id, context, states)
 
 
 def _values(unit: CompileUnit, compiler_id: str, context: str | None, states: tuple[dict, dict]) -> dict | TaskFailed:
     """What the next check compares; the headers outside the build directory as a shared set (header_sets)."""
-    inside, outside = states
+    within, outside = states
     try:
         shared = header_sets.store(outside) if outside else None
     except OSError as exc:
         return TaskFailed(_failure(unit, f"cannot record the headers it read ({exc})"))
     return {"argv": unit.argv_key, "compiler": compiler_id, "context": context, "tracking": TRACKING,
-            "headers": inside, "outside": shared, "output": make_state(unit.output)}
+            "headers": within, "outside": shared, "output": make_state(unit.output)}
 
 
 def _header_states(unit: CompileUnit, headers: tuple[list[str], list[str]], start_ns: int) -> tuple[dict, dict] | str:
