@@ -59,6 +59,7 @@ class KernelConfig:
     kernels: tuple[KernelSpec, ...]
     orchestration: OrchestrationSpec
     runtime_config: dict = field(default_factory=dict, hash=False)
+    runtime_line: int = 0           # line of the RUNTIME_CONFIG assignment (0: none, the default runtime)
 
     @property
     def runtime_name(self) -> str:
@@ -101,7 +102,9 @@ class _Parser(Evaluator):
         results: dict[str, Any] = {"RUNTIME_CONFIG": {}}
         for name in sorted(defs, key=lambda n: defs[n][0].lineno):  # report the first error in file order
             results[name] = handlers[name](self._enter(defs[name]))
-        return KernelConfig(self.file, results["KERNELS"], results["ORCHESTRATION"], results["RUNTIME_CONFIG"])
+        runtime_line = defs["RUNTIME_CONFIG"][0].lineno if "RUNTIME_CONFIG" in defs else 0
+        return KernelConfig(self.file, results["KERNELS"], results["ORCHESTRATION"], results["RUNTIME_CONFIG"],
+                            runtime_line)
 
     def _enter(self, definition: tuple[ast.stmt, ast.AST, frozenset[str], frozenset[str]]) -> ast.AST:
         """Restore the names bound at the definition's position; return its value."""

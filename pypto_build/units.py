@@ -63,6 +63,7 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     timeout = seconds(*COMPILER_TIMEOUT)
     plans = []
     for sub in layout.sub_builds:
+        _check_runtime(sub, platform)
         # The orchestration first: it is the longest compile, and doit dispatches in this order,
         # so with -j it overlaps the kernels instead of trailing them.
         units = [_orch_unit(layout, sub, platform, timeout)]
@@ -150,6 +151,17 @@ def _require_file(sub: SubBuild, src: Path, what: str, line: int) -> None:
         problem = f"is {kind_of(src.stat().st_mode)}, not a regular file" if src.exists() else "does not exist"
         raise manifest_error(sub.config.path, line, f"{what} {shown} {problem}", "an existing source file",
                              "Restore the file, fix the entry, or recompile via ir.compile() to regenerate it")
+
+
+def _check_runtime(sub: SubBuild, platform: Platform) -> None:
+    """A runtime the platform cannot build is refused before anything compiles, naming RUNTIME_CONFIG."""
+    name = sub.config.runtime_name
+    if name not in platform.runtimes:
+        raise manifest_error(sub.config.path, sub.config.runtime_line,
+                             f'RUNTIME_CONFIG["runtime"] is "{name}", which the {platform.name} platform cannot '
+                             "build or run", " or ".join(f'"{r}"' for r in platform.runtimes),
+                             "Build it for a platform that has this runtime (PyPTO with simpler), or recompile "
+                             "via ir.compile() with the runtime this platform has")
 
 
 def _check_unique(sub: SubBuild, units: list[CompileUnit]) -> None:

@@ -202,13 +202,22 @@ def test_l3_builds_every_sub_build_with_prefixed_names(l3):
 
 
 @pytest.mark.slow
-def test_runtime_name_change_rebuilds_only_that_sub_build(l3):
+def test_a_runtime_the_host_platform_lacks_is_refused_while_planning(l3):
+    """host_build_graph runs its orchestration on the host with ops our host runtime lacks: one line naming
+    RUNTIME_CONFIG, exit 2, nothing compiled or unstamped (a runtime-name change that a platform can build
+    rebuilds its sub-build: test_staleness.py)."""
     cfg = l3 / "next_levels/chip_a/kernel_config.py"
+    stamp = l3 / "next_levels/chip_a/cache/binary_context.json"
+    before = stamp.read_bytes()
     cfg.write_text(cfg.read_text().replace('"tensormap_and_ringbuffer"', '"host_build_graph"'))
-    result = build(l3)
-    assert result.compiled and all(n.split(":")[1].startswith("chip_a/") for n in result.compiled)
-    assert json.loads((l3 / "next_levels/chip_a/cache/binary_context.json").read_text())["runtime_name"] \
-        == "host_build_graph"
+    line = next(i for i, text in enumerate(cfg.read_text().splitlines(), 1) if text.startswith("RUNTIME_CONFIG"))
+    out = subprocess.run(["pypto-build", "build", str(l3)], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f'pypto-build: error: {cfg}:{line}: RUNTIME_CONFIG["runtime"] is "host_build_graph", which the host '
+        'platform cannot build or run; expected "tensormap_and_ringbuffer". Build it for a platform that has this '
+        "runtime (PyPTO with simpler), or recompile via ir.compile() with the runtime this platform has"]
+    assert stamp.read_bytes() == before
 
 
 @pytest.mark.slow

@@ -247,6 +247,13 @@ def test_runtime_revision_change_rebuilds_every_unit_and_restamps(l2):
     assert stamp_of(l2)["runtime_revision"] == "fake-runtime-2"
 
 
+def test_runtime_name_change_rebuilds_every_unit_and_restamps(l2):
+    cfg = l2 / "kernel_config.py"
+    cfg.write_text(cfg.read_text().replace('"tensormap_and_ringbuffer"', '"host_build_graph"'))
+    rebuilds(l2, dict.fromkeys(UNITS, "runtime/PTO-ISA identity changed"), stamp=STAMP_REBUILT)
+    assert stamp_of(l2)["runtime_name"] == "host_build_graph"
+
+
 UNKNOWN = FakePlatform(runtime_revision=Revision(None, "no revision in this test"))
 WHY_UNKNOWN = "runtime identity unknown (no revision in this test)"
 

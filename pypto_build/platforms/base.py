@@ -1,6 +1,6 @@
 """The platform seam: what planning and running ask of a target platform, in one small interface.
 
-A platform says how to find its toolchain (`locate`), the command line of each
+A platform says which runtimes it builds (`runtimes`), how to find its toolchain (`locate`), the command line of each
 unit kind (`kernel_argv`, `orchestration_argv`), the identities it contributes
 (`binary_context`, `covered_roots`, its compiler's identity), where binaries go
 (`binary_path`) and how a built directory is executed (`execute`, which must
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, Sequence
 
 if TYPE_CHECKING:
     from ..identity import BinaryContext
@@ -24,6 +24,7 @@ class Platform(ABC):
     keeps one per graph); `name` is what `compiled_meta.json` and `--platform` call it."""
 
     name: str
+    runtimes: ClassVar[tuple[str, ...]]  # the RUNTIME_CONFIG["runtime"] names it can build and run
     compiler: Compiler                  # every unit's compiler; its identity is an input of every unit
     system_dirs: tuple[str, ...]        # where the compiler finds headers by itself (resolved): not an escape
 

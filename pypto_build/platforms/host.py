@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, ClassVar, Mapping, Sequence
 
 from ..errors import ToolchainError
 from ..identity import BinaryContext, Revision, clean_git_revision, host_runtime_revision
@@ -34,6 +34,8 @@ class HostPlatform(Platform):
     pto_isa_root: Path | None
     system_dirs: tuple[str, ...] = ()
     name: str = "host"
+    # host_build_graph runs its orchestration on the host with Graph-Execution ops the host runtime lacks
+    runtimes: ClassVar[tuple[str, ...]] = ("tensormap_and_ringbuffer",)
 
     @classmethod
     def locate(cls, env: Mapping[str, str]) -> HostPlatform:

@@ -22,7 +22,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import ClassVar, Mapping
 
 from ..hashing import text_digest
 from ..identity import BinaryContext, Revision
@@ -41,6 +41,7 @@ class FakePlatform(Platform):
     defines: tuple[str, ...] = ("-DFAKE_FLAG=1",)
     runtime_revision: Revision = Revision("fake-runtime-1")
     name: str = "fake"
+    runtimes: ClassVar[tuple[str, ...]] = ("tensormap_and_ringbuffer", "host_build_graph")
     system_dirs: tuple[str, ...] = ()
 
     @property
