@@ -73,7 +73,8 @@ def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
     validating = verb == "validate" or bool(get("validate", False))
     graph = load_graph(root, **options.graph_options(values))
-    result = run_graph(graph, caches=open_caches(**options.cache_options(values)), run=run, tasks=[stages.VALIDATE if validating else stages.REPLAY], progress=progress, check=False,
+    result = run_graph(graph, caches=open_caches(**options.cache_options(values)), run=run,
+                       tasks=[stages.VALIDATE if validating else stages.REPLAY], progress=progress, check=False,
                        force=(stages.prefix(stages.VALIDATE),) if verb == "replay" and validating else (),
                        **options.run_options(values))
     return _status(result, progress is None)
