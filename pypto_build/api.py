@@ -134,12 +134,11 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
     """
     from .graph import load_graph
     from .pto import pto_options
-    from .runconfig import RunConfig, RunSpec
+    from .runconfig import RunSpec
 
     root = Path(work_dir).resolve()
     graph = load_graph(root, None, pto_options(rebuild_from_pto, allow_unapplied=allow_unapplied_pto))
-    config = config or RunConfig()
-    run = RunSpec(config) if run_timeout is None else RunSpec(config, run_timeout)
+    run = RunSpec.given(config, run_timeout)
     return run_graph(graph, run=run, tasks=[stages.VALIDATE], jobs=jobs, progress=progress, check=check)
 
 

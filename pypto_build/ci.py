@@ -148,7 +148,7 @@ def _one(root: Path, cache_dir: str | None, remote: Remote | None, allow_unappli
         graph = load_graph(root, pto=pto_options(allow_unapplied=allow_unapplied))
         caches = open_caches(cache_dir, remote, check_remote=False)     # opened once by run_ci
         validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
-        run = RunSpec() if run_timeout is None else RunSpec(timeout=run_timeout)
+        run = RunSpec.given(timeout=run_timeout)
         result = run_graph(graph, caches=caches, run=run,
                            tasks=[stages.VALIDATE] if validating else None, keep_going=True, progress=progress,
                            check=False)

@@ -65,3 +65,9 @@ class RunSpec:
 
     config: RunConfig = RunConfig()
     timeout: float = field(default_factory=lambda: seconds(*RUN_TIMEOUT))    # $PYPTO_RUN_TIMEOUT or 1800 s
+
+    @classmethod
+    def given(cls, config: RunConfig | None = None, timeout: float | None = None) -> RunSpec:
+        """The library's form (`replay()`, `validate()`, `ci`): None means the default."""
+        config = config or RunConfig()
+        return cls(config) if timeout is None else cls(config, timeout)

@@ -42,8 +42,8 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
     from ..api import build
     from ..run import run_program
 
-    config = config or RunConfig()
-    run = RunSpec(config) if run_timeout is None else RunSpec(config, run_timeout)
+    run = RunSpec.given(config, run_timeout)
+    config = run.config
     if progress == "stdout":
         progress = sys.stdout           # looked up per call (tests and callers may replace sys.stdout)
     if config.platform != "host":
