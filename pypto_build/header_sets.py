@@ -18,8 +18,9 @@ from pathlib import Path
 from . import atomic
 from .filestate import digest_of, first_changed
 from .hashing import text_digest
+from .markers import STATE_DIR
 
-SETS_DIR = ".pypto_build/headers"      # relative to the build root (every action's working directory)
+SETS_DIR = f"{STATE_DIR}/headers"      # relative to the build root (every action's working directory)
 
 
 def name_of(states: dict[str, list]) -> str:
