@@ -47,7 +47,8 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
         CoreTaskArgs params_t0;
         params_t0.add_input(ext_a);
         params_t0.add_input(ext_b);
-        params_t0.add_output(TensorCreateInfo(c_shapes, 2, DataType::FLOAT32));
+        TensorCreateInfo c_ci(c_shapes, 2, DataType::FLOAT32);
+        params_t0.add_output(c_ci);
         params_t0.add_scalar(static_cast<int64_t>(M));
         params_t0.add_scalar(static_cast<int64_t>(N));
         params_t0.add_scalar(static_cast<int64_t>(K));
