@@ -43,6 +43,7 @@ class BuildResult:
     warnings: tuple[str, ...] = field(default=())
     spliced: tuple[str, ...] = field(default=())        # kernel files re-spliced from .pto
     not_applied: tuple[str, ...] = field(default=())    # .pto units whose edits were not applied
+    header: str = ""        # the run's first line: platform (and why, when not the recorded one), runtime, PTO-ISA
 
     @property
     def ok(self) -> bool:
@@ -89,18 +90,18 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     """
     from .engine import noop
     from .pto import pto_options
-    from .platforms import default_platform
+    from .platforms import cannot_serve, choose
 
     if remote_cache or os.environ.get("PYPTO_BUILD_REMOTE_CACHE"):
         from .cache import settings  # a malformed remote URL is refused even with nothing to do
         settings(remote_cache)
     root = Path(work_dir).resolve()
     pto = pto or pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied_pto)
-    platform = platform or default_platform()
     if not tasks and not recompile and not include_stale and trace is None:
-        hit = noop.check(root, lambda: noop.key(platform, pto.enabled, pto.ptoas))
+        chosen = choose(root, platform, cannot_serve=cannot_serve).name
+        hit = noop.check(root, lambda: noop.key(chosen, pto.enabled, pto.ptoas))
         if hit is not None:
-            return _noop_result(root, platform, hit, progress)
+            return _noop_result(root, chosen, hit, progress)
     from .cache import open_caches
     from .graph import load_graph
     graph = load_graph(root, platform, pto, include_stale=include_stale)
@@ -119,7 +120,7 @@ def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) 
             print(line, file=progress)
         print(f"pypto-build: 0 compiled, {current} up to date", file=progress, flush=True)
     return BuildResult(root, platform, tuple(UnitResult(n, "up-to-date", "no-op record") for n in sorted(names)),
-                       0, tuple(lines))
+                       0, tuple(lines[1:]), header=lines[0] if lines else "")
 
 
 def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = None,
@@ -175,10 +176,10 @@ def run_graph(graph, *, caches=None, run=None, tasks: list[str] | None = None, j
         write_trace(reporter.spans, Path(trace))
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
-    said, warned = graph.notices()
+    (header, *said), warned = graph.notices()
     warnings = [*said, *reporter.pto_summary()[1:], *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
-                         tuple(reporter.not_applied))
+                         tuple(reporter.not_applied), header)
     if rc == 3:
         raise PyptoBuildError(f"{root}: doit could not run the graph: {'; '.join(reporter.errors) or 'see stderr'}")
     if check and result.failures:

@@ -7,6 +7,7 @@ the values doit stores for the next run's up-to-date check.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from .identity import identity_covers
 from .confine import inside
 from .oserrors import FREE_SPACE, one_line_failures
 from .racy import fs_now
-from .stamp import remove_stamp, write_stamp
+from .stamp import binary_context_lock, remove_stamp, write_stamp
 from .units import CompileUnit
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     a known identity) a matching binary is restored instead of compiled, and a
     fresh one is stored.
     """
-    sub = Path(unit.sub_rel)
+    sub = Path(unit.cwd or unit.sub_rel)      # the compiler's working directory; argv paths are relative to it
     remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
     out = Path(unit.output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -66,8 +67,10 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     argv[o + 1] = procs.path_arg(os.path.relpath(tmp_out, sub))
     # -MD, not -MMD: -MMD leaves out every header it deems a system one (under -isystem, after
     # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
-    argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg,
-                 f"-ffile-prefix-map={os.path.abspath(sub)}=."]
+    argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg]
+    if not unit.cwd:
+        # relocatable binaries of a relocatable directory; a toolchain's own cwd (unit.cwd) keeps its exact bytes
+        argv[o:o] = [f"-ffile-prefix-map={os.path.abspath(sub)}=."]
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
     try:
         try:
@@ -137,10 +140,11 @@ def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
 
     With an unknown identity no stamp is written (and a stale one is removed).
     """
-    if stamp is None:
-        remove_stamp(Path(stamp_path))
-        return {"stamp": None, "why": why_unknown}
-    write_stamp(Path(stamp_path), stamp)
+    with binary_context_lock(Path(stamp_path)):
+        if stamp is None:
+            remove_stamp(Path(stamp_path))
+            return {"stamp": None, "why": why_unknown}
+        write_stamp(Path(stamp_path), stamp)
     return {"stamp": stamp}
 
 
@@ -211,8 +215,18 @@ def _failure(unit: CompileUnit, message: str, first: str | None = None) -> str:
     full = next((why for why in _DISK_FULL if why in message), None)
     head = (f"{unit.source}: compiling failed: {full.lower()} (the compiler could not write {unit.output}, its "
             f"dependency file or its temp files); {FREE_SPACE}" if full else
-            f"{unit.source}: compiling failed: {first[:400]} — fix it and rebuild")
-    return f"{head} ({unit.task})\n  command (in {unit.sub_rel}): {cmd}\n{message}"
+            f"{unit.source}: compiling failed: {first[:400]} — {_fix(first)}")
+    return f"{head} ({unit.task})\n  command (in {unit.cwd or unit.sub_rel}): {cmd}\n{message}"
 
 
+def _fix(error: str) -> str:
+    """What to do about a compile error: a PTO-ISA header that is not found needs PTO_ISA_ROOT."""
+    missing = _MISSING_HEADER.search(error)
+    if missing and missing.group(1).startswith(("pto/", "pto-")):
+        return (f"PTO-ISA headers are missing ({missing.group(1)}): set PTO_ISA_ROOT to a pto-isa checkout "
+                "(the host platform's fallback headers cover pto/pto-inst.hpp only), then rebuild")
+    return "fix it and rebuild"
+
+
+_MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
 _DISK_FULL = ("No space left on device", "Disk quota exceeded")     # strerror(ENOSPC / EDQUOT) in a tool's output

@@ -15,7 +15,7 @@ from . import stages
 from .layout import BuildKind, Layout, load_layout
 from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from .settings import check_environment
-from .platforms import Platform, default_platform, load_platform
+from .platforms import Choice, Platform, cannot_serve, choose, load_platform
 from .units import SubBuildPlan, plan
 
 
@@ -33,14 +33,27 @@ class Graph:
     plans: tuple[SubBuildPlan, ...]
     pto: PtoPlan
     planned_ns: int = 0
+    choice: Choice | None = None     # which platform and why (None: a located Platform was given)
 
     def notices(self) -> tuple[list[str], list[str]]:
         """What planning has to tell before a run: (lines for stdout, lines for stderr). Printed by the
         engine's loader, kept in `BuildResult.warnings` by the API: one wording for every front end."""
-        out = [self.pto.skipped_line] if self.pto.skipped_line else []
+        out = [self.header()] + ([self.pto.skipped_line] if self.pto.skipped_line else [])
         err = stale_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
                                    "binary_context.json is written" for why in self.unknown_identities()]
         return out, err
+
+    def header(self) -> str:
+        """The run's first line: the platform (and why, when not the recorded one), the runtime and PTO-ISA."""
+        choice = self.choice or Choice(self.platform.name, "given")
+        runtimes = ", ".join(dict.fromkeys(p.context.runtime_name for p in self.plans))
+        runtime = pto_isa = "unknown"
+        if self.plans:
+            context = self.plans[0].context
+            runtime, pto_isa = _short(context.runtime_revision.value), _short(context.pto_isa_revision.value)
+        return (f"pypto-build: platform {self.platform.name} ({choice.why()}) · runtime: "
+                f"{_label(self.platform.runtime_label, runtime)}, {runtimes} · PTO-ISA: "
+                f"{_label(self.platform.pto_isa_label, pto_isa)}")
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -58,7 +71,9 @@ class Graph:
 
 def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptions | None = None,
                include_stale: bool = False) -> Graph:
-    """Read the build directory at `root` and plan it for `platform` (default: $PYPTO_BUILD_PLATFORM or host).
+    """Read the build directory at `root` and plan it for `platform` (default: `platforms.choose` — the
+    recorded one unless $PYPTO_BUILD_PLATFORM says otherwise; a recorded simulator simpler cannot
+    serve here falls back to host).
 
     `platform` is a name (its toolchain is located) or a `Platform` already located (tests plan with
     a fake compiler this way). Bad input raises a PyptoBuildError subclass naming the file;
@@ -67,8 +82,22 @@ def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptio
     started = time.time_ns()
     check_environment()                 # a bad value: one line, before anything is read or written
     layout = load_layout(root, include_stale=include_stale)
-    target = platform if isinstance(platform, Platform) else load_platform(platform or default_platform())
-    return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started)
+    choice = None if isinstance(platform, Platform) else choose(root, platform, cannot_serve=cannot_serve)
+    target = platform if isinstance(platform, Platform) else load_platform(choice.name)
+    return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started, choice)
+
+
+def _short(revision: str | None) -> str:
+    """A revision as people read it: a git hash's first 7 characters; "" for none; unknown."""
+    if not revision:
+        return "(identity unknown)"
+    if revision == "none":
+        return ""
+    return revision[:7] if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision) else revision
+
+
+def _label(what: str, revision: str) -> str:
+    return f"{what} {revision}" if revision else what
 
 
 def stale_lines(graph: Graph) -> list[str]:
@@ -98,7 +127,7 @@ def run_targets(graph: Graph) -> list[RunTarget]:
 
 def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[str] = ()) -> RunTarget:
     base = root if rel == "." else root / rel
-    inputs = [u.output for p in plans for u in p.units]
+    inputs = [out for p in plans for out in p.outputs]
     inputs += [_join(p.sub.rel, "kernel_config.py") for p in plans] + [_join(rel, e) for e in extra]
     if (base / "golden.py").is_file():
         inputs.append(_join(rel, "golden.py"))

@@ -5,6 +5,7 @@ Reads names only (no file content), so the no-op path can find the build root ch
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 from pathlib import Path
 
@@ -17,6 +18,22 @@ DISTRIBUTED_META = "distributed_meta.json"
 HOST_ORCH = "orchestration/host_orch.py"
 MARKERS = (COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG, HOST_ORCH)
 STATE_DIR = ".pypto_build"
+# The host platform's binaries and stamp, per sub-build: apart from the places PyPTO reads for the platform
+# the directory records, so neither tool throws away the other's work.
+HOST_OUTPUTS = f"{STATE_DIR}/host"
+HOST_STAMP = f"{HOST_OUTPUTS}/cache/binary_context.json"
+
+
+def host_binary(source: str) -> str:
+    """Where the host platform puts the binary built from `source` (both relative to the sub-build; a `..`
+    step becomes `__`, so the binary stays under HOST_OUTPUTS)."""
+    parts = ["__" if part == ".." else part for part in posixpath.normpath(source).split("/")]
+    return f"{HOST_OUTPUTS}/{posixpath.splitext('/'.join(parts))[0]}.so"
+
+
+def host_external_binary(func_id: int, core_type: str, stem: str) -> str:
+    """Where the host platform puts an external kernel's binary (relative to the sub-build)."""
+    return f"{HOST_OUTPUTS}/cache/external/{func_id}_{core_type}_{stem}.so"
 
 
 def present_markers(root: Path) -> tuple[str, ...]:

@@ -36,8 +36,9 @@ class Opt:
 
 BUILD = (
     Opt("jobs", "jobs", "int", "run N compiles at once (default 1)", "j", 1, "N"),
-    Opt("platform", "platform", "str", "target platform: host (default, or $PYPTO_BUILD_PLATFORM), a2a3sim, a5sim, "
-        "a2a3, a5", metavar="NAME"),
+    Opt("platform", "platform", "str", "target platform: host, a2a3sim, a5sim, a2a3 or a5 (default: "
+        "$PYPTO_BUILD_PLATFORM, else the one compiled_meta.json records — host when simpler cannot run it here)",
+        metavar="NAME"),
     Opt("recompile", "recompile", "flag", "mark every compile target out of date once (never deletes sources; "
         "edits are picked up without it)"),
     Opt("no_rebuild_from_pto", "no-rebuild-from-pto", "flag", "do not regenerate kernel bodies from edited "
@@ -145,7 +146,7 @@ def run_config(values: Any) -> RunConfig:
         raw = _get(values, "dump_args", 0)
         dump = 1 if raw is True else int(raw or 0)
     try:
-        return RunConfig(platform="host", device_id=_get(values, "device_id", 0), enable_pmu=_get(values, "pmu", 0),
+        return RunConfig(platform=_get(values, "platform"), device_id=_get(values, "device_id", 0), enable_pmu=_get(values, "pmu", 0),
                          enable_chip_swimlane=swimlane, enable_dump_args=dump,
                          enable_dep_gen=bool(_get(values, "dep_gen", False)),
                          enable_scope_stats=bool(_get(values, "scope_stats", False)),

@@ -19,7 +19,7 @@ class RunConfig:
     scope stats cannot be honoured there and are reported, not failed.
     """
 
-    platform: str = "host"
+    platform: str | None = None     # None: the directory's own (platforms.choose); a run resolves it first
     device_id: int = 0
     enable_pmu: int = 0
     enable_chip_swimlane: int = 0

@@ -7,7 +7,8 @@ everything else asks about them through the names here.
 from __future__ import annotations
 
 PTOAS, SPLICE, COMPILE, ORCH, STAMP, REPLAY, VALIDATE = "ptoas", "splice", "compile", "orch", "stamp", "replay", "validate"
-ALL = (PTOAS, SPLICE, COMPILE, ORCH, STAMP, REPLAY, VALIDATE)       # in the order the graph runs them
+LINK, EXTRACT = "link", "extract"          # a device kernel's steps after its compile
+ALL = (PTOAS, SPLICE, COMPILE, ORCH, LINK, EXTRACT, STAMP, REPLAY, VALIDATE)       # in the order the graph runs them
 
 
 def task(stage: str, name: str) -> str:
@@ -21,5 +22,6 @@ def prefix(stage: str) -> str:
 
 
 UNITS = (prefix(COMPILE), prefix(ORCH))                 # one compile unit each: a kernel, an orchestration
+STEPS = (prefix(LINK), prefix(EXTRACT))                 # file-to-file steps after a device kernel's compile
 PTO = (prefix(PTOAS), prefix(SPLICE))                   # the .pto -> kernel .cpp stage
-BUILD = (*PTO, *UNITS, prefix(STAMP))                   # everything `build` runs
+BUILD = (*PTO, *UNITS, *STEPS, prefix(STAMP))           # everything `build` runs

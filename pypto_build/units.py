@@ -20,7 +20,6 @@ from .layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in
 from .manifest_ast import manifest_error
 from .safeio import kind_of
 from .settings import COMPILER_TIMEOUT, seconds
-from .stamp import STAMP
 from .platforms import Platform
 from .toolchain import argv_key, source_name_problem
 
@@ -42,6 +41,24 @@ class CompileUnit:
     covered: tuple[str, ...]  # dirs whose headers an identity covers (not tracked per unit)
     timeout: float = 900.0
     include_roots: tuple[str, ...] = ()  # resolved dirs outside the build dir a header may come from
+    cwd: str = ""          # the compiler's working directory when not the sub-build (absolute: a toolchain's tree)
+
+
+@dataclass(frozen=True)
+class StepUnit:
+    """A file-to-file step after a kernel's compile (`platforms.PostStep`: a device kernel's link, then its
+    payload's extraction), with its own identity: the tool's and its argv's (`key`). Paths relative to the
+    build root; `argv` runs in `cwd` (absolute paths), empty for a step done in process."""
+
+    task: str
+    kind: str
+    sub_rel: str
+    input: str
+    output: str
+    argv: tuple[str, ...]
+    key: str
+    stamp: str
+    cwd: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,10 +69,20 @@ class SubBuildPlan:
     sub: SubBuild
     context: BinaryContext
     units: tuple[CompileUnit, ...]
+    stamp_path: str        # relative to the build root: where this platform's stamp goes
+    steps: tuple[StepUnit, ...] = ()
 
     @property
-    def stamp_path(self) -> str:
-        return _join(self.sub.rel, STAMP)
+    def outputs(self) -> list[str]:
+        """What runs: each unit's output, or the last step's after it."""
+        last = {s.input: s.output for s in self.steps}
+        found = []
+        for u in self.units:
+            out = u.output
+            while out in last:
+                out = last[out]
+            found.append(out)
+        return found
 
 
 def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
@@ -68,10 +95,14 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
         # so with -j it overlaps the kernels instead of trailing them.
         units = [_orch_unit(layout, sub, platform, timeout)]
         units += [_kernel_unit(layout, sub, k, platform, timeout) for k in sub.config.kernels]
-        _check_unique(sub, units)
-        for path, what in [(u.output, f"output of {u.task}") for u in units] + [(_join(sub.rel, STAMP), "stamp")]:
+        stamp = _join(sub.rel, platform.stamp_path)
+        steps = [s for k, u in zip(sub.config.kernels, units[1:]) for s in _steps(layout.root, sub, k, u, platform, stamp)]
+        _check_unique(sub, [*units, *steps])
+        outputs = [(u.output, f"output of {u.task}") for u in [*units, *steps]]
+        for path, what in outputs + [(stamp, "stamp")]:
             confine(layout.root, layout.root / path, what, OUTPUT_FIX)
-        plans.append(SubBuildPlan(sub, platform.binary_context(sub.config.runtime_name), tuple(units)))
+        plans.append(SubBuildPlan(sub, platform.binary_context(sub.config.runtime_name), tuple(units), stamp,
+                                  tuple(steps)))
     return plans
 
 
@@ -82,17 +113,30 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
     stem = src.stem
     if k.external:
         # External kernels have no sidecar next to their source (PyPTO §6.2); ours lives in the sub-build.
-        out_rel = f"cache/external/{k.func_id}_{k.core_type}_{stem}{platform.binary_suffix}"
         src_arg = source = str(src)
     else:
         src_arg = _rel_to(sub.path, src)
-        out_rel = platform.binary_path(src_arg)
         source = _join(sub.rel, src_arg)
-    argv = platform.kernel_argv(k.core_type, src_arg, out_rel, incs)
+    out_rel = platform.kernel_binary(k.func_id, k.core_type, src_arg, k.external)
+    argv = platform.kernel_argv(k.core_type, src_arg, out_rel, incs, sub_dir=sub.path, runtime=sub.config.runtime_name)
     unit_name = f"{k.core_type}/{stem}"
     # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
-    return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", sub, source, out_rel, argv, platform, timeout,
+    return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", layout.root, sub, source, out_rel, argv,
+                 platform, timeout,
                  (str(src.parent),) if k.external else ())
+
+
+def _steps(root: Path, sub: SubBuild, k, unit: CompileUnit, platform: Platform, stamp: str) -> list[StepUnit]:
+    """The platform's steps after a kernel's compile, named after the kernel's compile task."""
+    source = unit.source if k.external else os.path.relpath(root / unit.source, sub.path)
+    compiled = os.path.relpath(root / unit.output, sub.path)
+    _, _, name = unit.task.partition(":")
+    covered = platform.covered_roots()
+    located = {**covered, "<build-root>": os.fspath(root)}
+    return [StepUnit(stages.task(step.kind, name), step.kind, sub.rel, _join(sub.rel, step.input),
+                     _join(sub.rel, step.output), step.argv,
+                     argv_key((step.identity, *step.argv), located), stamp, os.fspath(platform.compile_cwd(sub.path)))
+            for step in platform.post_steps(k.func_id, k.core_type, source, k.external, compiled, sub_dir=sub.path)]
 
 
 def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float) -> CompileUnit:
@@ -101,21 +145,28 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     confine(layout.root, src, f"orchestration source (kernel_config.py line {orch.line})")
     _require_file(sub, src, "ORCHESTRATION source", orch.line)
     src_rel = _rel_to(sub.path, src)
-    out_rel = platform.binary_path(src_rel)
-    argv = platform.orchestration_argv(src_rel, out_rel)
-    return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", sub, _join(sub.rel, src_rel), out_rel, argv,
+    out_rel = platform.orchestration_binary(src_rel)
+    argv = platform.orchestration_argv(src_rel, out_rel, sub_dir=sub.path, runtime=sub.config.runtime_name)
+    return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", layout.root, sub, _join(sub.rel, src_rel),
+                 out_rel, argv,
                  platform, timeout)
 
 
-def _unit(task: str, kind: str, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
+def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
           platform: Platform, timeout: float, extra_roots: tuple[str, ...] = ()) -> CompileUnit:
     covered = platform.covered_roots()
-    roots = (*covered.values(), *_include_flag_paths(argv, sub.path), *extra_roots)
-    return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, STAMP),
+    cwd = platform.compile_cwd(sub.path)
+    # Outside the directory the compiler needs whole paths into it: the key leaves its location out (relocatable).
+    located = covered if cwd == sub.path else {**covered, "<build-root>": os.fspath(root)}
+    roots = (*covered.values(), *_include_flag_paths(argv, cwd), *extra_roots)
+    # The most specific covered root first: a checkout inside another (simpler's build/pto-isa) answers for its files.
+    covered_dirs = tuple(sorted(covered.values(), key=len, reverse=True))
+    return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, platform.stamp_path),
                        # The compiler itself is its own input (identity), so the key covers only its arguments.
-                       argv_key(argv[len(platform.compiler.command):], covered), tuple(covered.values()), timeout,
+                       argv_key(argv[len(platform.compiler_for(kind, sub.config.runtime_name).command):], located), covered_dirs, timeout,
                        # the compiler's search directories come resolved
-                       tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs])))
+                       tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs])),
+                       "" if cwd == sub.path else os.fspath(cwd))
 
 
 _INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")
@@ -164,14 +215,15 @@ def _check_runtime(sub: SubBuild, platform: Platform) -> None:
                              "via ir.compile() with the runtime this platform has")
 
 
-def _check_unique(sub: SubBuild, units: list[CompileUnit]) -> None:
+def _check_unique(sub: SubBuild, units: list[CompileUnit | StepUnit]) -> None:
     seen: dict[str, str] = {}
     for u in units:
+        source = u.source if isinstance(u, CompileUnit) else u.input
         for key in (u.task, u.output):
             if key in seen:
                 raise LayoutError(f"{sub.path / 'kernel_config.py'}: two entries build {key} "
-                                  f"({seen[key]} and {u.source}); give each kernel its own source file")
-            seen[key] = u.source
+                                  f"({seen[key]} and {source}); give each kernel its own source file")
+            seen[key] = source
 
 
 def _rel_to(base: Path, path: Path) -> str:

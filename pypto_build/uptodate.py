@@ -78,6 +78,43 @@ class UnitCheck:
         return self.reason or "unit inputs unchanged"
 
 
+class StepCheck:
+    """A step after a compile (link, extraction) is up to date iff its key (tool and argv) matches and its
+    input and output are as they were after it ran."""
+
+    def __init__(self, key: str, input: str, output: str):
+        self.key, self.input, self.output = key, input, output
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        values = values or {}
+        if "key" not in values:
+            self.reason = "never built"
+        elif values["key"] != self.key:
+            self.reason = "command line or tool changed"
+        elif first_changed({self.input: values.get("input")}):
+            self.reason = f"input {self.input} changed"
+        elif not os.path.exists(self.output):
+            self.reason = f"output {self.output} missing"
+        elif is_modified(self.output, os.stat(self.output), values.get("output")):
+            self.reason = f"output {self.output} modified since it was built"
+        else:
+            self.reason = ""
+        return not self.reason
+
+    def refresh(self, values: dict) -> dict | None:
+        """Values with re-stat'ed states for unchanged files whose stat moved (after a touch)."""
+        found = refreshed_states({self.input: values.get("input")})
+        out = refreshed_file(self.output, values.get("output"))
+        if found is None and out is None:
+            return None
+        return {**values, "input": (found or {}).get(self.input, values.get("input")),
+                "output": out or values.get("output")}
+
+    def __repr__(self) -> str:
+        return self.reason or "step inputs unchanged"
+
+
 class StampCheck:
     """The stamp is current iff the identity is known and the file holds exactly it."""
 

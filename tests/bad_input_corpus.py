@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from pypto_build.markers import HOST_STAMP, host_binary
 from pypto_build.testing import synth
 
 FAKE_PTOAS = str(Path(__file__).resolve().parent / "tools" / "fake_ptoas")
@@ -114,14 +115,14 @@ def reverse_sentinels(text: str) -> str:
 
 def compile_error(d: Path) -> None:
     """Break kernel 1 whose binary (and the stamp) are absent: the build writes nothing new."""
-    (d / "kernels/aiv/main_incore_1_aiv.so").unlink()
-    (d / "cache/binary_context.json").unlink()
+    (d / host_binary("kernels/aiv/main_incore_1_aiv.cpp")).unlink()
+    (d / HOST_STAMP).unlink()
     replace(d / KERNEL1, "int64_t n = n_conv.val;", "int64_t n = n_conv.val  // missing semicolon")
 
 
 def orch_compile_error(d: Path) -> None:
-    (d / "orchestration/main.so").unlink()
-    (d / "cache/binary_context.json").unlink()
+    (d / host_binary("orchestration/main.cpp")).unlink()
+    (d / HOST_STAMP).unlink()
     replace(d / "orchestration/main.cpp", "int64_t n = 1;", "int64_t n = undeclared_name;")
 
 

@@ -29,6 +29,7 @@ import pytest
 
 from pypto_build.testing import synth
 from pypto_build.api import build
+from pypto_build.markers import HOST_OUTPUTS
 
 from bad_input_corpus import CASES, FIX_RE, STATE, Case
 
@@ -56,21 +57,29 @@ def pristine(tmp_path_factory) -> dict[str, Path]:
 
 
 def snapshot(path: Path, *, with_state: bool) -> dict[str, str]:
-    """Relative path -> content digest (files), link target (symlinks) or "dir", for everything under `path`."""
+    """Relative path -> content digest (files), link target (symlinks) or "dir", for everything under `path`
+    (without `with_state`, the state folder is left out, but for the host binaries and stamp it holds)."""
     if not os.path.lexists(path):
         return {}
     if not path.is_dir():
         return {".": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+    def state_only(rel: str) -> bool:
+        return not with_state and (rel == STATE or rel.startswith(STATE + "/")) and \
+            not (rel == HOST_OUTPUTS or rel.startswith(HOST_OUTPUTS + "/"))
+
     out: dict[str, str] = {}
     for dirpath, dirs, files in os.walk(path):
         rel_dir = os.path.relpath(dirpath, path)
-        if rel_dir == "." and not with_state and STATE in dirs:
-            dirs.remove(STATE)
         for name in dirs:
-            out[os.path.normpath(os.path.join(rel_dir, name))] = "dir"
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if not state_only(rel):
+                out[rel] = "dir"
         for name in files:
             full = os.path.join(dirpath, name)
             rel = os.path.normpath(os.path.join(rel_dir, name))
+            if state_only(rel):
+                continue
             mode = os.lstat(full).st_mode
             if stat.S_ISLNK(mode):
                 out[rel] = "->" + os.readlink(full)

@@ -13,14 +13,14 @@ from conftest import age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
+from pypto_build.markers import HOST_OUTPUTS, HOST_STAMP, host_binary
 
 ALL_L2 = ["compile:aic/main_incore_0_aic", "compile:aic/main_incore_2_aic",
           "compile:aiv/main_incore_1_aiv", "orch:main"]
 
 
 def binaries(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*.so")) if ".pypto_build" not in p.parts}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / HOST_OUTPUTS).rglob("*.so"))}
 
 
 def test_cold_build_compiles_everything_and_writes_stamp(tmp_path):
@@ -28,9 +28,14 @@ def test_cold_build_compiles_everything_and_writes_stamp(tmp_path):
     result = build(root)
     assert result.compiled == ALL_L2
     assert result.names("ran", "stamp:") == ["stamp:."]
-    assert sorted(binaries(root)) == ["kernels/aic/main_incore_0_aic.so", "kernels/aic/main_incore_2_aic.so",
-                                      "kernels/aiv/main_incore_1_aiv.so", "orchestration/main.so"]
-    stamp = json.loads((root / "cache/binary_context.json").read_text())
+    assert sorted(binaries(root)) == [host_binary(s) for s in ("kernels/aic/main_incore_0_aic.cpp",
+                                                               "kernels/aic/main_incore_2_aic.cpp",
+                                                               "kernels/aiv/main_incore_1_aiv.cpp",
+                                                               "orchestration/main.cpp")]
+    assert not [p for p in root.rglob("*.so") if HOST_OUTPUTS not in p.relative_to(root).as_posix()], \
+        "nothing written where PyPTO keeps its binaries"
+    assert not (root / "cache").exists()
+    stamp = json.loads((root / HOST_STAMP).read_text())
     assert stamp["platform"] == "host" and stamp["schema"] == 1
     assert stamp["runtime_name"] == "tensormap_and_ringbuffer"
     assert stamp["runtime_revision"].startswith("pypto_build-")
@@ -109,12 +114,12 @@ def test_changing_cxx_compiles_all(l2, tmp_path, monkeypatch):
 
 
 def test_tampered_and_deleted_binaries_are_rebuilt(l2):
-    k0 = l2 / "kernels/aic/main_incore_0_aic.so"
+    k0 = l2 / host_binary("kernels/aic/main_incore_0_aic.cpp")
     good = k0.read_bytes()
     data = bytearray(good)
     data[100] ^= 0xFF
     k0.write_bytes(bytes(data))
-    (l2 / "orchestration/main.so").unlink()
+    (l2 / host_binary("orchestration/main.cpp")).unlink()
     result = build(l2)
     assert result.compiled == ["compile:aic/main_incore_0_aic", "orch:main"]
     assert k0.read_bytes() == good, "rebuilt byte for byte (reproducible build)"
@@ -133,8 +138,9 @@ def test_compile_error_names_unit_command_and_message_and_keeps_others(l2):
     assert "error:" in failure.message and "this is not C++" in failure.message  # the compiler's message
     assert info.value.result.names("ran", "compile:") == ["compile:aic/main_incore_2_aic"]
     after = binaries(l2)
-    assert after["kernels/aic/main_incore_0_aic.so"] == before["kernels/aic/main_incore_0_aic.so"]
-    assert not (l2 / "cache/binary_context.json").exists(), "no stamp while a unit is broken"
+    k0 = host_binary("kernels/aic/main_incore_0_aic.cpp")
+    assert after[k0] == before[k0]
+    assert not (l2 / HOST_STAMP).exists(), "no stamp while a unit is broken"
     # the failing unit is retried next time; the others stay up to date
     result = build(l2, check=False)
     assert result.names("failed") == ["compile:aiv/main_incore_1_aiv"]
@@ -185,15 +191,15 @@ def test_parallel_build_under_fork_and_spawn(tmp_path, method):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "5"
-    assert (root / "cache/binary_context.json").exists()
+    assert (root / HOST_STAMP).exists()
     assert build(root).compiled == []
 
 
 @pytest.mark.slow
 def test_l3_builds_every_sub_build_with_prefixed_names(l3):
     for chip in ("chip_a", "chip_b"):
-        assert (l3 / "next_levels" / chip / "cache/binary_context.json").exists()
-        assert (l3 / "next_levels" / chip / "orchestration" / f"{chip}.so").exists()
+        assert (l3 / "next_levels" / chip / HOST_STAMP).exists()
+        assert (l3 / "next_levels" / chip / host_binary(f"orchestration/{chip}.cpp")).exists()
     assert not (l3 / "cache").exists()
     edit(next((l3 / "next_levels/chip_b/kernels").rglob("*.cpp")))
     result = build(l3)
@@ -207,7 +213,7 @@ def test_a_runtime_the_host_platform_lacks_is_refused_while_planning(l3):
     RUNTIME_CONFIG, exit 2, nothing compiled or unstamped (a runtime-name change that a platform can build
     rebuilds its sub-build: test_staleness.py)."""
     cfg = l3 / "next_levels/chip_a/kernel_config.py"
-    stamp = l3 / "next_levels/chip_a/cache/binary_context.json"
+    stamp = l3 / "next_levels/chip_a" / HOST_STAMP
     before = stamp.read_bytes()
     cfg.write_text(cfg.read_text().replace('"tensormap_and_ringbuffer"', '"host_build_graph"'))
     line = next(i for i, text in enumerate(cfg.read_text().splitlines(), 1) if text.startswith("RUNTIME_CONFIG"))

@@ -10,6 +10,7 @@ import pytest
 from conftest import edit
 from pypto_build.testing import synth
 from pypto_build.api import build
+from pypto_build.markers import HOST_STAMP
 
 ALL = 4   # 3 kernels + 1 orchestration
 
@@ -27,7 +28,7 @@ def test_fresh_clone_compiles_nothing_and_gets_identical_binaries(tmp_path):
     result = build(clone, cache_dir=cache)
     assert result.compiled == [] and len(result.from_cache) == ALL
     assert binaries(clone) == binaries(a)
-    assert (clone / "cache/binary_context.json").exists()
+    assert (clone / HOST_STAMP).exists()
     assert build(clone, cache_dir=cache).from_cache == []                      # then simply up to date
 
 

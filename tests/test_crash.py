@@ -29,6 +29,7 @@ import pytest
 from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
+from pypto_build.markers import HOST_OUTPUTS
 
 pytestmark = pytest.mark.slow
 
@@ -54,11 +55,11 @@ class Scenario:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """rel path -> sha256 of every file outside the state folder."""
+    """rel path -> sha256 of every file outside the state folder, and of the host binaries and stamp in it."""
     out = {}
     for path in root.rglob("*"):
         rel = path.relative_to(root).as_posix()
-        if path.is_file() and not rel.startswith(STATE + "/"):
+        if path.is_file() and (not rel.startswith(STATE + "/") or rel.startswith(HOST_OUTPUTS + "/")):
             out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 

@@ -12,6 +12,7 @@ from conftest import FAKE_PTOAS
 import pypto_build
 from pypto_build.run.golden import load_golden
 from pypto_build.manifest import read_kernel_config
+from pypto_build.markers import host_binary
 from pypto_build.sidecars import load_compiled_meta
 from pypto_build.pto.splice import function_names, preprocess, splice, split
 
@@ -72,8 +73,8 @@ def test_build_compiles_two_kernels_and_the_orchestration(built):
                                "orch:matmul_relu"]
     assert result.spliced == () and result.not_applied == ()
     for name, core in KERNELS.items():
-        assert (root / "kernels" / core / f"{name}.so").is_file()
-    assert (root / "orchestration" / "matmul_relu.so").is_file()
+        assert (root / host_binary(f"kernels/{core}/{name}.cpp")).is_file()
+    assert (root / host_binary("orchestration/matmul_relu.cpp")).is_file()
     # Adopting the ptoas stage left every source byte-identical to the package copy.
     for src in EXAMPLE.rglob("*"):
         if src.is_file():

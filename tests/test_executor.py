@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 from conftest import copy_dir  # noqa: E402
 from pypto_build.testing import synth  # noqa: E402
 from pypto_build.api import build  # noqa: E402
+from pypto_build.markers import host_binary, host_external_binary  # noqa: E402
 from pypto_build.runtime import abi, dfx  # noqa: E402
 from pypto_build.runtime.executor import ExecutorError, HostExecutor, RunTrace  # noqa: E402
 
@@ -134,7 +135,7 @@ def test_without_trace_args_are_not_described(built_run):
 
 
 def test_deleted_kernel_binary_is_named(run_dir):
-    so = synth.kernel_path(run_dir, 2).with_suffix(".so")
+    so = run_dir / host_binary(synth.kernel_path(run_dir, 2).relative_to(run_dir).as_posix())
     so.unlink()
     with pytest.raises(ExecutorError) as info:
         HostExecutor(run_dir)
@@ -143,7 +144,7 @@ def test_deleted_kernel_binary_is_named(run_dir):
 
 
 def test_missing_orchestration_binary_is_named(run_dir):
-    (run_dir / "orchestration" / "main.so").unlink()
+    (run_dir / host_binary("orchestration/main.cpp")).unlink()
     with pytest.raises(ExecutorError, match=r"orchestration: .*main\.so does not exist; build"):
         HostExecutor(run_dir)
 
@@ -267,8 +268,8 @@ def test_external_kernel_is_loaded_from_cache_external(run_dir, tmp_path):
     old = 'str(_ROOT_DIR / "kernels" / "aiv" / "main_incore_3_aiv.cpp")'
     cfg.write_text(cfg.read_text().replace(old, f"{str(ext)!r}, \"external\": True"))
     build(run_dir)
-    assert (run_dir / "cache" / "external" / "3_aiv_my_kernel.so").is_file()
-    synth.kernel_path(run_dir, 3).with_suffix(".so").unlink()  # not used any more
+    assert (run_dir / host_external_binary(3, "aiv", "my_kernel")).is_file()
+    (run_dir / host_binary(synth.kernel_path(run_dir, 3).relative_to(run_dir).as_posix())).unlink()  # not used any more
     inputs, expected, _ = inputs_and_expected(run_dir)
     trace = run_program(run_dir, inputs)
     torch.testing.assert_close(dict(inputs)["out"], expected["out"])

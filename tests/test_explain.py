@@ -13,6 +13,7 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.graph import load_graph
 from pypto_build.engine.explanation import explain
+from pypto_build.markers import host_binary
 
 K0, K1 = "compile:aic/main_incore_0_aic", "compile:aiv/main_incore_1_aiv"
 
@@ -61,12 +62,12 @@ def test_each_kind_of_staleness_and_nothing_written(l2, tmp_path, monkeypatch, k
         monkeypatch.setenv("CXX", str(wrapper))
         expect = {K1: "compiler changed"}
     elif kind == "tampered":
-        so = l2 / "kernels/aiv/main_incore_1_aiv.so"
-        so.write_bytes(so.read_bytes() + b"x")
-        expect = {K1: "output kernels/aiv/main_incore_1_aiv.so modified since it was built"}
+        so = host_binary("kernels/aiv/main_incore_1_aiv.cpp")
+        (l2 / so).write_bytes((l2 / so).read_bytes() + b"x")
+        expect = {K1: f"output {so} modified since it was built"}
     elif kind == "missing":
-        (l2 / "orchestration/main.so").unlink()
-        expect = {"orch:main": "output orchestration/main.so missing"}
+        (l2 / host_binary("orchestration/main.cpp")).unlink()
+        expect = {"orch:main": f"output {host_binary('orchestration/main.cpp')} missing"}
     elif kind == "recompile":
         build(l2, recompile=True, tasks=["orch:main"])          # marks every unit, builds only orch:main
         expect = {K1: "forced by --recompile"}

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, edit
+from pypto_build.markers import HOST_OUTPUTS, STATE_DIR
 from pypto_build.testing import synth
 
 torch = pytest.importorskip("torch")
@@ -93,7 +94,8 @@ def test_the_build_root_is_found_from_a_subdirectory(g, l3):
     deep = l3 / "next_levels" / "chip_a" / "kernels"               # an L3 sub-build's folder: the L3 root
     out = run("pypto-build", "explain", str(deep))
     assert out.returncode == 0 and "0 would compile" in out.stdout
-    assert not (l3 / "next_levels" / "chip_a" / ".pypto_build").exists()
+    chip = l3 / "next_levels" / "chip_a"                           # no state there: only its host binaries
+    assert [p.relative_to(chip).as_posix() for p in (chip / STATE_DIR).iterdir()] == [HOST_OUTPUTS]
 
 
 @pytest.mark.slow

@@ -23,10 +23,11 @@ from conftest import FAKE_PTOAS, age_tree, copy_dir, edit, settle_ctimes
 from pypto_build import atomic
 from pypto_build.testing import synth
 from pypto_build.api import build
+from pypto_build.markers import HOST_STAMP, host_binary
 
 pytestmark = pytest.mark.slow
 
-STAMP = "cache/binary_context.json"
+STAMP = HOST_STAMP
 NOOP = ".pypto_build/noop.json"
 K1 = "kernels/aiv/main_incore_1_aiv.cpp"
 
@@ -234,7 +235,7 @@ def test_full_disk_splice_then_stamp(reference, tmp_path):
         filler = fill(disk)
         out = cli("build", str(root))
         assert out.returncode == 1
-        assert one_line(out) == ("pypto-build: FAILED stamp:.: cache/binary_context.json: no space left on device; "
+        assert one_line(out) == (f"pypto-build: FAILED stamp:.: {STAMP}: no space left on device; "
                                  "free space and rebuild")
         assert not (root / STAMP).exists() and temps(root) == []
         filler.unlink()
@@ -261,7 +262,9 @@ def test_255_byte_names_build_splice_and_back_up(tmp_path, monkeypatch):
     kernel.write_text(kernel.read_text().replace("out[i] * 0.5f", "out[i] * 0.25f", 1))     # hand-edited body
     pto = synth.pto_path(root, f"{orch}_incore_2_aic")
     pto.write_text(pto.read_text().replace("synth_scale(a[i], 3.0f)", "synth_scale(a[i], 9.0f)"))
-    stale = kernel.parent / f"{atomic.temp_prefix(kernel.with_suffix('.so'))}0123abcd.tmp"
+    binary = root / host_binary(kernel.relative_to(root).as_posix())
+    assert binary.is_file() and len(binary.name) == 254
+    stale = binary.parent / f"{atomic.temp_prefix(binary)}0123abcd.tmp"
     stale.write_bytes(b"left by a killed compile")
     result = build(root)
     assert result.compiled == [f"compile:aic/{orch}_incore_2_aic"], result.failures

@@ -16,6 +16,7 @@ import pytest
 from conftest import edit, git
 from pypto_build.api import build
 from pypto_build.identity import clean_git_revision
+from pypto_build.markers import HOST_STAMP, host_binary
 
 K1 = "compile:aiv/main_incore_1_aiv"            # the AIV kernel of the L2 fixture: includes no header of the dir
 K1_SRC = "kernels/aiv/main_incore_1_aiv.cpp"
@@ -110,7 +111,7 @@ def test_a_header_name_a_depfile_cannot_hold_fails_the_unit(l2):
     failure, = result.failures
     assert failure.task == K1
     assert "does not exist after the compile" in failure.headline and "trailing" in failure.headline
-    assert not (l2 / "kernels/aiv/main_incore_1_aiv.so").exists()
+    assert not (l2 / host_binary(K1_SRC)).exists()
 
 
 @pytest.mark.parametrize("way", ["pragma system_header", "-isystem of CXXFLAGS", "name with a colon"])
@@ -133,8 +134,8 @@ def test_an_outside_header_is_refused_whichever_way_it_comes_in(l2, tmp_path, mo
     result = build(l2, check=False, keep_going=True)
     failure, = result.failures
     assert failure.task == K1 and ESCAPE in failure.headline and "out:side.h" in failure.headline
-    assert not (l2 / "kernels/aiv/main_incore_1_aiv.so").exists()
-    assert not (l2 / "cache/binary_context.json").exists()
+    assert not (l2 / host_binary(K1_SRC)).exists()
+    assert not (l2 / HOST_STAMP).exists()
 
 
 # PTO-ISA: its identity is HEAD of a clean checkout; git-ignored files are not part of it.

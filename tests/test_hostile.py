@@ -18,6 +18,7 @@ from conftest import copy_dir
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
+from pypto_build.markers import HOST_OUTPUTS, HOST_STAMP, host_binary, host_external_binary
 
 pytestmark = pytest.mark.slow
 
@@ -121,8 +122,11 @@ ESCAPES: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "kernel_config.py symlinked": (lambda r, o: _move_out(r, "kernel_config.py", o), "kernel_config.py"),
     "ptoas unit": (lambda r, o: _move_out(r, "ptoas/main_group.pto", o), "ptoas/main_group.pto"),
     "ptoas dir (raw output)": (lambda r, o: _move_out(r, "ptoas", o), "ptoas/main_"),
-    "binary target": (lambda r, o: _link_out(r, f"{K1}.so", o), f"{K1}.so"),
-    "cache/ (stamp)": (lambda r, o: _link_out(r, "cache", o, directory=True), "cache/binary_context.json"),
+    "binary target": (lambda r, o: _link_out(r, host_binary(f"{K1}.cpp"), o), host_binary(f"{K1}.cpp")),
+    # in the state folder, whose every entry is checked: the line names the link itself
+    "stamp folder": (lambda r, o: _link_out(r, os.path.dirname(HOST_STAMP), o, directory=True),
+                     os.path.dirname(HOST_STAMP)),
+    "host outputs folder": (lambda r, o: _link_out(r, HOST_OUTPUTS, o, directory=True), HOST_OUTPUTS),
     "state folder": (lambda r, o: _link_out(r, ".pypto_build", o, directory=True), ".pypto_build"),
     "state lock": (lambda r, o: _link_out(r, ".pypto_build/lock", o), ".pypto_build/lock"),
     "state database": (lambda r, o: _link_out(r, ".pypto_build/state.sqlite3", o), ".pypto_build/state.sqlite3"),
@@ -198,10 +202,11 @@ def test_external_kernel_builds_and_its_output_stays_inside(l2p, tmp_path):
     _set_source(l2p, f"{K1}.cpp", f'{str(ext)!r}, "external": True')
     out = run("pypto-build", "build", str(l2p))
     assert out.returncode == 0, out.stderr
-    assert (l2p / "cache/external/1_aiv_my_kernel.so").is_file()
+    binary = host_external_binary(1, "aiv", "my_kernel")
+    assert (l2p / binary).is_file()
     assert sorted(p.name for p in ext.parent.iterdir()) == ["ext_common.h", "my_kernel.cpp"]
-    _link_out(l2p, "cache/external", tmp_path, directory=True)
-    assert_refused(run("pypto-build", "build", "--recompile", str(l2p)), "cache/external/1_aiv_my_kernel.so")
+    _link_out(l2p, os.path.dirname(binary), tmp_path, directory=True)
+    assert_refused(run("pypto-build", "build", "--recompile", str(l2p)), os.path.dirname(binary))
     assert list((tmp_path / "external").iterdir()) == []
 
 
@@ -237,7 +242,7 @@ def test_header_outside_fails_the_unit_and_installs_nothing(l2p, tmp_path, how):
     outside.mkdir()
     cache = tmp_path / "cache"
     source = _hostile_header(l2p, outside, how)
-    binary = l2p / source.replace(".cpp", ".so")
+    binary = l2p / host_binary(source)
     assert binary.is_file(), "built before the edit"
     out = run("pypto-build", "build", "-k", "--recompile", "--cache-dir", str(cache), str(l2p))
     assert out.returncode == 1 and "Traceback" not in out.stderr
@@ -245,7 +250,7 @@ def test_header_outside_fails_the_unit_and_installs_nothing(l2p, tmp_path, how):
     assert any(source in ln for ln in lines)
     assert all("outside.h" in ln and "keep headers inside the build directory" in ln for ln in lines)
     assert not binary.exists(), "no binary built from an outside header stays at the target"
-    assert not (l2p / "cache/binary_context.json").exists()
+    assert not (l2p / HOST_STAMP).exists()
     entries = ArtifactCache(cache).stats().entries
     assert entries > 0, "the other units were stored"
     again = run("pypto-build", "build", "-k", "--cache-dir", str(cache), str(l2p))
@@ -265,7 +270,8 @@ def test_cache_entry_with_a_header_now_outside_is_not_restored(l2p, tmp_path):
     _move_out(clone, "kernels/evil.h", outside)                   # same content, now outside
     out = run("pypto-build", "build", "--cache-dir", str(cache), str(clone))
     assert out.returncode == 1 and ESCAPE in out.stderr and "evil.h" in out.stderr
-    assert not (clone / f"{K1}.so").exists()
+    assert (clone / host_binary(f"{K0}.cpp")).exists()
+    assert not (clone / host_binary(f"{K1}.cpp")).exists()
 
 
 def test_external_kernel_may_include_its_own_dir_and_extra_include_dirs_only(l2p, tmp_path):
@@ -367,14 +373,13 @@ def test_planted_code_never_runs_when_listing_explaining_or_building(built_l2p, 
 
 # Nothing written outside the directory, its state folder and the configured cache.
 
-KNOWN_INSIDE = ("cache/", ".pypto_build/", "dfx_outputs/", "debug/run.py", "compile_commands.json")
+KNOWN_INSIDE = (".pypto_build/", "dfx_outputs/", "debug/run.py", "compile_commands.json")
 
 
 def _known(rel: str) -> bool:
-    """Where pypto_build may create files in a build directory (binaries next to their sources)."""
+    """Where pypto_build may create files in a build directory (the host binaries and stamp are in the state
+    folder, markers.HOST_OUTPUTS: nothing goes where PyPTO keeps its own, beside the sources or in cache/)."""
     parts = rel.split("/")
-    if rel.endswith(".so") and ("kernels" in parts or "orchestration" in parts):
-        return True
     stripped = "/".join(parts[2:]) if parts[0] == "next_levels" and len(parts) > 2 else rel
     return any(stripped == k.rstrip("/") or stripped.startswith(k) for k in KNOWN_INSIDE)
 

@@ -8,6 +8,7 @@ import pytest
 from conftest import git
 from pypto_build.api import build
 from pypto_build.identity import clean_git_revision
+from pypto_build.markers import HOST_STAMP
 
 
 def test_clean_git_revision_rules(pto_isa, tmp_path):
@@ -23,7 +24,7 @@ def test_pto_isa_revision_change_recompiles_every_sub_build(l3, pto_isa, monkeyp
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa))
     first = build(l3)
     assert len(first.compiled) == 6                       # argv changed: C++20 and PTO-ISA includes
-    stamp = json.loads((l3 / "next_levels/chip_a/cache/binary_context.json").read_text())
+    stamp = json.loads((l3 / "next_levels/chip_a" / HOST_STAMP).read_text())
     assert stamp["pto_isa_revision"] == git(pto_isa, "rev-parse", "HEAD")
     assert build(l3).compiled == []
     (pto_isa / "README").write_text("new revision\n")
@@ -32,7 +33,7 @@ def test_pto_isa_revision_change_recompiles_every_sub_build(l3, pto_isa, monkeyp
     result = build(l3)
     assert len(result.compiled) == 6
     assert {u.reason for u in result.units if u.task in result.compiled} == {"runtime/PTO-ISA identity changed"}
-    stamp = json.loads((l3 / "next_levels/chip_b/cache/binary_context.json").read_text())
+    stamp = json.loads((l3 / "next_levels/chip_b" / HOST_STAMP).read_text())
     assert stamp["pto_isa_revision"] == git(pto_isa, "rev-parse", "HEAD")
 
 
@@ -43,13 +44,13 @@ def test_unknown_identity_rebuilds_every_time_and_never_stamps(l2, pto_isa, monk
     for _ in range(3):
         result = build(l2)
         assert len(result.compiled) == 4
-        assert not (l2 / "cache/binary_context.json").exists()
+        assert not (l2 / HOST_STAMP).exists()
         assert any("PTO-ISA identity unknown" in w for w in result.warnings)
     assert {u.reason for u in result.units if u.task in result.compiled} == {
         f"PTO-ISA identity unknown ({pto_isa} has uncommitted or untracked changes)"}
     (pto_isa / "dirty.txt").unlink()                 # clean again: trusted, stamped, then no-op
     assert len(build(l2).compiled) == 4
-    assert (l2 / "cache/binary_context.json").exists()
+    assert (l2 / HOST_STAMP).exists()
     assert build(l2).compiled == []
 
 
@@ -59,5 +60,5 @@ def test_host_runtime_header_change_recompiles(l2, monkeypatch, tmp_path):
     monkeypatch.setattr(host, "host_runtime_revision", lambda: Revision("pypto_build-other"))
     result = build(l2)
     assert len(result.compiled) == 4
-    stamp = json.loads((l2 / "cache/binary_context.json").read_text())
+    stamp = json.loads((l2 / HOST_STAMP).read_text())
     assert stamp["runtime_revision"] == "pypto_build-other"

@@ -31,12 +31,13 @@ from pypto_build.cache.store import ArtifactCache
 from pypto_build.filestate import is_modified, make_state
 from pypto_build.run.golden import GoldenError, load_golden
 from pypto_build.limits import read_capped
+from pypto_build.markers import HOST_STAMP, host_binary
 from pypto_build.pto.actions import load_record
 from pypto_build.pyexec import exec_file
 from pypto_build.safeio import NotRegularFile, read_bytes
 from pypto_build.stamp import stamp_matches
 
-STAMP = "cache/binary_context.json"
+STAMP = HOST_STAMP
 
 
 class Blocked(BaseException):
@@ -136,7 +137,7 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("rel", [".pypto_build/noop.json", STAMP, "kernels/aiv/main_incore_1_aiv.so"])
+@pytest.mark.parametrize("rel", [".pypto_build/noop.json", STAMP, host_binary("kernels/aiv/main_incore_1_aiv.cpp")])
 def test_a_fifo_in_place_of_a_file_we_write_is_replaced(aged_pto, tmp_path, rel):
     """The no-op record (read first), the stamp (compared) and a binary (hashed): rewritten, never read."""
     root = copy_dir(aged_pto, tmp_path / "d")

@@ -17,6 +17,7 @@ from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
+from pypto_build.markers import host_binary
 from test_synth import call_kernel
 
 K2 = "kernels/aic/main_incore_2_aic.cpp"
@@ -41,7 +42,7 @@ def d(built_pto, tmp_path) -> Path:
 
 def run_k2(root: Path, tmp_path: Path) -> list[float]:
     so = tmp_path / f"k2-{os.urandom(4).hex()}.so"      # fresh name: dlopen caches by path
-    shutil.copy(root / "kernels/aic/main_incore_2_aic.so", so)
+    shutil.copy(root / host_binary(K2), so)
     return call_kernel(so, [1.0, 2.0], [10.0, 20.0])
 
 

@@ -10,6 +10,7 @@ import pytest
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.graph import load_graph
+from pypto_build.markers import host_binary
 
 
 class Terminal(io.StringIO):
@@ -40,7 +41,7 @@ def test_compdb_lists_every_unit_with_its_command(l2):
     by_file = {e["file"]: e for e in entries}
     k1 = by_file[str(l2 / "kernels/aiv/main_incore_1_aiv.cpp")]
     assert k1["directory"] == str(l2) and "-D__DAV_VEC__" in k1["arguments"]
-    assert k1["output"] == str(l2 / "kernels/aiv/main_incore_1_aiv.so")
+    assert k1["output"] == str(l2 / host_binary("kernels/aiv/main_incore_1_aiv.cpp"))
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from pypto_build import procs
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
+from pypto_build.markers import host_binary
 from test_synth import call_kernel
 
 TOOLS = Path(__file__).parent / "tools"
@@ -212,9 +213,9 @@ def test_sources_named_like_options_are_compiled_as_the_files_they_are(tmp_path,
     assert sorted(result.compiled) == sorted(["compile:aic/" + kernel[:-4], "compile:aiv/main_incore_1_aiv",
                                               "orch:" + orch[:-4]])
     so = tmp_path / "k0-copy.so"                 # dlopen caches by path
-    shutil.copy(root / (kernel[:-4] + ".so"), so)
+    shutil.copy(root / host_binary(kernel), so)
     assert call_kernel(so, [1.0, 2.0], [10.0, 20.0]) == [1.0, 2.0]       # kernel 0 copies a into out
-    assert (root / (orch[:-4] + ".so")).is_file()
+    assert (root / host_binary(orch)).is_file()
     assert build(root).names("up-to-date", "compile:") == ["compile:aic/" + kernel[:-4],
                                                           "compile:aiv/main_incore_1_aiv"]
 

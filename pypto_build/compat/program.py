@@ -1,4 +1,4 @@
-"""`CompiledProgram.from_dir(dir)` and `benchmark()` on the host runtime (reference §10.1, §11).
+"""`CompiledProgram.from_dir(dir)` and `benchmark()` (reference §10.1, §11): on the host runtime, or on simpler.
 
 torch is imported only when a program runs, so `import pypto_build` stays light.
 """
@@ -8,12 +8,11 @@ import os
 import statistics
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import PyptoBuildError
-from ..markers import STATE_DIR
+from ..markers import HOST_OUTPUTS, STATE_DIR
 from ..sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
 
 __all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]
@@ -26,7 +25,7 @@ _SKIP_DIRS = frozenset((STATE_DIR, "next_levels", "dfx_outputs", "debug", "ptoas
 
 
 class CompiledProgram:
-    """A single-chip build directory as a callable program, running on the host runtime.
+    """A single-chip build directory as a callable program, running on the platform it records (or host).
 
     Build it with `CompiledProgram.from_dir(dir)`. Unlike PyPTO's `from_dir`,
     which serves whatever cached binaries exist (no `.pto` splice, no
@@ -43,7 +42,7 @@ class CompiledProgram:
         self.output_indices: tuple[int, ...] = meta.output_indices
         self.num_return_types: int = meta.num_return_types
         self.persisted_platform: str | None = meta.platform
-        self.platform: str = platform or "host"
+        self.platform: str | None = platform       # None: the recorded one (platforms.choose); set by the first build
         self.backend_type: str = backend_type or meta.backend_type
         self.program = None
         self.jobs = 1
@@ -57,9 +56,9 @@ class CompiledProgram:
         """Load `<output_dir>/compiled_meta.json` (only that file; §10.1).
 
         Missing -> FileNotFoundError (PyPTO's message); malformed -> MetaError
-        (a ValueError naming the field). `platform` defaults to "host" (the only
-        runtime here; the sidecar's value is kept as `persisted_platform`);
-        `backend_type` defaults to the persisted one.
+        (a ValueError naming the field). `platform` defaults to the one the
+        directory records (`persisted_platform`; host when simpler cannot run it
+        here, as every build decides); `backend_type` defaults to the persisted one.
         """
         root = Path(output_dir).resolve()
         path = root / COMPILED_META_FILENAME
@@ -101,25 +100,28 @@ class CompiledProgram:
     def _binaries(self) -> tuple:
         """Identity of every loadable binary (and kernel_config.py): a rebuild replaces files atomically."""
         found = []
-        for dirpath, dirs, files in os.walk(self.output_dir):
-            if dirpath == str(self.output_dir):
-                dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
-            for name in files:
-                if name.endswith(".so") or (dirpath == str(self.output_dir) and name == "kernel_config.py"):
-                    st = os.stat(os.path.join(dirpath, name))
-                    found.append((os.path.join(dirpath, name), st.st_ino, st.st_mtime_ns, st.st_size))
+        for top in (self.output_dir, self.output_dir / HOST_OUTPUTS):     # the host platform's binaries too
+            for dirpath, dirs, files in os.walk(top):
+                if dirpath == str(self.output_dir):
+                    dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+                for name in files:
+                    if name.endswith(".so") or (dirpath == str(self.output_dir) and name == "kernel_config.py"):
+                        st = os.stat(os.path.join(dirpath, name))
+                        found.append((os.path.join(dirpath, name), st.st_ino, st.st_mtime_ns, st.st_size))
         return tuple(sorted(found))
 
     def ensure_built(self):
-        """Build what changed and return a host executor holding the current binaries (reloaded if changed)."""
+        """Build what changed and return what runs it: on the host runtime an executor holding the current
+        binaries (reloaded if changed); on another platform its `execute` (simpler loads them per run)."""
         from ..api import build
         from ..runtime import HostExecutor
 
-        if self.platform != "host":
-            raise PyptoBuildError(f"platform {self.platform!r}: pypto_build runs programs on the host runtime only; "
-                                  "use from_dir(..., platform=None or 'host')")
         with self._lock:
-            build(self.output_dir, platform="host", jobs=self.jobs, progress=None)
+            built = build(self.output_dir, platform=self.platform, jobs=self.jobs, progress=None)
+            self.platform = built.platform
+            if built.platform != "host":
+                self.close()
+                return _PlatformRun(self.output_dir, built.platform)
             fingerprint = self._binaries()
             if self._executor is None or fingerprint != self._fingerprint:
                 self.close()
@@ -148,13 +150,29 @@ class CompiledProgram:
             names = [p.name for p in self.params]
             if config is not None and (config.enable_chip_swimlane or config.enable_dump_args):
                 from ..run import execute
-                execute(self.output_dir, full, config, names=names, say=lambda _line: None)
+                execute(self.output_dir, full, replace(config, platform=self.platform), names=names,
+                        say=lambda _line: None)
             else:
                 executor.run(full, param_names=names)
         if not allocated:
             return None
         outs = tuple(full[i] for i in allocated)
         return outs[0] if len(outs) == 1 else outs
+
+
+@dataclass(frozen=True)
+class _PlatformRun:
+    """A platform other than host runs a built directory through `Platform.execute` (simpler's Worker
+    loads the binaries on each run: nothing stays loaded between calls)."""
+
+    output_dir: Path
+    platform: str
+
+    def run(self, args: Sequence, *, param_names: Sequence[str] | None = None) -> None:
+        from ..run import execute
+        from ..runconfig import RunConfig
+
+        execute(self.output_dir, args, RunConfig(platform=self.platform), names=param_names, say=lambda _line: None)
 
 
 @dataclass

@@ -7,11 +7,10 @@ The program runs in a child process (`run.run_program`: golden -> execute -> sav
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from ..errors import PyptoBuildError
 from ..run import check_replayable
 from ..runconfig import RunConfig, RunSpec
 
@@ -46,9 +45,6 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
     config = run.config
     if progress == "stdout":
         progress = sys.stdout           # looked up per call (tests and callers may replace sys.stdout)
-    if config.platform != "host":
-        raise PyptoBuildError(f"platform {config.platform!r}: replay runs on the host runtime only; "
-                              "use RunConfig(platform='host')")
     work_dir = check_replayable(Path(work_dir).resolve())
     say = (lambda line: print(line, file=progress, flush=True)) if progress else (lambda line: None)
     if validate:
@@ -56,8 +52,10 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
         for i, t in enumerate(tensors):
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
-    result = build(work_dir, recompile=recompile, rebuild_from_pto=None if rebuild_from_pto else False,
-                   allow_unapplied_pto=allow_unapplied_pto, jobs=jobs, progress=progress)
+    result = build(work_dir, platform=config.platform, recompile=recompile,
+                   rebuild_from_pto=None if rebuild_from_pto else False, allow_unapplied_pto=allow_unapplied_pto,
+                   jobs=jobs, progress=progress)
+    config = replace(config, platform=result.platform)       # what the build chose (the directory's own by default)
     outcome = run_program(work_dir, config, validate=validate, say=say, tensors=tensors, timeout=run.timeout)
     _copy_back(tensors, outcome.outputs or [])
     return ReplayResult(work_dir, result, outcome.checked, outcome.dfx)

@@ -142,7 +142,7 @@ def invalidate(root: Path) -> None:
 def record_graph(graph: Graph, tasks: list) -> bool:
     """After a full, clean build of `graph` (doit's `tasks`): let the next identical run skip doit."""
     from .. import header_sets
-    if graph is None or graph.unknown_identities():
+    if graph is None or graph.unknown_identities() or not graph.platform.noop_record:
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
     sets = {v["outside"] for v in values.values() if v.get("outside")}
@@ -167,7 +167,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)]
-    lines = [graph.pto.skipped_line] if graph.pto.skipped_line else []
+    lines = [graph.header()] + ([graph.pto.skipped_line] if graph.pto.skipped_line else [])
     if graph.layout.stale:
         return False            # keep saying it: the leftover line is printed by the full path only
     # The key and the tools as planning saw them: what changed since is caught by `since_ns`.

@@ -8,6 +8,7 @@ actions (picklable for `-j`): the contract with doit.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from .. import stages
@@ -18,7 +19,8 @@ from ..header_sets import SetChecker
 from ..pto import PtoasCheck, SpliceCheck, adopt_splice, record_adopted, run_ptoas, run_splice
 from ..run import run_replay, run_validate
 from ..runconfig import RunSpec
-from ..uptodate import StampCheck, UnitCheck, VerdictCheck
+from ..step_actions import run_step
+from ..uptodate import StampCheck, StepCheck, UnitCheck, VerdictCheck
 
 DEFAULT_TASKS = (stages.STAMP,)
 
@@ -50,12 +52,12 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
                                      partial(record_adopted, u))],
         })
         splices.setdefault(u.sub_rel, []).append(stages.task(stages.SPLICE, u.name))
-    compiler_id = graph.platform.compiler.identity
     sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
     for p in graph.plans:
         ctx, why = p.context.digest, p.context.unknown
         for unit in p.units:
             base, _, name = unit.task.partition(":")
+            compiler_id = graph.platform.compiler_for(unit.kind, p.context.runtime_name).identity
             groups[base].append({
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 "name": name,
@@ -67,16 +69,29 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
                 "clean": True,
                 "meta": {"unit": unit},
             })
+        for step in p.steps:
+            base, _, name = step.task.partition(":")
+            groups[base].append({
+                "name": name,
+                "doc": f"{step.kind} {step.input} -> {step.output}",
+                "actions": [(run_step, [step])],
+                "file_dep": [step.input],
+                "targets": [step.output],
+                "uptodate": [StepCheck(step.key, step.input, step.output)],
+                "clean": True,
+            })
         stamp = None if why else p.context.stamp()
         groups[stages.STAMP].append({
             "name": p.sub.name,
             "doc": f"binary context stamp of {p.sub.rel}",
             "actions": [(run_stamp, [p.stamp_path, stamp, why])],
-            "task_dep": [u.task for u in p.units],
+            "task_dep": [u.task for u in (*p.units, *p.steps)],
             "targets": [p.stamp_path] if stamp else [],
             "uptodate": [StampCheck(p.stamp_path, stamp, why)],
             "clean": True,
         })
+    # a run goes to the platform the graph was planned for (and a verdict is kept per platform)
+    run = replace(run, config=replace(run.config, platform=graph.platform.name))
     for target in run_targets(graph):
         _run_tasks(groups, run, target)
     return groups
@@ -86,7 +101,7 @@ def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget) -> Non
     """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached)."""
     groups[stages.REPLAY].append({
         "name": t.name,
-        "doc": f"run {t.rel} on golden.py's inputs (host runtime)",
+        "doc": f"run {t.rel} on golden.py's inputs ({run.config.platform})",
         "actions": [(run_replay, [t.rel, run.config, run.timeout])],
         "task_dep": list(t.stamps),
         "uptodate": [False],

@@ -1,8 +1,9 @@
 """Target platforms: one small interface (`Platform`, base.py) and its implementations (`host` today).
 
 Door: `Platform`, `load_platform` (planning: the toolchain located), `platform_class`
-(running: no toolchain needed), `default_platform`, `PLATFORMS`, `HostPlatform`.
-Modules: `base` (the interface), `names` (PyPTO's platform names, the default), `registry`
+(running: no toolchain needed), `choose`/`Choice` (which platform a directory targets, and why),
+`cannot_serve`, `default_platform`, `PLATFORMS`, `HostPlatform`.
+Modules: `base` (the interface), `names` (PyPTO's platform names, the default), `choice`, `registry`
 (implementations by name), `host`.
 """
 from __future__ import annotations
@@ -17,6 +18,9 @@ _EXPORTS = {
     "default_platform": "names",
     "load_platform": "registry",
     "platform_class": "registry",
+    "cannot_serve": "registry",
+    "Choice": "choice",
+    "choose": "choice",
 }
 
 __all__ = [*_EXPORTS]

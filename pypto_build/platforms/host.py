@@ -8,13 +8,13 @@ device (L3).
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Mapping, Sequence
 
 from ..errors import ToolchainError
+from ..markers import HOST_STAMP, host_binary, host_external_binary
 from ..identity import BinaryContext, Revision, clean_git_revision, host_runtime_revision
 from ..procs import path_arg
 from ..runconfig import LOG_LEVELS, RunConfig
@@ -36,6 +36,14 @@ class HostPlatform(Platform):
     name: str = "host"
     # host_build_graph runs its orchestration on the host with Graph-Execution ops the host runtime lacks
     runtimes: ClassVar[tuple[str, ...]] = ("tensormap_and_ringbuffer",)
+    noop_record: ClassVar[bool] = True
+    runtime_label: ClassVar[str] = "pypto_build host runtime"
+
+    @property
+    def pto_isa_label(self) -> str:
+        if self.pto_isa_root is None:
+            return "none (PTO_ISA_ROOT unset: the host runtime's fallback headers)"
+        return f"PTO_ISA_ROOT={self.pto_isa_root}"
 
     @classmethod
     def locate(cls, env: Mapping[str, str]) -> HostPlatform:
@@ -47,14 +55,20 @@ class HostPlatform(Platform):
         compiler, flags = host_compiler(env), extra_flags(env)
         return cls(compiler, flags, pto_root, system_include_dirs(compiler, flags))
 
+    # Apart from PyPTO's places (markers.HOST_OUTPUTS): PyPTO never builds for host, and a host build must
+    # not overwrite the binaries and stamp PyPTO reads for the platform the directory records.
+    def kernel_binary(self, func_id: int, core_type: str, source: str, external: bool) -> str:
+        return host_external_binary(func_id, core_type, Path(source).stem) if external else host_binary(source)
+
+    def orchestration_binary(self, source: str) -> str:
+        return host_binary(source)
+
     @property
-    def binary_suffix(self) -> str:
-        return ".so"
+    def stamp_path(self) -> str:
+        return HOST_STAMP
 
-    def binary_path(self, source: str) -> str:
-        return os.path.splitext(source)[0] + self.binary_suffix
-
-    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str]) -> tuple[str, ...]:
+    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str], *,
+                    sub_dir: Path, runtime: str) -> tuple[str, ...]:
         """Shaped like simpler's CPU-sim kernel command line."""
         std = "-std=c++20" if self.pto_isa_root else "-std=c++17"
         dav = "-D__DAV_VEC__" if core_type == "aiv" else "-D__DAV_CUBE__"
@@ -69,7 +83,7 @@ class HostPlatform(Platform):
                 "-Wno-ignored-attributes", "-D__CPU_SIM", "-DPTO_CPU_MAX_THREADS=1", "-DNDEBUG", dav,
                 *incs, *self.cxxflags, "-o", path_arg(output), path_arg(source))
 
-    def orchestration_argv(self, source: str, output: str) -> tuple[str, ...]:
+    def orchestration_argv(self, source: str, output: str, *, sub_dir: Path, runtime: str) -> tuple[str, ...]:
         """Shaped like simpler's host g++ orchestration command line."""
         return (*self.compiler.command, "-shared", "-fPIC", "-O2", "-g", "-std=c++17",
                 "-Wl,--build-id=sha1", "-pthread", f"-I{HOST_INCLUDE}", *self.cxxflags,

@@ -1,15 +1,21 @@
-"""Platform implementations by name: `load_platform` for planning, `platform_class` for running."""
+"""Platform implementations by name: `load_platform` for planning, `platform_class` for running,
+`cannot_serve` for choosing (light: it only asks whether a runtime is importable)."""
 from __future__ import annotations
 
 import os
 from typing import Mapping
 
 from ..errors import ToolchainError
+from ..markers import COMPILED_META, DISTRIBUTED_META
 from .base import Platform
 from .host import HostPlatform
 from .names import PLATFORMS
+from .simpler_env import simpler_missing
+from .simpler_device import A2a3Platform, A5Platform
+from .simpler_sim import A2a3SimPlatform, A5SimPlatform
 
-_IMPLEMENTED: dict[str, type[Platform]] = {"host": HostPlatform}
+_IMPLEMENTED: dict[str, type[Platform]] = {"host": HostPlatform, "a2a3sim": A2a3SimPlatform, "a5sim": A5SimPlatform,
+                                           "a2a3": A2a3Platform, "a5": A5Platform}
 
 
 def platform_class(name: str) -> type[Platform]:
@@ -17,12 +23,20 @@ def platform_class(name: str) -> type[Platform]:
     found = _IMPLEMENTED.get(name)
     if found is not None:
         return found
-    if name in PLATFORMS:
-        raise ToolchainError(
-            f"platform {name!r} needs PyPTO's runtime toolchain (simpler, PTO-ISA"
-            f"{', ccec' if not name.endswith('sim') else ''}), which this version of pypto_build does not drive yet; "
-            "use --platform host")
     raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(PLATFORMS)}")
+
+
+def cannot_serve(name: str, recorded_in: str = COMPILED_META) -> str | None:
+    """Why a platform recorded in `recorded_in` cannot be built and run here (what to do, in the same line), or None."""
+    if not name.endswith("sim"):
+        return None
+    if simpler_missing():
+        return (f"simpler (PyPTO's runtime) is not importable here — install it for {name}'s results, or pass "
+                "--platform host to choose the host runtime on purpose")
+    if recorded_in == DISTRIBUTED_META:
+        return ("pypto_build runs distributed (L3) programs on its host runtime: simpler's L3 worker is not "
+                "driven yet")
+    return None
 
 
 def load_platform(name: str, env: Mapping[str, str] | None = None) -> Platform:

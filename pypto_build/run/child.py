@@ -220,6 +220,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     if request["validate"]:
         outputs = golden.check_outputs(list(named), named, load_sidecar(sub))
         snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}   # untouched
+    at(f"running the program on {config.platform}")
     dfx = execute(sub, tensors, config, names=list(named), say=say, on_task=lambda what: at(f"running {what}"))
     say(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
     at("saving the outputs")

@@ -53,7 +53,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence
         base = Path(sub_dir).absolute()
         confine_tree(base, base / "dfx_outputs", "dfx_outputs folder")
         clear_dfx(base / "dfx_outputs")
-    return platform_class(config.platform).execute(sub_dir, args, config, names=names, say=say,
+    return platform_class(config.platform or "host").execute(sub_dir, args, config, names=names, say=say,
                                                    device_ids=device_ids, on_task=on_task)
 
 

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ManifestError
 from ..manifest import KernelSpec, read_kernel_config
+from ..markers import host_binary, host_external_binary
 from . import abi
 
 __all__ = ["HostExecutor", "ExecutorError", "TaskRecord", "RunTrace"]
@@ -115,7 +116,7 @@ class HostExecutor:
         self._state: _RunState | None = None
         self._closed = False
         orch = self.config.orchestration
-        self.orchestration_path = self._resolve(orch.source, orch.rooted).with_suffix(".so")
+        self.orchestration_path = self._binary(self._resolve(orch.source, orch.rooted))
         self._kernels: dict[int, _Kernel] = {}
         tmp = tempfile.mkdtemp(prefix="pypto_host_run_")
         try:  # dlopen caches by path: load private copies so a rebuilt .so is really reloaded
@@ -137,6 +138,10 @@ class HostExecutor:
     def _resolve(self, source: str, rooted: bool) -> Path:
         p = Path(source)
         return p if p.is_absolute() and not rooted else self.root / p
+
+    def _binary(self, source: Path) -> Path:
+        """Where the host platform put the binary of `source` (markers.HOST_OUTPUTS, apart from PyPTO's)."""
+        return self.root / host_binary(os.path.relpath(source, self.root))
 
     def _load(self, path: Path, what: str, tmp: Path) -> ctypes.CDLL:
         if not path.is_file():
@@ -175,9 +180,9 @@ class HostExecutor:
     def _load_kernel(self, spec: KernelSpec, tmp: Path) -> _Kernel:
         src = self._resolve(spec.source, spec.rooted)
         if spec.external:
-            path = self.root / "cache" / "external" / f"{spec.func_id}_{spec.core_type}_{src.stem}.so"
+            path = self.root / host_external_binary(spec.func_id, spec.core_type, src.stem)
         else:
-            path = src.with_suffix(".so")
+            path = self._binary(src)
         name = spec.name or src.stem
         what = f"kernel func_id {spec.func_id} ({name})"
         lib = self._load(path, what, tmp)

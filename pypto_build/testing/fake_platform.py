@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar, Mapping
 
 from ..hashing import text_digest
+from ..stamp import STAMP
 from ..identity import BinaryContext, Revision
 from ..platforms import Platform
 from ..procs import path_arg
@@ -54,18 +55,29 @@ class FakePlatform(Platform):
     def locate(cls, env: Mapping[str, str]) -> FakePlatform:
         return cls()
 
+    noop_record: ClassVar[bool] = True
+    runtime_label: ClassVar[str] = "fake runtime"
+    pto_isa_label: str = "none"
+
+    # In PyPTO's places (beside the source, cache/binary_context.json), as a platform PyPTO builds for does.
+    def kernel_binary(self, func_id: int, core_type: str, source: str, external: bool) -> str:
+        if external:
+            return f"cache/external/{func_id}_{core_type}_{Path(source).stem}.so"
+        return os.path.splitext(source)[0] + ".so"
+
+    def orchestration_binary(self, source: str) -> str:
+        return os.path.splitext(source)[0] + ".so"
+
     @property
-    def binary_suffix(self) -> str:
-        return ".so"
+    def stamp_path(self) -> str:
+        return STAMP
 
-    def binary_path(self, source: str) -> str:
-        return os.path.splitext(source)[0] + self.binary_suffix
-
-    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str]) -> tuple[str, ...]:
+    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str], *,
+                    sub_dir: Path, runtime: str) -> tuple[str, ...]:
         return (*self.compiler.command, *self.defines, *(f"-I{path_arg(d)}" for d in include_dirs),
                 "-o", path_arg(output), path_arg(source))
 
-    def orchestration_argv(self, source: str, output: str) -> tuple[str, ...]:
+    def orchestration_argv(self, source: str, output: str, *, sub_dir: Path, runtime: str) -> tuple[str, ...]:
         return (*self.compiler.command, *self.defines, "-o", path_arg(output), path_arg(source))
 
     def covered_roots(self) -> dict[str, str]:

@@ -1,0 +1,121 @@
+"""`a2a3` / `a5`: PyPTO's NPU platforms, built with CANN exactly as PyPTO does through simpler.
+
+A kernel is three tasks, each with its own identity: `ccec` compiles it to an
+object (ours, under `.pypto_build/<platform>/`), `ld.lld -e kernel_entry` links
+it to the image PyPTO keeps as `kernels/<core>/<stem>.o`, and the image's
+`.text` (extracted with pyelftools, `elf_payload`: PyPTO's bytes) is the payload
+PyPTO reads, `cache/incore_<func_id>_<core>_<stem>_<platform>.bin`. So editing
+one kernel re-runs one compile, one link, one extraction. The orchestration of
+`tensormap_and_ringbuffer` is cross-compiled with CANN's aarch64 g++ (it runs
+on the AICPU); `host_build_graph`'s with the host g++ (it runs in the host
+process). Running needs an NPU: simpler's Worker, as on the simulators.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ClassVar, Mapping, Sequence
+
+from ..cann import Cann, locate_cann
+from ..errors import ToolchainError
+from ..runconfig import RunConfig
+from ..toolchain import Compiler, resolve_compiler, system_include_dirs
+from .base import PostStep
+from .simpler_argv import (HOST_CXX, arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv,
+                           orchestration_argv, orchestration_compiler)
+from .simpler_env import find_simpler
+from .simpler_sim import SimplerSimPlatform, kernel_payload_path
+
+NPU_DEVICES = "/dev/davinci[0-9]*"          # the Ascend driver's device nodes, one per NPU
+EXTRACTOR = "pypto_build elf_payload 1"      # the payload extraction's identity: bump when its rule changes
+
+
+@dataclass(frozen=True)
+class SimplerDevicePlatform(SimplerSimPlatform):
+    """A device platform of simpler, located: the install, CANN, and the host g++ (host_build_graph)."""
+
+    cann: Cann | None = None
+    runtime_label: ClassVar[str] = "simpler"
+
+    @classmethod
+    def locate(cls, env: Mapping[str, str]) -> SimplerDevicePlatform:
+        cann = locate_cann(env)                       # one line naming ASCEND_HOME_PATH when it is not there
+        install = find_simpler()
+        if install.pto_isa_root is None:
+            raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
+        ccec = Compiler((os.fspath(cann.ccec),), cann.identity, cann.version, cann.identity)
+        try:
+            host = resolve_compiler(HOST_CXX, path=env.get("PATH"))
+        except ToolchainError as exc:
+            raise ToolchainError(f"simpler compiles host_build_graph orchestrations with {HOST_CXX}, and {exc}") from None
+        cross = Compiler((os.fspath(cann.cross_gxx),), cann.identity, cann.version, cann.identity)
+        dirs = tuple(dict.fromkeys(d for c in (ccec, host, cross) for d in system_include_dirs(c, ())))
+        return cls(install, ccec, host, compiler_is_gcc(host.path), dirs, cann)
+
+    def _cross(self) -> Compiler:
+        assert self.cann is not None
+        return Compiler((os.fspath(self.cann.cross_gxx),), self.cann.identity, self.cann.version, self.cann.identity)
+
+    def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
+        if kind == "kernel":
+            return self.kernel_compiler
+        return self.compiler if runtime == "host_build_graph" else self._cross()
+
+    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str], *,
+                    sub_dir: Path, runtime: str) -> tuple[str, ...]:
+        assert self.cann is not None
+        extra = [os.path.normpath(os.path.join(sub_dir, d)) for d in include_dirs]
+        return device_kernel_argv(self.install, self.cann.home, arch_of(self.name), runtime, core_type,
+                                  os.path.join(sub_dir, source), os.path.join(sub_dir, output), extra)
+
+    def orchestration_argv(self, source: str, output: str, *, sub_dir: Path, runtime: str) -> tuple[str, ...]:
+        assert self.cann is not None
+        cxx, host_gxx = orchestration_compiler(self.name, runtime, self.cann.home)
+        no_gnu_unique = self.no_gnu_unique if host_gxx else compiler_is_gcc(cxx)
+        argv = orchestration_argv(self.install, self.name, runtime, cxx, os.path.join(sub_dir, source),
+                                  os.path.join(sub_dir, output), host_gxx, no_gnu_unique=no_gnu_unique)
+        return (*self.compiler_for("orchestration", runtime).command, *argv[1:])
+
+    def kernel_binary(self, func_id: int, core_type: str, source: str, external: bool) -> str:
+        """The compiled object: ours (the link and the extraction make what PyPTO reads, `post_steps`)."""
+        stem = Path(source).stem
+        if external:
+            return f".pypto_build/{self.name}/cache/external/{func_id}_{core_type}_{stem}.o"
+        return f".pypto_build/{self.name}/kernels/{core_type}/{stem}.o"
+
+    def post_steps(self, func_id: int, core_type: str, source: str, external: bool, compiled: str, *,
+                   sub_dir: Path) -> tuple[PostStep, ...]:
+        """Link (PyPTO keeps the image as kernels/<core>/<stem>.o), then the payload out of its .text."""
+        assert self.cann is not None
+        stem = Path(source).stem
+        image = (f".pypto_build/{self.name}/cache/external/{func_id}_{core_type}_{stem}.elf" if external else
+                 f"kernels/{core_type}/{stem}.o")
+        link = device_link_argv(self.cann.home, os.path.join(sub_dir, compiled), os.path.join(sub_dir, image))
+        payload = kernel_payload_path(self.name, func_id, core_type, source, external)
+        return (PostStep("link", compiled, image, link, self.cann.identity),
+                PostStep("extract", image, payload, (), EXTRACTOR))
+
+
+    @staticmethod
+    def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
+                say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None,
+                on_task: Callable[[str], None] | None = None) -> list[str]:
+        """On an NPU, as on the simulators (simpler's Worker); without one, one line before anything starts."""
+        if not glob.glob(NPU_DEVICES):
+            raise ToolchainError(f"platform {config.platform}: this machine has no Ascend NPU ({NPU_DEVICES} "
+                                 "missing), so the program cannot run here; run it on an NPU machine, or replay "
+                                 f"with --platform {config.platform}sim (simpler's simulator) or host")
+        return SimplerSimPlatform.execute(sub_dir, args, config, names=names, say=say, device_ids=device_ids,
+                                          on_task=on_task)
+
+
+@dataclass(frozen=True)
+class A2a3Platform(SimplerDevicePlatform):
+    name: ClassVar[str] = "a2a3"
+
+
+@dataclass(frozen=True)
+class A5Platform(SimplerDevicePlatform):
+    name: ClassVar[str] = "a5"

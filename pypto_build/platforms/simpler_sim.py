@@ -1,0 +1,142 @@
+"""`a2a3sim` / `a5sim`: PyPTO's simulator platforms, compiled and run exactly as PyPTO does through simpler.
+
+Each kernel and orchestration is its own content-keyed unit, compiled with the
+compiler and command line PyPTO's `KernelCompiler` uses (`simpler_argv`, run in
+simpler's project root) and written where PyPTO reads it: a kernel's payload
+(on the simulator the whole `.so`) as `cache/incore_<func_id>_<core>_<stem>_<platform>.bin`,
+the orchestration as `orchestration/<stem>.so`, the stamp as `cache/binary_context.json`
+with simpler's runtime and PTO-ISA revisions (`simpler_env`). So PyPTO's replay
+reuses our binaries and ours reuses PyPTO's. Running assembles those bytes into
+simpler's callables (`simpler_run`), never recompiling through simpler.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ClassVar, Mapping, Sequence
+
+from ..errors import ToolchainError
+from ..identity import BinaryContext
+from ..runconfig import RunConfig
+from ..stamp import STAMP
+from ..toolchain import Compiler, resolve_compiler, system_include_dirs
+from .base import Platform
+from .simpler_argv import (HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compiler_is_gcc, orchestration_argv,
+                           sim_kernel_argv)
+from .simpler_env import SimplerInstall, find_simpler
+
+
+def kernel_payload_path(platform: str, func_id: int, core_type: str, source: str, external: bool) -> str:
+    """Where PyPTO reads a generated kernel's payload (relative to the sub-build); an external kernel's name in
+    PyPTO carries a fingerprint of its include closure we do not compute, so ours has a name of its own."""
+    stem = Path(source).stem
+    if external:
+        return f"cache/external/{func_id}_{core_type}_{stem}_{platform}.bin"
+    return f"cache/incore_{func_id}_{core_type}_{stem}_{platform}.bin"
+
+
+def orchestration_path(source: str) -> str:
+    """`orchestration/<stem>.so`: PyPTO's place for it on every platform."""
+    return f"orchestration/{Path(source).stem}.so"
+
+
+@dataclass(frozen=True)
+class SimplerSimPlatform(Platform):
+    """A simulator platform of simpler, located: the install, `g++-15` for kernels and `g++` for orchestrations."""
+
+    install: SimplerInstall
+    kernel_compiler: Compiler
+    compiler: Compiler            # the orchestrations' (host g++)
+    no_gnu_unique: bool           # simpler's rule: g++ that is not clang gets -fno-gnu-unique
+    system_dirs: tuple[str, ...] = ()
+    name: ClassVar[str] = ""
+    runtimes: ClassVar[tuple[str, ...]] = RUNTIMES
+    runtime_label: ClassVar[str] = "simpler"
+
+    @classmethod
+    def locate(cls, env: Mapping[str, str]) -> SimplerSimPlatform:
+        install = find_simpler()
+        if install.pto_isa_root is None:
+            raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
+        kernel, orch = (_compiler(cxx, what, cls.name, env) for cxx, what in ((SIM_CXX, "kernels"),
+                                                                           (HOST_CXX, "orchestrations")))
+        dirs = tuple(dict.fromkeys([*system_include_dirs(kernel, ()), *system_include_dirs(orch, ())]))
+        return cls(install, kernel, orch, compiler_is_gcc(orch.path), dirs)
+
+    @property
+    def pto_isa_label(self) -> str:
+        return f"simpler's managed tree {self.install.pto_isa_root}"
+
+    def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
+        return self.kernel_compiler if kind == "kernel" else self.compiler
+
+    def compile_cwd(self, sub_dir: Path) -> Path:
+        return self.install.project_root
+
+    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str], *,
+                    sub_dir: Path, runtime: str) -> tuple[str, ...]:
+        extra = [os.path.normpath(os.path.join(sub_dir, d)) for d in include_dirs]
+        argv = sim_kernel_argv(self.install, arch_of(self.name), runtime, core_type, os.path.join(sub_dir, source),
+                               os.path.join(sub_dir, output), extra)
+        return (*self.kernel_compiler.command, *argv[1:])
+
+    def orchestration_argv(self, source: str, output: str, *, sub_dir: Path, runtime: str) -> tuple[str, ...]:
+        argv = orchestration_argv(self.install, self.name, runtime, HOST_CXX, os.path.join(sub_dir, source),
+                                  os.path.join(sub_dir, output), True, no_gnu_unique=self.no_gnu_unique)
+        return (*self.compiler.command, *argv[1:])
+
+    def kernel_binary(self, func_id: int, core_type: str, source: str, external: bool) -> str:
+        return kernel_payload_path(self.name, func_id, core_type, source, external)
+
+    def orchestration_binary(self, source: str) -> str:
+        return orchestration_path(source)
+
+    @property
+    def stamp_path(self) -> str:
+        return STAMP
+
+    def covered_roots(self) -> dict[str, str]:
+        """simpler's tree (its clean revision) and the PTO-ISA tree (its clean revision)."""
+        return {"<simpler>": str(self.install.project_root), "<pto-isa>": str(self.install.pto_isa_root)}
+
+    def binary_context(self, runtime_name: str) -> BinaryContext:
+        return BinaryContext(self.name, runtime_name, self.install.runtime_revision, self.install.pto_isa_revision)
+
+    @staticmethod
+    def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
+                say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None,
+                on_task: Callable[[str], None] | None = None) -> list[str]:
+        """Our binaries, assembled into simpler's callables and run by simpler's Worker."""
+        from ..manifest import read_kernel_config
+        from .simpler_run import run_on_simpler
+
+        if not (sub_dir / "kernel_config.py").exists():
+            raise ToolchainError(f"{sub_dir}: a distributed (L3) program; pypto_build runs those on its host runtime "
+                                 f"only (simpler's L3 worker is not driven yet): pass --platform host")
+        cfg = read_kernel_config(sub_dir / "kernel_config.py")
+        payloads = {k.func_id: sub_dir / kernel_payload_path(config.platform, k.func_id, k.core_type, k.source,
+                                                             k.external) for k in cfg.kernels}
+        orch = sub_dir / orchestration_path(cfg.orchestration.source)
+        say(f"[execute] running on simpler's {config.platform} (our binaries, assembled into simpler's callables)...")
+        return run_on_simpler(sub_dir, config.platform, payloads, orch, args, config, names=names, say=say,
+                              device_id=config.device_id)
+
+
+def _compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) -> Compiler:
+    """A compiler simpler names by its bare name, found on PATH as simpler finds it; one line when absent."""
+    try:
+        return resolve_compiler(cxx, path=env.get("PATH"))
+    except ToolchainError as exc:
+        raise ToolchainError(f"simpler compiles {platform} {what} with {cxx}, and {exc}; install it or put one on "
+                             "PATH, or pass --platform host") from None
+
+
+@dataclass(frozen=True)
+class A2a3SimPlatform(SimplerSimPlatform):
+    name: ClassVar[str] = "a2a3sim"
+
+
+@dataclass(frozen=True)
+class A5SimPlatform(SimplerSimPlatform):
+    name: ClassVar[str] = "a5sim"

@@ -1,0 +1,53 @@
+"""doit action of a step after a kernel's compile (a device kernel's link, its payload's extraction).
+
+Like `compile_actions`: plain-data arguments, the output written atomically,
+the values the next up-to-date check (`uptodate.StepCheck`) compares returned.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from doit.exceptions import TaskFailed
+
+from . import atomic, procs, safeio
+from .elf_payload import kernel_payload
+from .errors import PyptoBuildError
+from .filestate import make_state
+from .oserrors import one_line_failures
+from .stamp import remove_stamp
+from .units import StepUnit
+
+STEP_TIMEOUT_S = 900.0
+
+
+@one_line_failures
+def run_step(step: StepUnit):
+    """Run one step into a temp file, then move it onto its output; the previous output stays on failure."""
+    remove_stamp(Path(step.stamp))            # the sub-build is in flux until every step is done
+    out = Path(step.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic.remove_stale_temps(out)
+    if step.argv:
+        tmp = atomic.temp_path_for(out)
+        argv = list(step.argv)
+        o = len(argv) - 1 - argv[::-1].index("-o")
+        argv[o + 1] = procs.path_arg(os.path.abspath(tmp))
+        try:
+            proc = procs.run(argv, cwd=step.cwd or None, timeout=STEP_TIMEOUT_S)
+            if proc.timed_out or proc.returncode != 0 or not tmp.is_file():
+                why = (f"timed out after {STEP_TIMEOUT_S:g} s" if proc.timed_out else
+                       proc.how if proc.returncode else "wrote no output")
+                return TaskFailed(f"{step.input}: {step.kind} failed: {why} — fix it and rebuild ({step.task})\n"
+                                  f"  command: {shlex.join(step.argv)}\n{proc.output}")
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
+    else:
+        try:
+            payload = kernel_payload(safeio.read_bytes(Path(step.input)), step.input)
+        except PyptoBuildError as exc:
+            return TaskFailed(f"{exc} ({step.task})")
+        atomic.write_bytes(out, payload)
+    return {"key": step.key, "input": make_state(step.input), "output": make_state(step.output)}
