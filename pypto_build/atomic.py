@@ -9,6 +9,7 @@ A failed write raises OSError naming the target (not the temp file).
 """
 from __future__ import annotations
 
+import filecmp
 import os
 import re
 from pathlib import Path
@@ -95,6 +96,20 @@ def write_text(target: Path, text: str, *, mode: int = 0o644, sweep: bool = Fals
 def replace_into(tmp: Path, target: Path) -> None:
     """Move a finished temp file onto `target` atomically (same filesystem)."""
     os.replace(tmp, target)
+
+
+def install(tmp: Path, target: Path) -> bool:
+    """Move a finished temp file onto `target`, unless `target` already holds exactly these bytes: then the
+    temp goes and `target` is left as it was (another tool's identical binary keeps its file). True: moved."""
+    try:
+        same = os.path.isfile(target) and not os.path.islink(target) and filecmp.cmp(tmp, target, shallow=False)
+    except OSError:
+        same = False
+    if same:
+        os.unlink(tmp)
+        return False
+    os.replace(tmp, target)
+    return True
 
 
 def is_temp_of(target: Path, name: str) -> bool:

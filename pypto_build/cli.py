@@ -71,7 +71,8 @@ def _explain_arguments(p: argparse.ArgumentParser) -> None:
 def _compdb_arguments(p: argparse.ArgumentParser) -> None:
     _dir(p)
     p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
-    p.add_argument("--platform", default=None, help="target platform (default: $PYPTO_BUILD_PLATFORM, else the recorded one)")
+    p.add_argument("--platform", default=None,
+                   help="target platform (default: $PYPTO_BUILD_PLATFORM, else the recorded one)")
 
 
 def _ci_arguments(p: argparse.ArgumentParser) -> None:

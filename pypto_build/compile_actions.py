@@ -99,7 +99,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
         if isinstance(states, str):
             out.unlink(missing_ok=True)
             return TaskFailed(states)
-        os.replace(tmp_out, out)
+        atomic.install(tmp_out, out)          # an identical binary (PyPTO's, say) keeps its file
     finally:
         for leftover in (tmp_out, tmp_dep):
             leftover.unlink(missing_ok=True)

@@ -41,7 +41,7 @@ def run_step(step: StepUnit):
                        proc.how if proc.returncode else "wrote no output")
                 return TaskFailed(f"{step.input}: {step.kind} failed: {why} — fix it and rebuild ({step.task})\n"
                                   f"  command: {shlex.join(step.argv)}\n{proc.output}")
-            os.replace(tmp, out)
+            atomic.install(tmp, out)
         finally:
             tmp.unlink(missing_ok=True)
     else:
@@ -49,5 +49,11 @@ def run_step(step: StepUnit):
             payload = kernel_payload(safeio.read_bytes(Path(step.input)), step.input)
         except PyptoBuildError as exc:
             return TaskFailed(f"{exc} ({step.task})")
-        atomic.write_bytes(out, payload)
+        tmp = atomic.temp_path_for(out)
+        try:
+            tmp.write_bytes(payload)
+            os.chmod(tmp, 0o644)
+            atomic.install(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
     return {"key": step.key, "input": make_state(step.input), "output": make_state(step.output)}

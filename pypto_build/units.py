@@ -96,7 +96,8 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
         units = [_orch_unit(layout, sub, platform, timeout)]
         units += [_kernel_unit(layout, sub, k, platform, timeout) for k in sub.config.kernels]
         stamp = _join(sub.rel, platform.stamp_path)
-        steps = [s for k, u in zip(sub.config.kernels, units[1:]) for s in _steps(layout.root, sub, k, u, platform, stamp)]
+        steps = [s for k, u in zip(sub.config.kernels, units[1:])
+                 for s in _steps(layout.root, sub, k, u, platform, stamp)]
         _check_unique(sub, [*units, *steps])
         outputs = [(u.output, f"output of {u.task}") for u in [*units, *steps]]
         for path, what in outputs + [(stamp, "stamp")]:
@@ -118,12 +119,12 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
         src_arg = _rel_to(sub.path, src)
         source = _join(sub.rel, src_arg)
     out_rel = platform.kernel_binary(k.func_id, k.core_type, src_arg, k.external)
-    argv = platform.kernel_argv(k.core_type, src_arg, out_rel, incs, sub_dir=sub.path, runtime=sub.config.runtime_name)
+    argv = platform.kernel_argv(k.core_type, src_arg, out_rel, incs, sub_dir=sub.path,
+                                runtime=sub.config.runtime_name)
     unit_name = f"{k.core_type}/{stem}"
     # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
     return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", layout.root, sub, source, out_rel, argv,
-                 platform, timeout,
-                 (str(src.parent),) if k.external else ())
+                 platform, timeout, (str(src.parent),) if k.external else ())
 
 
 def _steps(root: Path, sub: SubBuild, k, unit: CompileUnit, platform: Platform, stamp: str) -> list[StepUnit]:
@@ -131,12 +132,18 @@ def _steps(root: Path, sub: SubBuild, k, unit: CompileUnit, platform: Platform, 
     source = unit.source if k.external else os.path.relpath(root / unit.source, sub.path)
     compiled = os.path.relpath(root / unit.output, sub.path)
     _, _, name = unit.task.partition(":")
-    covered = platform.covered_roots()
-    located = {**covered, "<build-root>": os.fspath(root)}
+    located = _key_roots(platform, root, sub)
     return [StepUnit(stages.task(step.kind, name), step.kind, sub.rel, _join(sub.rel, step.input),
-                     _join(sub.rel, step.output), step.argv,
-                     argv_key((step.identity, *step.argv), located), stamp, os.fspath(platform.compile_cwd(sub.path)))
+                     _join(sub.rel, step.output), step.argv, argv_key((step.identity, *step.argv), located), stamp,
+                     os.fspath(platform.compile_cwd(sub.path)))
             for step in platform.post_steps(k.func_id, k.core_type, source, k.external, compiled, sub_dir=sub.path)]
+
+
+def _key_roots(platform: Platform, root: Path, sub: SubBuild) -> dict[str, str]:
+    """The locations an argv digest leaves out: identity-covered trees, and the build root when the compiler
+    runs outside the directory and needs whole paths into it (a copied directory stays up to date)."""
+    covered = platform.covered_roots()
+    return covered if platform.compile_cwd(sub.path) == sub.path else {**covered, "<build-root>": os.fspath(root)}
 
 
 def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float) -> CompileUnit:
@@ -147,23 +154,21 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     src_rel = _rel_to(sub.path, src)
     out_rel = platform.orchestration_binary(src_rel)
     argv = platform.orchestration_argv(src_rel, out_rel, sub_dir=sub.path, runtime=sub.config.runtime_name)
-    return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", layout.root, sub, _join(sub.rel, src_rel),
-                 out_rel, argv,
-                 platform, timeout)
+    return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", layout.root, sub,
+                 _join(sub.rel, src_rel), out_rel, argv, platform, timeout)
 
 
 def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
           platform: Platform, timeout: float, extra_roots: tuple[str, ...] = ()) -> CompileUnit:
     covered = platform.covered_roots()
     cwd = platform.compile_cwd(sub.path)
-    # Outside the directory the compiler needs whole paths into it: the key leaves its location out (relocatable).
-    located = covered if cwd == sub.path else {**covered, "<build-root>": os.fspath(root)}
     roots = (*covered.values(), *_include_flag_paths(argv, cwd), *extra_roots)
     # The most specific covered root first: a checkout inside another (simpler's build/pto-isa) answers for its files.
     covered_dirs = tuple(sorted(covered.values(), key=len, reverse=True))
+    # The compiler itself is its own input (identity), so the key covers only its arguments.
+    words = len(platform.compiler_for(kind, sub.config.runtime_name).command)
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, platform.stamp_path),
-                       # The compiler itself is its own input (identity), so the key covers only its arguments.
-                       argv_key(argv[len(platform.compiler_for(kind, sub.config.runtime_name).command):], located), covered_dirs, timeout,
+                       argv_key(argv[words:], _key_roots(platform, root, sub)), covered_dirs, timeout,
                        # the compiler's search directories come resolved
                        tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs])),
                        "" if cwd == sub.path else os.fspath(cwd))

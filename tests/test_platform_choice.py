@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -129,3 +130,21 @@ def test_a_kernel_missing_pto_isa_headers_says_to_set_pto_isa_root(tmp_path):
         "fatal error: pto/common/type.hpp: No such file or directory — PTO-ISA headers are missing "
         "(pto/common/type.hpp): set PTO_ISA_ROOT to a pto-isa checkout (the host platform's fallback headers cover "
         "pto/pto-inst.hpp only), then rebuild (compile:aic/main_incore_0_aic)")
+
+
+@pytest.mark.slow
+def test_a_rebuilt_binary_identical_to_the_one_there_leaves_that_file_alone(tmp_path):
+    """First sight of a directory someone else built (PyPTO, say): every unit compiles once to learn its
+    headers, and a binary with the same bytes keeps the file that was there (inode and mtime)."""
+    from pypto_build.api import build
+    root = synth.write_l2(tmp_path / "d", kernels=2)
+    build(root, platform="host")
+    binary = root / host_binary("kernels/aiv/main_incore_1_aiv.cpp")
+    before = binary.stat()
+    for entry in (root / ".pypto_build").iterdir():         # forget everything but the binaries
+        if entry.name != "host":
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    again = build(root, platform="host")
+    assert len(again.compiled) == 3
+    after = binary.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)

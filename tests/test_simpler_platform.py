@@ -131,6 +131,15 @@ def test_pyptos_own_cache_transaction_keeps_our_binaries(install, ex):
     module.record_binary_context(ex, context)                 # PyPTO's stamp after its transaction...
     done = cli("build", str(ex))
     assert done.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date"     # ...is ours too
+    # A directory PyPTO built that we never saw: each unit compiles once (to learn its headers); the same bytes
+    # leave PyPTO's files as they were.
+    shutil.rmtree(ex / ".pypto_build")
+    files = {p: p.stat() for p in [*(ex / "cache").glob("*.bin"), ex / "orchestration/matmul_relu.so"]}
+    done = cli("build", str(ex))
+    assert done.stdout.splitlines()[-1] == "pypto-build: 3 compiled, 0 up to date, 1 stamp(s) written"
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in files} == \
+        {p: (st.st_ino, st.st_mtime_ns) for p, st in files.items()}
+    assert module.prepare_binary_context(ex, context) == 0
 
 
 def test_replay_validates_on_simpler(ex):
@@ -146,3 +155,16 @@ def test_host_fallback_on_request_leaves_pyptos_files(ex):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "running on the host runtime" in done.stdout and "Golden validation: PASSED" in done.stdout
     assert {p: p.read_bytes() for p in before} == before
+
+
+def test_host_build_graph_builds_and_validates_through_simpler(install, tmp_path):
+    """The other runtime PyPTO writes: its orchestration runs in the host process (simpler's runtime of that name)."""
+    root = Path(shutil.copytree(EXAMPLE, tmp_path / "hbg"))
+    config = root / "kernel_config.py"
+    config.write_text(config.read_text().replace('"runtime": "tensormap_and_ringbuffer"', '"runtime": "host_build_graph"'))
+    done = cli("replay", "--validate", "-j", "2", str(root))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].endswith(f", host_build_graph · PTO-ISA: simpler's managed tree "
+                                                f"{install.pto_isa_root} {git_head(install.pto_isa_root)[:7]}")
+    assert "Golden validation: PASSED" in done.stdout
+    assert json.loads((root / "cache/binary_context.json").read_text())["runtime_name"] == "host_build_graph"
