@@ -169,3 +169,36 @@ def test_host_build_graph_builds_and_validates_through_simpler(install, tmp_path
                                                 f"{install.pto_isa_root} {git_head(install.pto_isa_root)[:7]}")
     assert "Golden validation: PASSED" in done.stdout
     assert json.loads((root / "cache/binary_context.json").read_text())["runtime_name"] == "host_build_graph"
+
+
+def _inputs(root: Path) -> tuple[list, "torch.Tensor"]:
+    from pypto_build.run.golden import load_golden
+    golden = load_golden(root)
+    pairs = golden.inputs()
+    return [v for _, v in pairs], golden.expected(dict(pairs))["out"]
+
+
+def test_validate_caches_its_verdict_per_platform(ex):
+    first = cli("validate", str(ex))
+    assert first.returncode == 0 and "Golden validation: PASSED" in first.stdout
+    again = cli("validate", str(ex))
+    assert again.returncode == 0 and "Golden validation: PASSED (cached:" in again.stdout       # the kept verdict
+    assert "running on simpler" not in again.stdout
+    on_host = cli("validate", "--platform", "host", str(ex))
+    assert on_host.returncode == 0 and "running on the host runtime" in on_host.stdout     # another platform's
+
+
+def test_compiled_program_benchmark_and_debug_run_py_run_on_simpler(ex):
+    import torch
+    from pypto_build.compat import CompiledProgram, benchmark, write_run_script
+    program = CompiledProgram.from_dir(ex)
+    assert program.platform is None and program.persisted_platform == "a2a3sim"
+    args, expected = _inputs(ex)
+    program(*args)
+    assert program.platform == "a2a3sim" and torch.allclose(args[-1], expected, rtol=1e-5, atol=1e-5)
+    stats = benchmark(program, args, rounds=2, warmup=1)
+    assert stats.samples == 2 and stats.host_us_min > 0
+    script = write_run_script(ex)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=900, cwd="/")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[execute] running on simpler's a2a3sim" in done.stdout and "Golden validation: PASSED" in done.stdout
