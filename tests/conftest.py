@@ -34,6 +34,13 @@ def _simpler_missing() -> str | None:
     return None
 
 
+if not _simpler_missing():
+    # The fixtures record a2a3sim, as PyPTO writes them: with simpler importable they would build through it.
+    # The shared (session) fixtures and every unmarked test are about the host platform, as where simpler is
+    # missing (CI); `simpler`-marked tests run without this (_clean_env).
+    os.environ["PYPTO_BUILD_PLATFORM"] = "host"
+
+
 def pytest_collection_modifyitems(config, items):
     why = _simpler_missing()
     if why:
@@ -55,9 +62,7 @@ def _clean_env(monkeypatch, request):
                 "PYPTO_RUN_TIMEOUT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PYPTO_PTOAS_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
     if not _simpler_missing() and "simpler" not in request.keywords:
-        # The fixtures record a2a3sim, as PyPTO writes them: with simpler importable they would build through it.
-        # Every other test is about the host platform, as it is where simpler is missing (CI).
-        monkeypatch.setenv("PYPTO_BUILD_PLATFORM", "host")
+        monkeypatch.setenv("PYPTO_BUILD_PLATFORM", "host")        # see the module's top
 
 
 @pytest.fixture(scope="session")

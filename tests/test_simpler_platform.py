@@ -23,8 +23,9 @@ KERNELS = {"cache/incore_0_aic_matmul_relu_incore_0_aic_a2a3sim.bin": ("aic", "k
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "PYPTO_BUILD_PLATFORM"}     # the recorded platform
     return subprocess.run([sys.executable, "-m", "pypto_build", *args], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, **(env or {})})
+                          env={**base, **(env or {})})
 
 
 def git_head(path: Path) -> str:
@@ -171,7 +172,8 @@ def test_host_build_graph_builds_and_validates_through_simpler(install, tmp_path
     assert json.loads((root / "cache/binary_context.json").read_text())["runtime_name"] == "host_build_graph"
 
 
-def _inputs(root: Path) -> tuple[list, "torch.Tensor"]:
+def _inputs(root: Path) -> tuple[list, object]:
+    """golden.py's inputs and the expected `out`."""
     from pypto_build.run.golden import load_golden
     golden = load_golden(root)
     pairs = golden.inputs()

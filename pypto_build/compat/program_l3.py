@@ -5,11 +5,10 @@ driver on the host runtime with one worker process per device id.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import PyptoBuildError
 from ..sidecars import DISTRIBUTED_META_FILENAME, DistributedConfigMeta, ProgramMeta, load_distributed_meta
 
 __all__ = ["DistributedConfig", "DistributedCompiledProgram"]
@@ -51,7 +50,7 @@ class DistributedCompiledProgram:
         self.params = meta.params
         self.output_indices = meta.output_indices
         self.persisted_platform = meta.platform
-        self.platform = platform or "host"
+        self.platform: str | None = platform       # None: the recorded one (platforms.choose); set by the first build
         self.backend_type = backend_type or meta.backend_type
         persisted: DistributedConfigMeta | None = meta.distributed_config
         self.distributed_config = distributed_config or DistributedConfig(
@@ -75,17 +74,17 @@ class DistributedCompiledProgram:
         return self.distributed_config.device_ids
 
     def __call__(self, *tensors: Sequence, config=None) -> None:
-        """Build what changed, then run on the host runtime; outputs are written into `tensors` in place."""
+        """Build what changed, then run on the platform the build chose (the recorded one, or host where simpler
+        cannot run it); outputs are written into `tensors` in place."""
         from ..api import build
         from ..run import execute
         from ..runconfig import RunConfig
 
-        if self.platform != "host":
-            raise PyptoBuildError(f"platform {self.platform!r}: this program runs on the host runtime only")
-        build(self.output_dir)
+        built = build(self.output_dir, platform=self.platform, progress=None)
+        self.platform = built.platform
         names = [p.name for p in self.params] if len(self.params) == len(tensors) else None
-        execute(self.output_dir, list(tensors), config or RunConfig(), names=names, say=lambda _line: None,
-                device_ids=self.device_ids)
+        execute(self.output_dir, list(tensors), replace(config or RunConfig(), platform=built.platform), names=names,
+                say=lambda _line: None, device_ids=self.device_ids)
 
     def __repr__(self) -> str:
         return f"DistributedCompiledProgram({self.output_dir}, device_ids={list(self.device_ids)})"

@@ -6,7 +6,7 @@ import os
 from typing import Mapping
 
 from ..errors import ToolchainError
-from ..markers import COMPILED_META, DISTRIBUTED_META
+from ..markers import COMPILED_META
 from .base import Platform
 from .host import HostPlatform
 from .names import PLATFORMS
@@ -28,14 +28,9 @@ def platform_class(name: str) -> type[Platform]:
 
 def cannot_serve(name: str, recorded_in: str = COMPILED_META) -> str | None:
     """Why a platform recorded in `recorded_in` cannot be built and run here (what to do, in the same line), or None."""
-    if not name.endswith("sim"):
-        return None
-    if simpler_missing():
+    if name.endswith("sim") and simpler_missing():
         return (f"simpler (PyPTO's runtime) is not importable here — install it for {name}'s results, or pass "
                 "--platform host to choose the host runtime on purpose")
-    if recorded_in == DISTRIBUTED_META:
-        return ("pypto_build runs distributed (L3) programs on its host runtime: simpler's L3 worker is not "
-                "driven yet")
     return None
 
 

@@ -118,9 +118,9 @@ def run_on_simpler(sub_dir: Path, platform: str, payloads: Mapping[int, Path], o
         raise ToolchainError(f"platform {platform!r} does not run on simpler; choose one of "
                              f"{', '.join(SIMPLER_PLATFORMS)}")
     manifest = read_kernel_config(sub_dir / "kernel_config.py")
-    blobs = _read_binaries(manifest, payloads, Path(orchestration))
+    blobs = read_binaries(manifest, payloads, Path(orchestration))
     settings = call_settings(config, manifest.runtime_config, sub_dir)
-    simpler = _import_simpler()
+    simpler = import_simpler()
     labels = _labels(len(args), names)
     _check_args(args, labels, simpler)
     for line in unsupported_lines(settings, platform):
@@ -129,25 +129,25 @@ def run_on_simpler(sub_dir: Path, platform: str, payloads: Mapping[int, Path], o
     if dfx is not None:
         confine_tree(sub_dir.absolute(), dfx, "dfx_outputs folder")     # before anything is written through it
         dfx.mkdir(parents=True, exist_ok=True)
-    before = _snapshot(dfx)
+    before = dfx_snapshot(dfx)
     say(f"[execute] running on simpler's {platform} runtime ({manifest.runtime_name})...")
-    chip = _chip_callable(manifest, blobs, simpler)
-    cfg = _call_config(settings, simpler)
-    with _LogLevel(settings.log_level, simpler):
+    chip = chip_callable(manifest, blobs, simpler)
+    cfg = call_config(settings, simpler)
+    with LogLevel(settings.log_level, simpler):
         _run(simpler, chip, cfg, settings, args, platform, manifest.runtime_name, device_id)
-    return _changed(dfx, before)
+    return changed_files(dfx, before)
 
 
 # --- inputs ------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _Binaries:
+class Binaries:
     kernels: dict[int, bytes]
     orchestration: bytes
 
 
-def _read_binaries(manifest: KernelConfig, payloads: Mapping[int, Path], orchestration: Path) -> _Binaries:
+def read_binaries(manifest: KernelConfig, payloads: Mapping[int, Path], orchestration: Path) -> Binaries:
     """Every kernel's payload and the orchestration, read; one line for a missing, extra or unreadable one."""
     where = manifest.path
     wanted = {k.func_id: k for k in manifest.kernels}
@@ -161,7 +161,7 @@ def _read_binaries(manifest: KernelConfig, payloads: Mapping[int, Path], orchest
         if func_id not in payloads:
             raise PyptoBuildError(f"{where}: no payload given for {what}; build the directory first")
         kernels[func_id] = _read(Path(payloads[func_id]), f"the payload of {what}")
-    return _Binaries(kernels, _read(orchestration, "the orchestration binary"))
+    return Binaries(kernels, _read(orchestration, "the orchestration binary"))
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -229,7 +229,7 @@ def _fits_float32(value: float) -> bool:
 
 
 @dataclass(frozen=True)
-class _Simpler:
+class SimplerApi:
     """The few simpler names a run uses, imported once."""
 
     ArgDirection: Any
@@ -245,7 +245,7 @@ class _Simpler:
     parse_level: Callable[[Any], int]
 
 
-def _import_simpler() -> _Simpler:
+def import_simpler() -> SimplerApi:
     import sys
 
     try:
@@ -259,11 +259,11 @@ def _import_simpler() -> _Simpler:
         raise ToolchainError(f"PyPTO's runtime simpler cannot be imported by {sys.executable} "
                              f"({one_line(exc, 200)}); install simpler into this Python (pip install "
                              "--no-build-isolation -e <simpler checkout>) or use --platform host") from None
-    return _Simpler(ArgDirection, CallConfig, ChipCallable, CoreCallable, TaskArgs, Worker, scalar_to_uint64,
+    return SimplerApi(ArgDirection, CallConfig, ChipCallable, CoreCallable, TaskArgs, Worker, scalar_to_uint64,
                     make_tensor_arg, torch_dtype_to_datatype, get_logger(), parse_level)
 
 
-def _chip_callable(manifest: KernelConfig, blobs: _Binaries, simpler: _Simpler) -> Any:
+def chip_callable(manifest: KernelConfig, blobs: Binaries, simpler: SimplerApi) -> Any:
     """CoreCallable per kernel (its signature maps payload slots for the args dump), then the ChipCallable."""
     def directions(signature: tuple[str, ...]) -> list:
         return [simpler.ArgDirection.__members__[d] for d in signature]
@@ -276,7 +276,7 @@ def _chip_callable(manifest: KernelConfig, blobs: _Binaries, simpler: _Simpler) 
                                       binary=blobs.orchestration, children=children)
 
 
-def _call_config(settings: CallSettings, simpler: _Simpler) -> Any:
+def call_config(settings: CallSettings, simpler: SimplerApi) -> Any:
     """`CallSettings` onto a fresh CallConfig, validated; one line for what simpler refuses."""
     cfg = simpler.CallConfig()
     try:
@@ -299,11 +299,11 @@ def _call_config(settings: CallSettings, simpler: _Simpler) -> Any:
     return cfg
 
 
-class _LogLevel:
+class LogLevel:
     """PyPTO's `configure_log(level)`: the level on simpler's Python logger, which `Worker.init` hands to
     the C++ side. None leaves simpler's own default; the previous level is restored afterwards."""
 
-    def __init__(self, level: str | None, simpler: _Simpler):
+    def __init__(self, level: str | None, simpler: SimplerApi):
         self.level, self.simpler, self.previous = level, simpler, None
 
     def __enter__(self) -> None:
@@ -316,7 +316,7 @@ class _LogLevel:
             self.simpler.logger.setLevel(self.previous)
 
 
-def _run(simpler: _Simpler, chip: Any, cfg: Any, settings: CallSettings, args: Sequence, platform: str,
+def _run(simpler: SimplerApi, chip: Any, cfg: Any, settings: CallSettings, args: Sequence, platform: str,
          runtime: str, device_id: int) -> None:
     """Worker(level=2) -> init(prewarm) -> register -> TaskArgs (tensors, then scalars) -> run; close always."""
     import torch
@@ -327,7 +327,7 @@ def _run(simpler: _Simpler, chip: Any, cfg: Any, settings: CallSettings, args: S
         try:
             worker.init(prewarm_config=cfg)
         except FileNotFoundError as exc:
-            raise ToolchainError(_missing_runtime(exc, platform, runtime)) from None
+            raise ToolchainError(missing_runtime(exc, platform, runtime)) from None
         except ValueError as exc:
             if "not available for platform" not in str(exc):
                 raise
@@ -347,7 +347,7 @@ def _run(simpler: _Simpler, chip: Any, cfg: Any, settings: CallSettings, args: S
         worker.close()
 
 
-def _missing_runtime(exc: FileNotFoundError, platform: str, runtime: str) -> str:
+def missing_runtime(exc: FileNotFoundError, platform: str, runtime: str) -> str:
     """One line for simpler's 'Pre-built runtime binaries not found' (a multi-line message)."""
     from simpler_setup.environment import PROJECT_ROOT
 
@@ -362,7 +362,7 @@ def _missing_runtime(exc: FileNotFoundError, platform: str, runtime: str) -> str
 # --- DFX files ---------------------------------------------------------------------------------------------
 
 
-def _snapshot(dfx: Path | None) -> dict[str, tuple[int, int, int]]:
+def dfx_snapshot(dfx: Path | None) -> dict[str, tuple[int, int, int]]:
     """Every file under `dfx` (links not followed) with what tells a rewrite apart."""
     found: dict[str, tuple[int, int, int]] = {}
     if dfx is None or not dfx.is_dir():
@@ -378,7 +378,7 @@ def _snapshot(dfx: Path | None) -> dict[str, tuple[int, int, int]]:
     return found
 
 
-def _changed(dfx: Path | None, before: dict[str, tuple[int, int, int]]) -> list[str]:
+def changed_files(dfx: Path | None, before: dict[str, tuple[int, int, int]]) -> list[str]:
     """The files under `dfx` that are new or rewritten since `before`, sorted."""
-    after = _snapshot(dfx)
+    after = dfx_snapshot(dfx)
     return sorted(path for path, stamp in after.items() if before.get(path) != stamp)

@@ -111,9 +111,13 @@ class SimplerSimPlatform(Platform):
         from ..manifest import read_kernel_config
         from .simpler_run import run_on_simpler
 
-        if not (sub_dir / "kernel_config.py").exists():
-            raise ToolchainError(f"{sub_dir}: a distributed (L3) program; pypto_build runs those on its host runtime "
-                                 f"only (simpler's L3 worker is not driven yet): pass --platform host")
+        if not (sub_dir / "kernel_config.py").exists() and (sub_dir / "orchestration" / "host_orch.py").exists():
+            from .simpler_l3 import run_l3_on_simpler      # PyPTO's rule: L3 is a host driver over chip programs
+
+            if on_task is not None:
+                on_task("the host driver orchestration/host_orch.py")
+            return run_l3_on_simpler(sub_dir, config.platform, args, config, names=names, say=say,
+                                     device_ids=device_ids)
         cfg = read_kernel_config(sub_dir / "kernel_config.py")
         payloads = {k.func_id: sub_dir / kernel_payload_path(config.platform, k.func_id, k.core_type, k.source,
                                                              k.external) for k in cfg.kernels}
