@@ -26,7 +26,8 @@ from .base import PostStep
 from .simpler_argv import (HOST_CXX, arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv,
                            orchestration_argv, orchestration_compiler)
 from .simpler_env import find_simpler
-from .simpler_sim import SimplerSimPlatform, kernel_payload_path
+from .pypto_places import kernel_payload_path
+from .simpler_sim import SimplerSimPlatform
 
 NPU_DEVICES = "/dev/davinci[0-9]*"          # the Ascend driver's device nodes, one per NPU
 EXTRACTOR = "pypto_build elf_payload 1"      # the payload extraction's identity: bump when its rule changes

@@ -38,7 +38,7 @@ from ..runconfig import RunConfig
 from ..sidecars import load_distributed_meta
 from .simpler_run import (SIMPLER_PLATFORMS, call_config, changed_files, chip_callable, import_simpler,
                           LogLevel, missing_runtime, read_binaries, dfx_snapshot, call_settings, unsupported_lines)
-from .simpler_sim import kernel_payload_path, orchestration_path
+from .pypto_places import kernel_payload_path, orchestration_path
 
 __all__ = ["run_l3_on_simpler", "chip_programs", "HOST_ORCH", "ENTRY_MARKER", "DISPATCH_PROGRAM"]
 

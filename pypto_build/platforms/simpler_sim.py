@@ -24,21 +24,8 @@ from ..toolchain import Compiler, resolve_compiler, system_include_dirs
 from .base import Platform
 from .simpler_argv import (HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compiler_is_gcc, orchestration_argv,
                            sim_kernel_argv)
+from .pypto_places import kernel_payload_path, orchestration_path
 from .simpler_env import SimplerInstall, find_simpler
-
-
-def kernel_payload_path(platform: str, func_id: int, core_type: str, source: str, external: bool) -> str:
-    """Where PyPTO reads a generated kernel's payload (relative to the sub-build); an external kernel's name in
-    PyPTO carries a fingerprint of its include closure we do not compute, so ours has a name of its own."""
-    stem = Path(source).stem
-    if external:
-        return f"cache/external/{func_id}_{core_type}_{stem}_{platform}.bin"
-    return f"cache/incore_{func_id}_{core_type}_{stem}_{platform}.bin"
-
-
-def orchestration_path(source: str) -> str:
-    """`orchestration/<stem>.so`: PyPTO's place for it on every platform."""
-    return f"orchestration/{Path(source).stem}.so"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,23 @@
+"""Where PyPTO reads a sub-build's binaries on its own platforms (simpler's simulators and devices).
+
+A generated kernel's payload is `cache/incore_<func_id>_<core>_<stem>_<platform>.bin`, the orchestration
+`orchestration/<stem>.so` on every platform (PyPTO's `device_runner`). Shared by planning (where to write)
+and running (what to load), so the two never disagree.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def kernel_payload_path(platform: str, func_id: int, core_type: str, source: str, external: bool) -> str:
+    """Where PyPTO reads a generated kernel's payload (relative to the sub-build); an external kernel's name in
+    PyPTO carries a fingerprint of its include closure we do not compute, so ours has a name of its own."""
+    stem = Path(source).stem
+    if external:
+        return f"cache/external/{func_id}_{core_type}_{stem}_{platform}.bin"
+    return f"cache/incore_{func_id}_{core_type}_{stem}_{platform}.bin"
+
+
+def orchestration_path(source: str) -> str:
+    """`orchestration/<stem>.so`: PyPTO's place for it on every platform."""
+    return f"orchestration/{Path(source).stem}.so"
