@@ -36,7 +36,7 @@ def run_step(step: StepUnit):
         argv[o + 1] = procs.path_arg(os.path.abspath(tmp))
         try:
             proc = procs.run(argv, cwd=step.cwd or None, timeout=STEP_TIMEOUT_S)
-            if proc.timed_out or proc.returncode != 0 or not tmp.is_file():
+            if proc.timed_out or proc.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
                 why = (f"timed out after {STEP_TIMEOUT_S:g} s" if proc.timed_out else
                        proc.how if proc.returncode else "wrote no output")
                 return TaskFailed(f"{step.input}: {step.kind} failed: {why} — fix it and rebuild ({step.task})\n"

@@ -114,16 +114,31 @@ def dir_lock(state_dir: Path, *, quiet: bool = False, shared: bool = False) -> I
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt so doit saves the work already finished."""
+    """Turn SIGTERM into KeyboardInterrupt so doit saves the work already finished.
+
+    A signal that lands while a finalizer runs (a multiprocessing queue closing) has its
+    KeyboardInterrupt swallowed there, and Python prints it as "Exception ignored";
+    `sys.unraisablehook` delivers it again instead, outside the finalizer.
+    """
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        if not sys.is_finalizing():
+            raise KeyboardInterrupt
+
+    def unraisable(info) -> None:
+        if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        hook(info)
+
     try:
         previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:          # not the main thread: leave signals alone
         yield
         return
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         signal.signal(signal.SIGTERM, previous)
 

@@ -21,13 +21,13 @@ from typing import Callable, ClassVar, Mapping, Sequence
 from ..cann import Cann, locate_cann
 from ..errors import ToolchainError
 from ..runconfig import RunConfig
-from ..toolchain import Compiler, resolve_compiler, system_include_dirs
+from ..toolchain import Compiler, system_include_dirs
 from .base import PostStep
 from .simpler_argv import (HOST_CXX, arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv,
                            orchestration_argv, orchestration_compiler)
 from .simpler_env import find_simpler
 from .pypto_places import kernel_payload_path
-from .simpler_sim import SimplerSimPlatform
+from .simpler_sim import SimplerSimPlatform, bare_compiler
 
 NPU_DEVICES = "/dev/davinci[0-9]*"          # the Ascend driver's device nodes, one per NPU
 EXTRACTOR = "pypto_build elf_payload 1"      # the payload extraction's identity: bump when its rule changes
@@ -47,10 +47,7 @@ class SimplerDevicePlatform(SimplerSimPlatform):
         if install.pto_isa_root is None:
             raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
         ccec = Compiler((os.fspath(cann.ccec),), cann.identity, cann.version, cann.identity)
-        try:
-            host = resolve_compiler(HOST_CXX, path=env.get("PATH"))
-        except ToolchainError as exc:
-            raise ToolchainError(f"simpler compiles host_build_graph orchestrations with {HOST_CXX}, and {exc}") from None
+        host = bare_compiler(HOST_CXX, "host_build_graph orchestrations", cls.name, env)
         cross = Compiler((os.fspath(cann.cross_gxx),), cann.identity, cann.version, cann.identity)
         dirs = tuple(dict.fromkeys(d for c in (ccec, host, cross) for d in system_include_dirs(c, ())))
         return cls(install, ccec, host, compiler_is_gcc(host.path), dirs, cann)

@@ -12,6 +12,7 @@ simpler's callables (`simpler_run`), never recompiling through simpler.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Mapping, Sequence
@@ -46,8 +47,8 @@ class SimplerSimPlatform(Platform):
         install = find_simpler()
         if install.pto_isa_root is None:
             raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
-        kernel, orch = (_compiler(cxx, what, cls.name, env) for cxx, what in ((SIM_CXX, "kernels"),
-                                                                           (HOST_CXX, "orchestrations")))
+        kernel = bare_compiler(SIM_CXX, "kernels", cls.name, env)
+        orch = bare_compiler(HOST_CXX, "orchestrations", cls.name, env)
         dirs = tuple(dict.fromkeys([*system_include_dirs(kernel, ()), *system_include_dirs(orch, ())]))
         return cls(install, kernel, orch, compiler_is_gcc(orch.path), dirs)
 
@@ -114,13 +115,12 @@ class SimplerSimPlatform(Platform):
                               device_id=config.device_id)
 
 
-def _compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) -> Compiler:
+def bare_compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) -> Compiler:
     """A compiler simpler names by its bare name, found on PATH as simpler finds it; one line when absent."""
-    try:
-        return resolve_compiler(cxx, path=env.get("PATH"))
-    except ToolchainError as exc:
-        raise ToolchainError(f"simpler compiles {platform} {what} with {cxx}, and {exc}; install it or put one on "
-                             "PATH, or pass --platform host") from None
+    if shutil.which(cxx, path=env.get("PATH")) is None:
+        raise ToolchainError(f"{cxx} not found on PATH: simpler compiles {platform} {what} with {cxx}; install it "
+                             f"(or put a {cxx} on PATH), or pass --platform host")
+    return resolve_compiler(cxx, path=env.get("PATH"))
 
 
 @dataclass(frozen=True)
