@@ -15,8 +15,8 @@ def compile_commands(graph: Graph) -> list[dict]:
     root = graph.layout.root
     entries = []
     for plan in graph.plans:
-        directory = os.path.normpath(root / plan.sub.rel)
         for unit in plan.units:
+            directory = unit.cwd or os.path.normpath(root / plan.sub.rel)     # where the compiler runs
             source = unit.source if os.path.isabs(unit.source) else os.path.normpath(root / unit.source)
             entries.append({"directory": directory, "file": source, "arguments": list(unit.argv),
                             "output": os.path.normpath(root / unit.output)})

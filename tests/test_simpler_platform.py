@@ -204,3 +204,12 @@ def test_compiled_program_benchmark_and_debug_run_py_run_on_simpler(ex):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=900, cwd="/")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[execute] running on simpler's a2a3sim" in done.stdout and "Golden validation: PASSED" in done.stdout
+
+
+def test_compile_commands_name_the_directory_the_compiler_runs_in(install, ex):
+    done = cli("compdb", str(ex))
+    assert done.returncode == 0, done.stdout + done.stderr
+    entries = json.loads((ex / "compile_commands.json").read_text())
+    assert {e["directory"] for e in entries} == {str(install.project_root)}      # simpler's root, as simpler runs them
+    assert sorted(Path(e["file"]).name for e in entries) == [
+        "matmul_relu.cpp", "matmul_relu_incore_0_aic.cpp", "matmul_relu_incore_1_aiv.cpp"]
