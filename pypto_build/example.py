@@ -25,7 +25,7 @@ def run_example(args) -> int:
         print(f"pypto-build: copied the example ({what}) to {dest}")
 
     def replay_once() -> bool:
-        graph = load_graph(dest.resolve(), "host")
+        graph = load_graph(dest.resolve())      # the recorded platform (a2a3sim), or host where simpler is missing
         result = run_graph(graph, tasks=[stages.VALIDATE], force=(stages.prefix(stages.VALIDATE),), jobs=args.jobs,
                            progress=sys.stdout, check=False)
         return result.ok and not result.failures

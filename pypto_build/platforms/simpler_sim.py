@@ -110,7 +110,6 @@ class SimplerSimPlatform(Platform):
         payloads = {k.func_id: sub_dir / kernel_payload_path(config.platform, k.func_id, k.core_type, k.source,
                                                              k.external) for k in cfg.kernels}
         orch = sub_dir / orchestration_path(cfg.orchestration.source)
-        say(f"[execute] running on simpler's {config.platform} (our binaries, assembled into simpler's callables)...")
         return run_on_simpler(sub_dir, config.platform, payloads, orch, args, config, names=names, say=say,
                               device_id=config.device_id)
 
