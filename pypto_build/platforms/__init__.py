@@ -18,7 +18,7 @@ _EXPORTS = {
     "default_platform": "names",
     "load_platform": "registry",
     "platform_class": "registry",
-    "cannot_serve": "registry",
+    "cannot_serve": "choice",
     "Choice": "choice",
     "choose": "choice",
 }

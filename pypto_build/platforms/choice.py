@@ -8,8 +8,10 @@ falls back (asked for on purpose, refused with one line when it cannot run).
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -18,6 +20,7 @@ from ..markers import COMPILED_META, DISTRIBUTED_META
 from .names import DEFAULT_PLATFORM, PLATFORMS
 
 ENV_VAR = "PYPTO_BUILD_PLATFORM"
+SIMPLER_MODULES = ("simpler", "simpler_setup", "_task_interface")   # what a simpler install provides
 
 
 @dataclass(frozen=True)
@@ -82,3 +85,26 @@ def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | No
     if why and recorded.endswith("sim"):
         return Choice(DEFAULT_PLATFORM, where or "default", recorded, where, fallback=why)
     return Choice(recorded, where or "default", recorded, where)
+
+
+def simpler_missing() -> str | None:
+    """Why simpler cannot serve here (a module it provides is not importable), or None. Imports nothing."""
+    for name in SIMPLER_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return (f"PyPTO's runtime simpler is not installed for {sys.executable} (module {name} not "
+                    "importable): install simpler into this Python (pip install --no-build-isolation "
+                    "<simpler checkout>) or run pypto_build with the Python that has it")
+    return None
+
+
+def cannot_serve(name: str, recorded_in: str = COMPILED_META) -> str | None:
+    """Why a platform recorded in `recorded_in` cannot be built and run here (what to do, in the same line), or
+    None. Light (imports nothing of simpler): the no-op path asks it."""
+    if name.endswith("sim") and simpler_missing():
+        return (f"simpler (PyPTO's runtime) is not importable here — install it for {name}'s results, or pass "
+                "--platform host to choose the host runtime on purpose")
+    return None

@@ -1,16 +1,13 @@
-"""Platform implementations by name: `load_platform` for planning, `platform_class` for running,
-`cannot_serve` for choosing (light: it only asks whether a runtime is importable)."""
+"""Platform implementations by name: `load_platform` for planning, `platform_class` for running."""
 from __future__ import annotations
 
 import os
 from typing import Mapping
 
 from ..errors import ToolchainError
-from ..markers import COMPILED_META
 from .base import Platform
 from .host import HostPlatform
 from .names import PLATFORMS
-from .simpler_env import simpler_missing
 from .simpler_device import A2a3Platform, A5Platform
 from .simpler_sim import A2a3SimPlatform, A5SimPlatform
 
@@ -24,14 +21,6 @@ def platform_class(name: str) -> type[Platform]:
     if found is not None:
         return found
     raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(PLATFORMS)}")
-
-
-def cannot_serve(name: str, recorded_in: str = COMPILED_META) -> str | None:
-    """Why a platform recorded in `recorded_in` cannot be built and run here (what to do, in the same line), or None."""
-    if name.endswith("sim") and simpler_missing():
-        return (f"simpler (PyPTO's runtime) is not importable here — install it for {name}'s results, or pass "
-                "--platform host to choose the host runtime on purpose")
-    return None
 
 
 def load_platform(name: str, env: Mapping[str, str] | None = None) -> Platform:

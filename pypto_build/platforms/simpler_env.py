@@ -32,8 +32,8 @@ from pathlib import Path
 from ..errors import ToolchainError, one_line
 from ..identity import Revision, clean_git_revision
 from ..procs import Completed, run
+from .choice import simpler_missing
 
-SIMPLER_MODULES = ("simpler", "simpler_setup", "_task_interface")   # what a simpler install provides
 PIN_FILE = "pto_isa.pin"
 PTO_ISA_TREE = Path("build") / "pto-isa"            # simpler's managed tree, under the project root
 PTO_ISA_LOCK = Path("build") / ".pto-isa.lock"      # its resolver holds this (exclusive) while it works
@@ -67,20 +67,6 @@ class SimplerInstall:
         """`simpler 93adc38`, or `simpler unknown revision`, for messages."""
         value = self.runtime_revision.value
         return f"simpler {value[:7]}" if value else "simpler unknown revision"
-
-
-def simpler_missing() -> str | None:
-    """Why simpler cannot serve here (a module it provides is not importable), or None. Imports nothing."""
-    for name in SIMPLER_MODULES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            return (f"PyPTO's runtime simpler is not installed for {sys.executable} (module {name} not "
-                    "importable): install simpler into this Python (pip install --no-build-isolation "
-                    "<simpler checkout>) or run pypto_build with the Python that has it")
-    return None
 
 
 def find_simpler() -> SimplerInstall:
