@@ -2,20 +2,27 @@
 """Interleaved A/B of two revisions: the no-op and the one-edit rebuild, run alternately.
 
     python bench/bench_ab.py --base 4080fd9 [--head HEAD] [--sizes 16,256] [--noops 16] [--edits 14]
+    python bench/bench_ab.py --base main --head . --sizes 64 --jobs 1 --edits 15 --hand   # issue 14's goal
 
 `bench_build.py` measures one revision per run; on a shared machine its load
 drifts between two such runs by more than a refactoring changes. Here both
-revisions (`git archive` snapshots) build their own copy of the same synthetic
-directory (`testing.synth.write_l2`, from the head's snapshot), then run
-alternately — ABBA order — `python -m pypto_build build -q -j 2 DIR`: steady
-no-ops (after one untimed first no-op), then one-edit rebuilds (a comment
-appended to kernel 0 of each copy). Prints median / min / max per revision.
-Times are wall clock of whole processes, with `.pyc` (PYTHONPYCACHEPREFIX).
+revisions (`git archive` snapshots; a directory, e.g. `.`, is used as it is, with
+its uncommitted changes) build their own copy of the same synthetic directory
+(`testing.synth.write_l2`, from the head's snapshot), then run alternately — ABBA
+order — `python -m pypto_build build -q [-j N] DIR`: steady no-ops (after one
+untimed first no-op), then one-edit rebuilds (a comment appended to kernel
+`--kernel` of each copy). Prints median / min / max wall time per revision and
+the median CPU time (user + sys of the process and its children, from
+`getrusage(RUSAGE_CHILDREN)`: less noisy than wall on a shared machine). `--hand`
+also times that kernel's compile by hand: the unit's exact argv, run with
+subprocess from its sub-build directory in a copy of its own.
+Times are of whole processes, with `.pyc` (PYTHONPYCACHEPREFIX).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -28,63 +35,104 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def snapshot(rev: str, dest: Path) -> Path:
+    if Path(rev).is_dir():
+        return Path(rev).resolve()
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
 
 
-def build(root: Path, directory: Path, work: Path) -> float:
+def children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed(cmd: list[str], **kwargs) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, CPU seconds of the process and its children, the process) of one run."""
+    cpu, start = children_cpu(), time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    return time.perf_counter() - start, children_cpu() - cpu, proc
+
+
+def build(root: Path, directory: Path, work: Path, jobs: int = 2) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONPYCACHEPREFIX=str(work / f"pyc-{root.name}"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pypto_build", "build", "-q", "-j", "2", str(directory)],
-                          env=env, capture_output=True, text=True)
+    # cwd: `python -m` puts the working directory first on sys.path, so run from a checkout both sides
+    # would import that checkout's pypto_build instead of their own (PYTHONPATH)
+    wall, cpu, proc = timed([sys.executable, "-m", "pypto_build", "build", "-q",
+                             *(["-j", str(jobs)] if jobs > 1 else []), str(directory)], env=env, cwd=work)
     if proc.returncode:
         raise SystemExit(f"bench_ab: build of {directory} with {root.name} failed:\n{proc.stderr}")
-    return time.perf_counter() - start
+    return wall, cpu
 
 
-def measure(revs: dict[str, Path], kernels: int, noops: int, edits: int, work: Path) -> dict[str, dict]:
+def edit_unit(directory: Path, func_id: int):
+    from pypto_build.graph import load_graph
+    from pypto_build.testing.synth import kernel_path
+    rel = kernel_path(directory, func_id).relative_to(directory).as_posix()
+    return next(u for p in load_graph(directory).plans for u in p.units if u.source == rel)
+
+
+def measure(revs: dict[str, Path], kernels: int, noops: int, edits: int, work: Path, jobs: int, kernel: int,
+            hand: bool) -> dict[str, dict]:
     sys.path.insert(0, str(revs["head"]))
     from pypto_build.testing.synth import kernel_path, write_l2
 
+    kernel = min(kernel, kernels - 1) if kernel >= 0 else kernels // 2
     dirs = {name: write_l2(work / f"{name}-{kernels}", kernels=kernels) for name in revs}
+    times: dict[str, dict] = {name: {"no-op": [], "one-edit": []} for name in revs}
+    if hand:
+        copy = write_l2(work / f"hand-{kernels}", kernels=kernels)
+        unit = edit_unit(copy, kernel)
+        cwd = copy / unit.sub_rel
+        (cwd / unit.output).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(unit.argv, cwd=cwd, capture_output=True, check=True)        # warm-up, untimed
+        times["by hand"] = {"compile": [timed(list(unit.argv), cwd=cwd)[:2] for _ in range(max(edits, 5))]}
     for name, root in revs.items():
         build(root, dirs[name], work)
     time.sleep(2.5)                                  # past the racy window: the first no-op refreshes states
     for name, root in revs.items():
-        build(root, dirs[name], work)                # first no-op (untimed)
-    times: dict[str, dict] = {name: {"no-op": [], "one-edit": []} for name in revs}
+        build(root, dirs[name], work, jobs)          # first no-op (untimed)
     order = list(revs)
     for kind, count in (("no-op", noops), ("one-edit", edits)):
         for i in range(count):
             for name in (order if i % 2 == 0 else order[::-1]):
                 if kind == "one-edit":
-                    with open(kernel_path(dirs[name], 0), "a", encoding="utf-8") as handle:
+                    with open(kernel_path(dirs[name], kernel), "a", encoding="utf-8") as handle:
                         handle.write(f"// edit {i}\n")
-                times[name][kind].append(build(revs[name], dirs[name], work))
+                times[name][kind].append(build(revs[name], dirs[name], work, jobs))
     return times
+
+
+def row(runs: list[tuple[float, float]]) -> str:
+    wall = [w * 1e3 for w, _ in runs]
+    cpu = [c * 1e3 for _, c in runs]
+    return (f"{statistics.median(wall):.0f} ms ({min(wall):.0f}-{max(wall):.0f}, n={len(wall)}), "
+            f"CPU {statistics.median(cpu):.0f} ms")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", required=True, help="the revision before (e.g. a commit)")
-    ap.add_argument("--head", default="HEAD", help="the revision after (default HEAD)")
+    ap.add_argument("--base", required=True, help="the revision before (e.g. a commit), or a checkout directory")
+    ap.add_argument("--head", default="HEAD", help="the revision after (default HEAD), or a checkout directory")
     ap.add_argument("--sizes", default="16,256", help="kernel counts, comma-separated")
     ap.add_argument("--noops", type=int, default=16, help="steady no-ops per revision")
     ap.add_argument("--edits", type=int, default=14, help="one-edit rebuilds per revision")
+    ap.add_argument("--jobs", type=int, default=2, help="-j of the timed runs (default 2; 1: no -j)")
+    ap.add_argument("--kernel", type=int, default=0, help="func_id of the edited kernel (-1: the middle one)")
+    ap.add_argument("--hand", action="store_true", help="also time compiling the edited kernel by hand")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     try:
         revs = {"base": snapshot(args.base, work / "base"), "head": snapshot(args.head, work / "head")}
-        print(f"base {args.base}, head {args.head}; {os.cpu_count()} cores; medians (min-max) of whole processes")
+        print(f"base {args.base}, head {args.head}; {os.cpu_count()} cores; -j {args.jobs}; "
+              "wall medians (min-max) of whole processes, CPU = user+sys medians")
         for size in (int(s) for s in args.sizes.split(",")):
-            times = measure(revs, size, args.noops, args.edits, work)
-            for kind in ("no-op", "one-edit"):
-                row = ", ".join(f"{name} {statistics.median(t[kind]) * 1e3:.0f} ms ({min(t[kind]) * 1e3:.0f}-"
-                                f"{max(t[kind]) * 1e3:.0f}, n={len(t[kind])})" for name, t in times.items())
-                print(f"{size} kernels, {kind}: {row}")
+            times = measure(revs, size, args.noops, args.edits, work, args.jobs, args.kernel, args.hand)
+            for name, kinds in times.items():
+                for kind, runs in kinds.items():
+                    print(f"{size} kernels, {kind}, {name}: {row(runs)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
