@@ -224,7 +224,9 @@ VERBS = (
 _BY_NAME = {v.name: v for v in VERBS}
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only` (the verb being run) the other verbs get no arguments (their
+    options are never parsed then, and building them costs every run a few ms and the compat imports)."""
     p = argparse.ArgumentParser(
         prog="pypto-build", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Incremental, content-hashed builds of PyPTO build_output/<jit_dir>/ directories.")
@@ -233,7 +235,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="verb", metavar="VERB")
     for verb in VERBS:
         child = sub.add_parser(verb.name, help=verb.help, description=verb.description)
-        verb.arguments(child)
+        if only is None or verb.name == only:
+            verb.arguments(child)
         if "--debug" not in child._option_string_actions:       # `--debug` is accepted after the verb too
             child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
@@ -263,7 +266,8 @@ def reference() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = options.normalize_argv(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
+    verb = next((word for word in argv if not word.startswith("-")), None)    # no top-level option takes a value
+    parser = _parser(verb if verb in _BY_NAME else None)
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()

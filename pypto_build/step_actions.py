@@ -12,7 +12,6 @@ from pathlib import Path
 from doit.exceptions import TaskFailed
 
 from . import atomic, procs, safeio
-from .elf_payload import kernel_payload
 from .errors import PyptoBuildError
 from .filestate import make_state
 from .oserrors import one_line_failures
@@ -45,6 +44,7 @@ def run_step(step: StepUnit):
         finally:
             tmp.unlink(missing_ok=True)
     else:
+        from .elf_payload import kernel_payload         # pyelftools: only device builds extract
         try:
             payload = kernel_payload(safeio.read_bytes(Path(step.input)), step.input)
         except PyptoBuildError as exc:

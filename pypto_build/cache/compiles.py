@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from .. import atomic
 from .. import errors
-from .store import ArtifactCache
 from ..hashing import file_digest, text_digest
 from ..oserrors import describe
 from ..safeio import read_text
@@ -28,9 +27,11 @@ from ..settings import check_environment
 
 if TYPE_CHECKING:
     from .remote import Remote
+    from .store import ArtifactCache
 
 VERSION = "pypto_build-cache-2"     # 2: header lists from -MD (system headers too)
 MAX_CANDIDATES = 8
+REMOTE_ENV = "PYPTO_BUILD_REMOTE_CACHE"     # remote_config.ENV_URL, read here without importing it
 
 
 def compile_key(kind: str, argv_key: str, compiler_id: str, context: str, source: str) -> str:
@@ -113,20 +114,26 @@ def open_caches(cache_dir: str | None = None, remote_cache: str | Remote | None 
     $PYPTO_BUILD_REMOTE_CACHE) opened once here (a malformed URL is one line of error; an unreachable
     server is dropped with one warning). With `check_remote=False` a `Remote` some leader already
     opened (`pypto-build ci`) is used as it is and a URL is dropped (graphs that compile nothing)."""
-    from .remote import open_remote
-
     cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
     if cache:
         check_environment(cache=True)   # the cache size: one line, before anything is written
-    remote = open_remote(remote_cache) if check_remote else None if isinstance(remote_cache, str) else remote_cache
+    if not check_remote:
+        remote = None if isinstance(remote_cache, str) else remote_cache
+    elif not (remote_cache or os.environ.get(REMOTE_ENV)):    # no remote: its HTTP code is never imported
+        remote = None
+    else:
+        from .remote import open_remote
+        remote = open_remote(remote_cache)
     return Caches(os.path.abspath(os.path.expanduser(cache)) if cache else None, remote)
 
 
 def open_cache(directory: str | None, remote: Remote | None = None):
     """The cache of a run: local `--cache-dir`, the run's `remote_cache.Remote` (local first), or None."""
-    from .remote import RemoteCache, TieredCache
-
-    local = ArtifactCache.from_env(directory) if directory else None
+    local = None
+    if directory:
+        from .store import ArtifactCache
+        local = ArtifactCache.from_env(directory)
     if remote is None:
         return local
+    from .remote import RemoteCache, TieredCache
     return TieredCache(local, RemoteCache(remote))

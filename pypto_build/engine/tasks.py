@@ -16,7 +16,6 @@ from ..cache import Caches
 from ..compile_actions import run_compile, run_stamp
 from ..graph import Graph, RunTarget, run_targets
 from ..header_sets import SetChecker
-from ..pto import PtoasCheck, SpliceCheck, adopt_splice, record_adopted, run_ptoas, run_splice
 from ..run import run_replay, run_validate
 from ..runconfig import RunSpec
 from ..step_actions import run_step
@@ -33,25 +32,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     """
     caches, run = caches or Caches(), run or RunSpec()
     groups: dict[str, list[dict]] = {stage: [] for stage in stages.ALL}
-    splices: dict[str, list[str]] = {}
-    for u in graph.pto.units:
-        groups[stages.PTOAS].append({
-            "name": u.name,
-            "doc": f"ptoas {u.pto} -> {u.raw}",
-            "actions": [(run_ptoas, [u])],
-            "file_dep": [u.pto],
-            "targets": [u.raw],
-            "uptodate": [PtoasCheck(u.pto, u.raw, u.ptoas_key)],
-        })
-        groups[stages.SPLICE].append({
-            "name": u.name,
-            "doc": f"splice the body of {u.raw} into the kernel files it defines",
-            "actions": [(run_splice, [u])],
-            "task_dep": [stages.task(stages.PTOAS, u.name)],
-            "uptodate": [SpliceCheck(u.raw, stages.task(stages.PTOAS, u.name), partial(adopt_splice, u),
-                                     partial(record_adopted, u))],
-        })
-        splices.setdefault(u.sub_rel, []).append(stages.task(stages.SPLICE, u.name))
+    splices = _pto_tasks(groups, graph) if graph.pto.units else {}
     sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
     for p in graph.plans:
         ctx, why = p.context.digest, p.context.unknown
@@ -95,6 +76,33 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     for target in run_targets(graph):
         _run_tasks(groups, run, target)
     return groups
+
+
+def _pto_tasks(groups: dict[str, list[dict]], graph: Graph) -> dict[str, list[str]]:
+    """`ptoas:` and `splice:` per `.pto` unit; the splice tasks of each sub-build (its compiles wait for them).
+    The `.pto` stage's code is loaded only for directories that have one."""
+    from ..pto import PtoasCheck, SpliceCheck, adopt_splice, record_adopted, run_ptoas, run_splice
+
+    splices: dict[str, list[str]] = {}
+    for u in graph.pto.units:
+        groups[stages.PTOAS].append({
+            "name": u.name,
+            "doc": f"ptoas {u.pto} -> {u.raw}",
+            "actions": [(run_ptoas, [u])],
+            "file_dep": [u.pto],
+            "targets": [u.raw],
+            "uptodate": [PtoasCheck(u.pto, u.raw, u.ptoas_key)],
+        })
+        groups[stages.SPLICE].append({
+            "name": u.name,
+            "doc": f"splice the body of {u.raw} into the kernel files it defines",
+            "actions": [(run_splice, [u])],
+            "task_dep": [stages.task(stages.PTOAS, u.name)],
+            "uptodate": [SpliceCheck(u.raw, stages.task(stages.PTOAS, u.name), partial(adopt_splice, u),
+                                     partial(record_adopted, u))],
+        })
+        splices.setdefault(u.sub_rel, []).append(stages.task(stages.SPLICE, u.name))
+    return splices
 
 
 def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget) -> None:

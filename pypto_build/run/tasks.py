@@ -19,10 +19,13 @@ from ..filestate import make_state
 from ..errors import PyptoBuildError
 from ..oserrors import one_line_failures
 from ..runconfig import RunConfig
-from ..runtime import ExecutorError
 
-# What a run of the program can raise on bad input, a crash or a wrong result: one failed task, no traceback.
-_FAILURES = (PyptoBuildError, ExecutorError, AssertionError)
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """What a run of the program can raise on bad input, a crash or a wrong result: one failed task, no
+    traceback. (The runtime is imported by the action that runs, not by every build that plans one.)"""
+    from ..runtime import ExecutorError
+    return (PyptoBuildError, ExecutorError, AssertionError)
 
 
 @one_line_failures
@@ -30,9 +33,10 @@ def run_replay(sub_rel: str, config: RunConfig, timeout: float):
     """Run the sub-build on golden.py's inputs; print PyPTO's lines as they come."""
     from .child import run_program
 
+    failures = _failures()
     try:
         run_program(Path(sub_rel), config, validate=False, timeout=timeout, say=_say)
-    except _FAILURES as exc:
+    except failures as exc:
         return TaskFailed(_failure(sub_rel, "replay", exc))
     return {}
 
@@ -42,10 +46,11 @@ def run_validate(sub_rel: str, config: RunConfig, timeout: float):
     """Run and validate; the verdict (and what golden.py read) is recorded only when it passes."""
     from .child import run_program
 
+    failures = _failures()
     start_ns = time.time_ns()
     try:
         outcome = run_program(Path(sub_rel), config, validate=True, timeout=timeout, say=_say)
-    except _FAILURES as exc:
+    except failures as exc:
         return TaskFailed(_failure(sub_rel, "validation", exc))
     root = os.getcwd()                       # actions run in the build root
     reads = {}
