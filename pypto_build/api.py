@@ -154,21 +154,15 @@ def run_graph(graph, *, caches=None, run=None, tasks: list[str] | None = None, j
     `force`: task-name prefixes that run whatever their state says (`replay --validate` makes a fresh
     verdict and records it).
     """
-    from .engine import BuildDirLoader, BuildDirMain, BuildReporter
+    from .engine import BuildDirLoader, BuildReporter, run_build
 
     root = graph.layout.root
     quiet = progress is None
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
     loader = BuildDirLoader(root, graph=graph, caches=caches, run=run, reporter=reporter, quiet=quiet,
                             keep_errors=True, force=force)
-    argv = ["run", "-n", str(max(1, jobs)) if jobs > 1 else "0"]
-    if recompile:
-        argv.append("--recompile")
-    if keep_going:
-        argv.append("--continue")
-    argv += list(tasks or [])
     with _one_run:
-        rc = BuildDirMain(loader).run(argv)
+        rc = run_build(loader, list(tasks or []), jobs=max(1, jobs), recompile=recompile, keep_going=keep_going)
     if loader.error is not None:
         raise loader.error
     if trace is not None:

@@ -1,18 +1,20 @@
 """doit as the engine: loading a graph as tasks, its commands, dependency state, reports.
 
 Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
-commands), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
+commands), `run_build` (a build's run: doit's runner without its command layer), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
 `exit_now`, and `noop` (the no-op record, offered whole: it is read before doit
-loads). Modules: `loader`, `tasks` (graph -> task dicts), `commands`, `depstate`, `statedb`, `file_checker`,
+loads). Modules: `loader`, `tasks` (graph -> task dicts), `session`, `commands`, `doit_core`, `depstate`, `statedb`, `file_checker`,
 `reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
 """
 from __future__ import annotations
 
 from ..doors import door
+from .doit_core import use_core
 
 _EXPORTS = {
     "BuildDirLoader": "loader",
     "BuildDirMain": "commands",
+    "run_build": "session",
     "BuildReporter": "reporter",
     "explain": "explanation",
     "format_lines": "explanation",
@@ -22,4 +24,10 @@ _EXPORTS = {
 _MODULES = ('noop',)
 
 __all__ = [*_EXPORTS, *_MODULES]
-__getattr__ = door(__name__, _EXPORTS, _MODULES)
+_open = door(__name__, _EXPORTS, _MODULES)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:    # what loads doit: its engine modules only, not its command layer (doit_core.py)
+        use_core()
+    return _open(name)

@@ -1,4 +1,4 @@
-"""doit's commands on a build directory: `run` (what build/replay/validate use), `list`, `info`, `forget`, ...
+"""doit's commands on a build directory: `run`, `list`, `info`, `forget`, ... (`pypto-build doit <cmd> DIR`).
 
 Every command runs with the build root as working directory (state keys are
 relative paths, so copies of a directory keep their state), under the
@@ -7,9 +7,7 @@ bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import sqlite3
 
 from doit.cmd_clean import Clean
 from doit.cmd_forget import Forget
@@ -20,69 +18,36 @@ from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
 from doit.doit_cmd import DoitMain
-from doit.exceptions import InvalidCommand
 
-from ..errors import PyptoBuildError, error, interrupted, one_line
-from ..markers import STATE_DIR
-from ..oserrors import run_failure
 from . import noop
 from .loader import BuildDirLoader, opt_recompile
-from .lock import dir_lock, sigterm_as_interrupt
-from .statedb import open_state
-from .workers import exit_now, supervise
+from .session import guarded, locked
+from .workers import supervise
 
 
 class BuildDirCommand:
-    """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors."""
+    """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors
+    (`session.guarded` / `session.locked`, shared with the build's own run)."""
 
     adopts = False      # commands that build adopt generated outputs on first sight
 
     def execute(self, params, args):
         if not isinstance(self.loader, BuildDirLoader):
             self.loader = BuildDirLoader()
-        try:
-            self.loader.setup(params)
-            self.loader.plan()                  # bad input is refused before anything is written
-            try:
-                return self._execute_locked(params, args)
-            except (OSError, sqlite3.Error) as exc:     # a write of the run itself (full disk, ...): one line
-                raise run_failure(self.loader.dep_file, exc) from None
-        except PyptoBuildError as exc:
-            if self.loader.keep_errors:         # a library caller raises it
-                self.loader.error = exc
-                return 3
-            error(exc)
-            return 2
-        except KeyboardInterrupt:
-            if self.loader.keep_errors:         # a library caller handles its own interrupts
-                raise
-            interrupted()
-            exit_now(130)
-        except InvalidCommand as exc:
-            refused = PyptoBuildError(
-                f"{self.loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build doit "
-                f"list --all {self.loader.root}`" if exc.not_found else one_line(exc))
-            if not self.loader.keep_errors:
-                error(refused)
-                return 2
-            self.loader.error = refused
-            return 3
+        return guarded(self.loader, params, lambda: self._execute_locked(params, args))
 
     def _execute_locked(self, params, args):
-        root = self.loader.root
-        state = root / STATE_DIR
-        with dir_lock(state, quiet=self.loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
-            noop.invalidate(root)          # the state is about to change (or be read by doit)
-            self.dep_manager = open_state(self.loader.dep_file, self.adopts, force=self.loader.force)
+        with locked(self.loader, self.adopts) as self.dep_manager:
             rc = supervise(functools.partial(super().execute, params, args),
-                           watch=bool(params.get("num_process")), where=str(root))
+                           watch=bool(params.get("num_process")), where=str(self.loader.root))
             if rc == 0 and self.adopts and not args:
                 noop.record_graph(self.loader.graph, self.task_list)
             return rc
 
 
 class BuildDirRun(BuildDirCommand, Run):
-    """`run`: build (part of) the graph; what `pypto-build build/replay/validate` and the API use."""
+    """`run`: build (part of) the graph (`pypto-build doit run DIR`; build, replay, validate and the API run
+    the same through `session.run_build`)."""
 
     name = "run"
     adopts = True

@@ -11,7 +11,6 @@ import os
 import sys
 from pathlib import Path
 
-from doit.cmd_base import TaskLoader2
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
 
@@ -35,15 +34,23 @@ GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pt
                  "remote_cache")
 
 
-class BuildDirLoader(TaskLoader2):
-    """Loads the task graph of one build directory."""
+class BuildDirLoader:
+    """Loads the task graph of one build directory.
 
+    doit's task-loader interface (`doit.cmd_base.TaskLoader2`: `API`, `cmd_names`, `config`,
+    `task_opts`, `setup`, `load_doit_config`, `load_tasks`) without subclassing it: `cmd_base`
+    brings doit's command layer and plugin loading, which a build (`session.run_build`) never uses.
+    """
+
+    API = 2
     cmd_options = (opt_build_dir, *options.doit_options(tuple(o for o in options.BUILD if o.dest in GRAPH_OPTIONS)))
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
                  keep_errors: bool = False, force: tuple[str, ...] = ()):
-        super().__init__()
+        self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
+        self.config: dict | None = None
+        self.task_opts: dict | None = None
         self.root = Path(root).resolve() if root else None
         self.graph = graph
         self.caches = caches or Caches()

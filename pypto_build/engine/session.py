@@ -1,0 +1,129 @@
+"""One run of doit on a build directory: planned first, under the lock, in the root, on our state.
+
+`guarded` and `locked` are what every command on a build directory shares
+(`commands.BuildDirCommand` for `pypto-build doit ...`); `run_build` is the run
+that build / replay / validate and the API make (`api.run_graph`): doit's task
+control and runner driven directly — what doit's `run` command does with the
+values `run_graph` would have put on its command line (`-n`, `--continue`,
+`--recompile`, task names) — so a build never imports doit's command layer,
+its option parser or its plugin loading (`doit_core.py`).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import sqlite3
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+
+from doit.control import TaskControl
+from doit.exceptions import InvalidCommand, InvalidDodoFile, InvalidTask
+from doit.globals import Globals
+from doit.runner import MRunner, MThreadRunner, Runner
+from doit.task import Stream
+
+from ..errors import PyptoBuildError, error, interrupted, one_line
+from ..markers import STATE_DIR
+from ..oserrors import run_failure
+from . import noop
+from .depstate import ContentDependency
+from .loader import BuildDirLoader
+from .lock import dir_lock, sigterm_as_interrupt
+from .reporter import BuildReporter
+from .statedb import open_state
+from .tasks import DEFAULT_TASKS
+from .workers import exit_now, supervise
+
+
+def guarded(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
+    """Plan (bad input is refused before anything is written), then `body()`; every failure is one line.
+
+    A library caller (`loader.keep_errors`) gets the error in `loader.error` and status 3.
+    """
+    try:
+        loader.setup(params)
+        loader.plan()
+        try:
+            return body()
+        except (OSError, sqlite3.Error) as exc:     # a write of the run itself (full disk, ...): one line
+            raise run_failure(loader.dep_file, exc) from None
+    except PyptoBuildError as exc:
+        if loader.keep_errors:                      # a library caller raises it
+            loader.error = exc
+            return 3
+        error(exc)
+        return 2
+    except KeyboardInterrupt:
+        if loader.keep_errors:                      # a library caller handles its own interrupts
+            raise
+        interrupted()
+        exit_now(130)
+    except InvalidCommand as exc:
+        refused = PyptoBuildError(
+            f"{loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build doit "
+            f"list --all {loader.root}`" if exc.not_found else one_line(exc))
+        if not loader.keep_errors:
+            error(refused)
+            return 2
+        loader.error = refused
+        return 3
+
+
+@contextlib.contextmanager
+def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
+    """The directory lock, the root as working directory, SIGTERM as an interrupt, the no-op record
+    removed (the state is about to change, or be read by doit) and the state opened (`adopts`: a build)."""
+    root = loader.root
+    with dir_lock(root / STATE_DIR, quiet=loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
+        noop.invalidate(root)
+        yield open_state(loader.dep_file, adopts, force=loader.force)
+
+
+def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: int = 1, recompile: bool = False,
+              keep_going: bool = False) -> int:
+    """Build `tasks` (default: every stamp) of the loader's graph; doit's exit status (3: not run).
+
+    `jobs` > 1 runs that many doit worker processes; `recompile` marks every compile stale (kept
+    until each has run); `keep_going` goes on past a failed task. After a full clean build the
+    no-op record is written.
+    """
+    def body() -> int:
+        with locked(loader, adopts=True) as dep:
+            run = functools.partial(_run, loader, dep, list(tasks or []), jobs, recompile, keep_going)
+            rc, task_list = supervise(run, watch=jobs > 1, where=str(loader.root))
+            if rc == 0 and not tasks:
+                noop.record_graph(loader.graph, task_list)
+            return rc
+
+    try:
+        return guarded(loader, {}, body)
+    except (InvalidDodoFile, InvalidTask) as exc:    # as doit's command line says them
+        sys.stderr.write(f"ERROR: {exc}\n")
+        return 3
+    except Exception:                               # as doit's command line: a traceback, status 3
+        sys.stderr.write(traceback.format_exc())
+        return 3
+
+
+def _run(loader: BuildDirLoader, dep: ContentDependency, tasks: list[str], jobs: int, recompile: bool,
+         keep_going: bool) -> tuple[int, list]:
+    """doit's `run` command (cmd_run.Run._execute) with the values a build gives it."""
+    Globals.dep_manager = dep
+    task_list = loader.load_tasks(None, tasks)
+    if recompile:
+        # Persistent: an interrupted --recompile still rebuilds the rest next time.
+        for name in loader.graph.compile_tasks:
+            dep.mark_forced(name, "--recompile")
+    control = TaskControl(task_list)
+    control.process(tasks or list(DEFAULT_TASKS))
+    stream = Stream(None, False)
+    reporter = loader.reporter if loader.reporter is not None else BuildReporter()
+    if jobs > 1:
+        runner_class = MRunner if MRunner.available() else MThreadRunner
+        if runner_class is MThreadRunner:
+            sys.stderr.write("WARNING: multiprocessing module not available, running in parallel using threads.")
+        runner = runner_class(dep, reporter, keep_going, False, stream, jobs)
+    else:
+        runner = Runner(dep, reporter, keep_going, False, stream)
+    return runner.run_all(control.task_dispatcher()), task_list
