@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import settings
+from . import search_dirs, settings
 from .errors import ToolchainError
 from .hashing import file_digest, text_digest
 from .procs import run
@@ -81,22 +82,36 @@ def resolve_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -
     return Compiler((probe.exe, *probe.words), identity, first, probe.digest)
 
 
-_system_dirs: dict[tuple, tuple[str, ...]] = {}
+_system_dirs: dict[str, tuple[str, ...]] = {}
 
 
 def system_include_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[str, ...]:
     """The directories the compiler searches for `#include` (its built-in ones and `$CXXFLAGS`'), resolved.
 
     Asked of the compiler itself (`-x c++ -E -v`, in an empty temporary directory), once per
-    compiler identity and flags per process: `--sysroot`, `-nostdinc`, `-m32`... change them.
+    compiler identity, flags and environment per process (`--sysroot`, `-nostdinc`, `-m32`, `$CPATH`...
+    change them), and kept between runs while the directories its answer named are unchanged
+    (`search_dirs`).
     """
-    key = (compiler.identity, compiler.command, cxxflags)
-    if key not in _system_dirs:
-        _system_dirs[key] = _ask_search_dirs(compiler, cxxflags)
-    return _system_dirs[key]
+    key = search_dirs.key(compiler.identity, compiler.command, cxxflags, os.environ)
+    found = _system_dirs.get(key)
+    if found is None:
+        found = search_dirs.recorded(key)
+        if found is None:
+            since_ns = time.time_ns()
+            found, named = _ask_search_dirs(compiler, cxxflags)
+            search_dirs.probed(key, found, named, since_ns)
+        _system_dirs[key] = found
+    return found
 
 
-def _ask_search_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[str, ...]:
+_NAMED = ('ignoring nonexistent directory "', 'ignoring duplicate directory "', "Found candidate GCC installation: ",
+          "Selected GCC installation: ")
+
+
+def _ask_search_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """The search directories (resolved) and every absolute path the answer named (listed, ignored,
+    considered), for `search_dirs` to watch."""
     import tempfile
 
     argv = [*compiler.command, *cxxflags, "-x", "c++", "-E", "-v", "-"]
@@ -107,14 +122,19 @@ def _ask_search_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[str
             raise ToolchainError(f"{compiler.path}: cannot run '-E -v' to list its include directories ({exc}); "
                                  "check $CXX") from None
     dirs: list[str] = []
+    named: list[str] = []
     listing = False
     for line in out.stderr.splitlines():
         if line.startswith("#include ") and line.endswith("search starts here:"):
             listing = True
         elif line.startswith("End of search list."):
-            return tuple(dict.fromkeys(dirs))
+            return tuple(dict.fromkeys(dirs)), [p for p in dict.fromkeys(named) if os.path.isabs(p)]
         elif listing and line.startswith(" "):
-            dirs.append(os.path.realpath(line.strip().removesuffix(" (framework directory)")))
+            listed = line.strip().removesuffix(" (framework directory)")
+            named.append(listed)
+            dirs.append(os.path.realpath(listed))
+        elif not listing and line.startswith(_NAMED):
+            named.append(line.split('"')[1] if '"' in line else line.partition(": ")[2].strip())
     said = [ln.strip() for ln in (out.stderr or out.stdout).splitlines() if ln.strip()]
     raise ToolchainError(f"{compiler.path}: '-E -v' did not list its include directories "
                          f"({said[0][:200] if said else f'exit status {out.returncode}'}); check $CXX and $CXXFLAGS")
