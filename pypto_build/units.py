@@ -89,12 +89,13 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     """Every compile unit of every sub-build of `layout`."""
     timeout = seconds(*COMPILER_TIMEOUT)
     plans = []
+    roots: dict[tuple[str, ...], tuple[str, ...]] = {}    # include roots, resolved once per distinct set
     for sub in layout.sub_builds:
         _check_runtime(sub, platform)
         # The orchestration first: it is the longest compile, and doit dispatches in this order,
         # so with -j it overlaps the kernels instead of trailing them.
-        units = [_orch_unit(layout, sub, platform, timeout)]
-        units += [_kernel_unit(layout, sub, k, platform, timeout) for k in sub.config.kernels]
+        units = [_orch_unit(layout, sub, platform, timeout, roots)]
+        units += [_kernel_unit(layout, sub, k, platform, timeout, roots) for k in sub.config.kernels]
         stamp = _join(sub.rel, platform.stamp_path)
         steps = [s for k, u in zip(sub.config.kernels, units[1:])
                  for s in _steps(layout.root, sub, k, u, platform, stamp)]
@@ -107,7 +108,8 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     return plans
 
 
-def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: float) -> CompileUnit:
+def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: float,
+                 roots: dict[tuple[str, ...], tuple[str, ...]]) -> CompileUnit:
     src = kernel_source(sub, k, layout.root)
     _require_file(sub, src, f"kernel {k.name or k.func_id} source", k.line)
     incs = [_arg_path(layout.root, sub.path, d) for d in include_dirs(sub, k, layout.root)]
@@ -124,7 +126,7 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
     unit_name = f"{k.core_type}/{stem}"
     # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
     return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", layout.root, sub, source, out_rel, argv,
-                 platform, timeout, (str(src.parent),) if k.external else ())
+                 platform, timeout, roots, (str(src.parent),) if k.external else ())
 
 
 def _steps(root: Path, sub: SubBuild, k, unit: CompileUnit, platform: Platform, stamp: str) -> list[StepUnit]:
@@ -146,7 +148,8 @@ def _key_roots(platform: Platform, root: Path, sub: SubBuild) -> dict[str, str]:
     return covered if platform.compile_cwd(sub.path) == sub.path else {**covered, "<build-root>": os.fspath(root)}
 
 
-def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float) -> CompileUnit:
+def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float,
+               roots: dict[tuple[str, ...], tuple[str, ...]]) -> CompileUnit:
     orch = sub.config.orchestration
     src = resolve_in(sub, orch.source, orch.rooted)
     confine(layout.root, src, f"orchestration source (kernel_config.py line {orch.line})")
@@ -155,23 +158,24 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     out_rel = platform.orchestration_binary(src_rel)
     argv = platform.orchestration_argv(src_rel, out_rel, sub_dir=sub.path, runtime=sub.config.runtime_name)
     return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", layout.root, sub,
-                 _join(sub.rel, src_rel), out_rel, argv, platform, timeout)
+                 _join(sub.rel, src_rel), out_rel, argv, platform, timeout, roots)
 
 
 def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
-          platform: Platform, timeout: float, extra_roots: tuple[str, ...] = ()) -> CompileUnit:
+          platform: Platform, timeout: float, resolved: dict[tuple[str, ...], tuple[str, ...]],
+          extra_roots: tuple[str, ...] = ()) -> CompileUnit:
     covered = platform.covered_roots()
     cwd = platform.compile_cwd(sub.path)
     roots = (*covered.values(), *_include_flag_paths(argv, cwd), *extra_roots)
+    if roots not in resolved:           # the compiler's search directories come resolved
+        resolved[roots] = tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs]))
     # The most specific covered root first: a checkout inside another (simpler's build/pto-isa) answers for its files.
     covered_dirs = tuple(sorted(covered.values(), key=len, reverse=True))
     # The compiler itself is its own input (identity), so the key covers only its arguments.
     words = len(platform.compiler_for(kind, sub.config.runtime_name).command)
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, platform.stamp_path),
                        argv_key(argv[words:], _key_roots(platform, root, sub)), covered_dirs, timeout,
-                       # the compiler's search directories come resolved
-                       tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs])),
-                       "" if cwd == sub.path else os.fspath(cwd))
+                       resolved[roots], "" if cwd == sub.path else os.fspath(cwd))
 
 
 _INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")
