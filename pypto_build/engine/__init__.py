@@ -1,9 +1,11 @@
 """doit as the engine: loading a graph as tasks, its commands, dependency state, reports.
 
 Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
-commands), `run_build` (a build's run: doit's runner without its command layer), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
-`exit_now`, and `noop` (the no-op record, offered whole: it is read before doit
-loads). Modules: `loader`, `tasks` (graph -> task dicts), `session`, `commands`, `doit_core`, `depstate`, `statedb`, `file_checker`,
+commands), `run_build` (a build's own run: doit's task control and runner
+without its command layer), `BuildReporter`, `explain` / `format_lines`,
+`write_trace`, `exit_now`, and `noop` (the no-op record, offered whole: it is
+read before doit loads). Modules: `loader`, `tasks` (graph -> task dicts),
+`session`, `commands`, `doit_core`, `depstate`, `statedb`, `file_checker`,
 `reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
 """
 from __future__ import annotations
