@@ -225,18 +225,17 @@ _BY_NAME = {v.name: v for v in VERBS}
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line; with `only` (the verb being run) the other verbs get no arguments (their
-    options are never parsed then, and building them costs every run a few ms and the compat imports)."""
+    """The whole command line; with `only` (the verb being run) just that verb's (the others are never
+    parsed then, and building them costs every run a few ms and the compat imports)."""
     p = argparse.ArgumentParser(
         prog="pypto-build", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Incremental, content-hashed builds of PyPTO build_output/<jit_dir>/ directories.")
     p.add_argument("--version", action="version", version=f"pypto_build {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = p.add_subparsers(dest="verb", metavar="VERB")
-    for verb in VERBS:
+    for verb in VERBS if only is None else (_BY_NAME[only],):
         child = sub.add_parser(verb.name, help=verb.help, description=verb.description)
-        if only is None or verb.name == only:
-            verb.arguments(child)
+        verb.arguments(child)
         if "--debug" not in child._option_string_actions:       # `--debug` is accepted after the verb too
             child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
