@@ -41,6 +41,7 @@ class ContentDependency(Dependency):
             self.backend._conn.execute("PRAGMA synchronous=NORMAL")    # no WAL: the file alone is the state
         self._snapshots: dict[str, dict[str, list]] = {}
         self.reasons: dict[str, str] = {}
+        self._set = self._set_changed
         self.adopt = adopt          # only a build adopts; inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
@@ -73,6 +74,13 @@ class ContentDependency(Dependency):
         else:
             self.reasons[task.name] = self._reason(task, result)
         return result
+
+    def _set_changed(self, task_id: str, dependency: str, value) -> None:
+        """doit's `_set`, leaving a task's row alone when the value is the one it holds: a run writes (and
+        commits) only the rows of tasks whose state changed, not every task it looked at."""
+        held = self.backend.get(task_id, dependency)
+        if held != value and not (isinstance(value, tuple) and held == list(value)):   # stored as JSON: a list
+            self.backend.set(task_id, dependency, value)
 
     def failed(self, name: str) -> bool:
         """Whether the task's last run failed (it runs again until it succeeds)."""
