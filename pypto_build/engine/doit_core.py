@@ -11,6 +11,13 @@ asked for by name (`from doit import loader`) is imported, and the first use of
 any other name (`doit.run`, `doit.get_var`, `doit.__version__`) runs the real
 `__init__` then, into the same module object. A process that imported doit
 before is left as it is.
+
+Three standard modules those engine modules import for what a build never does
+are deferred (`DEFERRED`, ~8 ms of every run): `pdb` (doit.action, for `--pdb`),
+`hashlib` (doit.dependency, the md5 of a string result; loading it starts
+OpenSSL) and `dbm` (doit.dependency, the dbm state backend). Until first use each is a placeholder module in `sys.modules`; the
+first attribute asked of it imports the real module, which takes its place
+(and lends the placeholder its names), so every user gets the real thing.
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ import importlib
 import importlib.util
 import sys
 import threading
+import types
 
 _lock = threading.RLock()
 
@@ -33,6 +41,29 @@ def use_core() -> None:
         package = importlib.util.module_from_spec(spec)
         package.__getattr__ = _completing(package, spec)
         sys.modules["doit"] = package
+        for name in DEFERRED:
+            _defer(name)
+
+
+DEFERRED = ("pdb", "hashlib", "dbm")
+
+
+def _defer(name: str) -> None:
+    """A placeholder for standard module `name` until an attribute of it is first asked for."""
+    if name in sys.modules:
+        return
+    placeholder = types.ModuleType(name, f"{name}, imported on first use (pypto_build.engine.doit_core)")
+
+    def __getattr__(attr: str):
+        with _lock:
+            if sys.modules.get(name) is placeholder:
+                del sys.modules[name]
+            real = importlib.import_module(name)
+            placeholder.__dict__.update({k: v for k, v in real.__dict__.items() if k != "__getattr__"})
+        return getattr(real, attr)
+
+    placeholder.__getattr__ = __getattr__
+    sys.modules[name] = placeholder
 
 
 def _completing(package, spec):
