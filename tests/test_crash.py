@@ -34,6 +34,7 @@ from pypto_build.markers import HOST_OUTPUTS
 pytestmark = pytest.mark.slow
 
 TRIALS = int(os.environ.get("PYPTO_BUILD_CRASH_TRIALS", "6"))
+ATTEMPTS = 20       # runs per trial until one is killed while running (see trial())
 KILLS = [(signal.SIGKILL, "group"), (signal.SIGKILL, "leader"), (signal.SIGTERM, "leader"),
          (signal.SIGTERM, "group")]
 STATE = ".pypto_build"
@@ -224,7 +225,10 @@ def trial(scn: Scenario, base: Path, index: int, rng: random.Random) -> str:
     pristine, pristine_rows = scn.pristine_files, recorded(scn.pristine)
     cache = base / f"t{index}_cache"
     kwargs = {**scn.build_kwargs, "cache_dir": cache} if scn.cache else scn.build_kwargs
-    for attempt in range(6):
+    # A kill point after the last output lands hits only the run's last few ms (the no-op record, the
+    # exit): most such attempts find the run finished, so allow enough of them (a one-edit build's
+    # tail is ~5 ms since it leaves without the interpreter's teardown).
+    for attempt in range(ATTEMPTS):
         work = base / f"t{index}_{attempt}"
         work.mkdir()
         shutil.rmtree(cache, ignore_errors=True)        # a run that finished filled it
