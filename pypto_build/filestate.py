@@ -25,7 +25,7 @@ import os
 import time
 from typing import NamedTuple
 
-from .hashing import file_digest
+from .hashing import file_digest, remember
 from .racy import RACY_NS, changed_since
 from .safeio import NotRegularFile, is_regular
 
@@ -91,6 +91,7 @@ def is_modified(path: str, st: os.stat_result, state: State | None) -> bool:
     if not _stored(state) or not is_regular(st) or st.st_size != state[SIZE] or state[DIGEST] is None:
         return True
     if state[TRUSTED] and same_stat(st, state):
+        remember(path, st, state[DIGEST])       # settled and unmoved: its digest holds for this process
         return False
     try:
         return file_digest(path, st) != state[DIGEST]

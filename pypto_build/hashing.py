@@ -46,6 +46,13 @@ def file_digest(path: str, st: os.stat_result | None = None) -> str:
     return digest
 
 
+def remember(path: str, st: os.stat_result, digest: str) -> None:
+    """Take `digest` as the content of `path` at stat `st` for the rest of the process: a state recorded
+    as settled (`filestate`: trusted) whose stat is still the same. The compile after a check then
+    reads none of the headers the check confirmed (the system headers of a one-edit rebuild)."""
+    _memo.setdefault(stat_key(path, st), digest)
+
+
 def bytes_digest(data: bytes) -> str:
     """xxh3-128 hex digest of `data`."""
     return xxhash.xxh3_128_hexdigest(data)
