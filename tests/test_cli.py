@@ -25,6 +25,24 @@ def test_help_is_useful():
         assert word in out.stdout or word in run("pypto-build", "build", "--help").stdout
 
 
+def test_leaving_without_teardown_keeps_output_status_and_profiles(l2, tmp_path):
+    """cli.entry leaves with os._exit: output piped to a file is whole, statuses are kept (bad input 2,
+    a failed unit 1), and a profiler still writes what it collected."""
+    edit(synth.kernel_path(l2, 0))
+    log = tmp_path / "out.txt"
+    with open(log, "w") as handle:
+        code = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(l2)], stdout=handle,
+                              timeout=300).returncode
+    assert code == 0 and log.read_text().strip().endswith("1 compiled, 3 up to date, 1 stamp(s) written")
+    assert run("pypto-build", "build", str(tmp_path / "missing")).returncode == 2
+    synth.kernel_path(l2, 1).write_text("not C++\n")
+    failed = run("pypto-build", "build", "-q", str(l2))
+    assert failed.returncode == 1 and "FAILED compile:aiv/main_incore_1_aiv" in failed.stderr
+    prof = tmp_path / "build.prof"
+    out = run(sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "pypto_build", "build", "-q", str(l2))
+    assert "FAILED compile:aiv/main_incore_1_aiv" in out.stderr and prof.stat().st_size > 0  # (cProfile exits 0)
+
+
 @pytest.mark.slow
 def test_python_m_build_then_noop(l2):
     edit(synth.kernel_path(l2, 0))
