@@ -2,12 +2,14 @@
 """Interleaved A/B of two revisions: the no-op and the one-edit rebuild, run alternately.
 
     python bench/bench_ab.py --base 4080fd9 [--head HEAD] [--sizes 16,256] [--noops 16] [--edits 14]
-    python bench/bench_ab.py --base main --head . --sizes 64 --jobs 1 --edits 15 --hand   # issue 14's goal
+    python bench/bench_ab.py --base main --head . --sizes 64 --jobs 1 --kernel -1 --edits 15 --hand  # issue 14
+    python bench/bench_ab.py --base main --head 7838353,043c3f5,HEAD --sizes 64 --jobs 1   # steps, all interleaved
 
 `bench_build.py` measures one revision per run; on a shared machine its load
 drifts between two such runs by more than a refactoring changes. Here both
 revisions (`git archive` snapshots; a directory, e.g. `.`, is used as it is, with
-its uncommitted changes) build their own copy of the same synthetic directory
+its uncommitted changes; `--head` may list several, compared in the same rotation)
+build their own copy of the same synthetic directory
 (`testing.synth.write_l2`, from the head's snapshot), then run alternately — ABBA
 order — `python -m pypto_build build -q [-j N] DIR`: steady no-ops (after one
 untimed first no-op), then one-edit rebuilds (a comment appended to kernel
@@ -76,7 +78,7 @@ def edit_unit(directory: Path, func_id: int):
 
 def measure(revs: dict[str, Path], kernels: int, noops: int, edits: int, work: Path, jobs: int, kernel: int,
             hand: bool) -> dict[str, dict]:
-    sys.path.insert(0, str(revs["head"]))
+    sys.path.insert(0, str(list(revs.values())[-1]))
     from pypto_build.testing.synth import kernel_path, write_l2
 
     kernel = min(kernel, kernels - 1) if kernel >= 0 else kernels // 2
@@ -115,7 +117,8 @@ def row(runs: list[tuple[float, float]]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the revision before (e.g. a commit), or a checkout directory")
-    ap.add_argument("--head", default="HEAD", help="the revision after (default HEAD), or a checkout directory")
+    ap.add_argument("--head", default="HEAD", help="the revision after (default HEAD), or a checkout directory; "
+                                                  "several, comma-separated, are all measured in turn")
     ap.add_argument("--sizes", default="16,256", help="kernel counts, comma-separated")
     ap.add_argument("--noops", type=int, default=16, help="steady no-ops per revision")
     ap.add_argument("--edits", type=int, default=14, help="one-edit rebuilds per revision")
@@ -125,7 +128,10 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     try:
-        revs = {"base": snapshot(args.base, work / "base"), "head": snapshot(args.head, work / "head")}
+        heads = args.head.split(",")
+        revs = {"base": snapshot(args.base, work / "base")}
+        for i, rev in enumerate(heads):
+            revs["head" if len(heads) == 1 else rev] = snapshot(rev, work / f"head{i}")
         print(f"base {args.base}, head {args.head}; {os.cpu_count()} cores; -j {args.jobs}; "
               "wall medians (min-max) of whole processes, CPU = user+sys medians")
         for size in (int(s) for s in args.sizes.split(",")):
