@@ -131,6 +131,8 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
 
 def _steps(root: Path, sub: SubBuild, k, unit: CompileUnit, platform: Platform, stamp: str) -> list[StepUnit]:
     """The platform's steps after a kernel's compile, named after the kernel's compile task."""
+    if type(platform).post_steps is Platform.post_steps:
+        return []           # the base's: none (and its arguments cost two relpaths per kernel)
     source = unit.source if k.external else os.path.relpath(root / unit.source, sub.path)
     compiled = os.path.relpath(root / unit.output, sub.path)
     _, _, name = unit.task.partition(":")
