@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import search_dirs, stages
+from . import hashing, search_dirs, stages
 from .layout import BuildKind, Layout, load_layout
 from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from .settings import check_environment
@@ -83,7 +83,8 @@ def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptio
     check_environment()                 # a bad value: one line, before anything is read or written
     layout = load_layout(root, include_stale=include_stale)
     choice = None if isinstance(platform, Platform) else choose(root, platform, cannot_serve=cannot_serve)
-    search_dirs.load(layout.root)       # the compiler's answers kept by an earlier build (read only)
+    search_dirs.load(layout.root)       # the compiler's answers and the digests of the toolchain's files ...
+    hashing.recall(layout.root)         # ... kept by an earlier build (read only)
     target = platform if isinstance(platform, Platform) else load_platform(choice.name)
     return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started, choice)
 

@@ -23,7 +23,7 @@ from doit.globals import Globals
 from doit.runner import MRunner, MThreadRunner, Runner
 from doit.task import Stream
 
-from .. import search_dirs
+from .. import hashing, search_dirs
 from ..errors import PyptoBuildError, error, interrupted, one_line
 from ..markers import STATE_DIR
 from ..oserrors import run_failure
@@ -75,13 +75,15 @@ def guarded(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
 def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
     """The directory lock, the root as working directory, SIGTERM as an interrupt, the no-op record
     removed (the state is about to change, or be read by doit) and the state opened (`adopts`: a build,
-    which also keeps the compiler's answers planning asked for, `search_dirs`)."""
+    which also keeps the compiler's answers planning asked for, `search_dirs`, and the digests of files
+    outside the directory, `hashing.keep`)."""
     root = loader.root
     with dir_lock(root / STATE_DIR, quiet=loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
         noop.invalidate(root)
         yield open_state(loader.dep_file, adopts, force=loader.force)
         if adopts:
             search_dirs.save(root)
+            hashing.keep(root)
 
 
 def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: int = 1, recompile: bool = False,
