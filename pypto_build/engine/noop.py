@@ -135,6 +135,14 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
     return True
 
 
+def _changed_since(path: Path, since_ns: int) -> bool:
+    """Whether `record` would refuse `path`: gone, or changed after `since_ns` (racy window included)."""
+    try:
+        return changed_since(os.stat(path), since_ns)
+    except OSError:
+        return True
+
+
 def invalidate(root: Path) -> None:
     (Path(root) / STATE_DIR / RECORD).unlink(missing_ok=True)
 
@@ -149,6 +157,8 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     header_sets.prune(graph.layout.root, sets)
     if any(v.get("not_applied") or v.get("forced") for v in values.values()):
         return False
+    if any(_changed_since(graph.layout.root / p.stamp_path, graph.planned_ns) for p in graph.plans):
+        return False            # a unit ran (its stamp was rewritten): `record` would refuse; skip gathering
     paths: list[str] = [".", *graph.layout.markers]
     for extra in ("orchestration", "next_levels"):
         if (graph.layout.root / extra).is_dir():
