@@ -8,7 +8,6 @@ everything. What each platform compiles with (its argv) is the platform's
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from . import search_dirs, settings
 from .errors import ToolchainError
 from .hashing import file_digest, text_digest
-from .procs import run
+from .procs import run, which
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 VERSION_TIMEOUT_S = 30.0
@@ -59,7 +58,7 @@ def probe_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> 
     words = settings.split_words(spec, env_var)
     if not words:
         raise ToolchainError(f"${env_var} is empty; set it to a C++ compiler such as g++")
-    exe = shutil.which(words[0], path=path)
+    exe = which(words[0], path=path)
     if exe is None:
         raise ToolchainError(f"C++ compiler '{words[0]}' not found on PATH (from ${env_var}={spec!r}); "
                              f"install it or set {env_var} to a compiler that exists")

@@ -127,6 +127,26 @@ def test_path_arg_makes_every_path_unmistakable():
     assert procs.path_arg(Path("a b.cpp")) == "./a b.cpp"
 
 
+def test_which_finds_what_shutil_which_finds(tmp_path, monkeypatch):
+    """procs.which (a run's start does without shutil) answers as shutil.which on every kind of entry."""
+    bin_a, bin_b = tmp_path / "a", tmp_path / "b"
+    bin_a.mkdir()
+    bin_b.mkdir()
+    (bin_a / "tool").write_text("#!/bin/sh\n")              # not executable: skipped
+    (bin_a / "dir-tool").mkdir()                            # a directory: skipped
+    for target in (bin_b / "tool", bin_b / "dir-tool"):
+        target.write_text("#!/bin/sh\n")
+        target.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    search = os.pathsep.join([str(bin_a), str(bin_b), str(bin_b)])
+    for name, path in [("tool", search), ("dir-tool", search), ("tool", str(bin_a)), ("missing", search),
+                       ("tool", ""), ("b/tool", None), ("a/tool", None), ("tool", os.pathsep + str(bin_b)),
+                       ("g++", None), (str(bin_b / "tool"), None)]:
+        assert procs.which(name, path) == shutil.which(name, path=path), (name, path)
+    monkeypatch.delenv("PATH")
+    assert procs.which("sh") == shutil.which("sh")
+
+
 def test_run_keeps_the_head_and_tail_of_a_flood_and_counts_the_rest():
     size = 50 * 1024 * 1024
     code = ("import sys; out = sys.stderr.buffer; out.write(b'FIRST\\n');"

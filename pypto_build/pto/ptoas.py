@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ToolchainError
 from ..hashing import file_digest, text_digest
-from ..procs import path_arg
+from ..procs import path_arg, which
 
 __all__ = ["PtoasLookup", "find_ptoas", "identity_files", "infer_level", "ptoas_argv", "ptoas_identity", "LEVELS"]
 
@@ -61,7 +60,7 @@ def find_ptoas(explicit: str | None = None, env: Mapping[str, str] | None = None
 
     PTOAS_ROOT set and non-empty: probe $PTOAS_ROOT/ptoas, $PTOAS_ROOT/ptoas.sh,
     $PTOAS_ROOT/bin/ptoas (regular file with execute bit) and never fall back to
-    PATH; otherwise `shutil.which("ptoas")` on env's PATH. An explicit value is
+    PATH; otherwise `which("ptoas")` (procs.which, as shutil.which) on env's PATH. An explicit value is
     a path (relative to the cwd), not looked up on PATH.
     """
     env = os.environ if env is None else env
@@ -78,7 +77,7 @@ def find_ptoas(explicit: str | None = None, env: Mapping[str, str] | None = None
     search = env.get("PATH", os.defpath)
     tried = tuple(dict.fromkeys(os.path.join(d or os.curdir, "ptoas") for d in search.split(os.pathsep)))
     try:
-        hit = shutil.which("ptoas", path=search)
+        hit = which("ptoas", path=search)
     except (OSError, ValueError):
         hit = None
     return PtoasLookup(_resolved(hit) if hit else None, tried, "PATH")
