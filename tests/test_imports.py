@@ -144,6 +144,28 @@ def test_planning_imports_no_doit(tmp_path):
     assert out.stdout.strip() == "[]"
 
 
+def test_a_build_imports_only_what_it_uses(tmp_path):
+    """A one-edit build (issue 14): doit's engine without its command layer and plugin loading, no
+    remote-cache, ELF, runtime, simpler or CANN code, and none of the standard modules only those or
+    doit's unused features need (doit_core defers pdb, hashlib, dbm)."""
+    from pypto_build.testing import synth
+    root = synth.write_l2(tmp_path / "d", kernels=2)
+    code = ("import sys, types; from pypto_build.cli import main; assert main(['build', '-q', sys.argv[1]]) == 0; "
+            "print(' '.join(sorted(m for m, v in sys.modules.items() if isinstance(v, types.ModuleType) and "
+            "'first use' not in (v.__doc__ or ''))))")
+    for _ in range(2):          # the first build, then a one-edit one (the compiler's answers kept)
+        out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        synth.kernel_path(root, 0).write_text(synth.kernel_path(root, 0).read_text() + "// edited\n")
+    loaded = set(out.stdout.split())
+    assert {"doit.runner", "doit.task", "pypto_build.engine.session"} <= loaded
+    unwanted = {"doit.cmd_base", "doit.doit_cmd", "doit.plugin", "importlib.metadata", "pdb", "hashlib", "dbm",
+                "http.client", "ssl", "elftools", "tempfile", "shutil", "pypto_build.cache.remote",
+                "pypto_build.runtime.executor", "pypto_build.platforms.simpler_sim",
+                "pypto_build.platforms.simpler_device", "pypto_build.compat", "pypto_build.pto.actions"}
+    assert sorted(loaded & unwanted) == []
+
+
 def test_debug_run_py_written_before_the_split_still_finds_main():
     from pypto_build.compat.runner_main import main
     from pypto_build.replay_main import main as old
