@@ -201,8 +201,6 @@ def compare(golden: Golden, actual: dict[str, object], expected: dict[str, objec
 
     Returns the names compared.
     """
-    import torch
-
     rtol, atol = golden.rtol, golden.atol
     if math.isinf(rtol) or math.isinf(atol):
         raise NothingCompared(f"{golden.path}: RTOL={rtol:g}, ATOL={atol:g}: an infinite tolerance accepts any "
