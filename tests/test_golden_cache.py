@@ -106,6 +106,8 @@ def test_golden_runs_once_per_content(g):
     assert "golden: computing again (golden.py changed)" in validated(g)
     assert calls(g) == ["inputs", "golden"] * 4
     assert "golden: cached" in validated(g) and calls(g) == ["inputs", "golden"] * 4
+    plain = run("pypto-build", "replay", str(g))                 # a plain replay takes the kept inputs too
+    assert plain.returncode == 0 and "golden: cached" in plain.stdout and calls(g) == ["inputs", "golden"] * 4
 
 
 @pytest.mark.slow
