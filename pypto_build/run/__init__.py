@@ -3,7 +3,7 @@
 Door: `check_replayable` / `execute` (running a built directory), `run_program`
 (the parent side of the child process: golden -> execute -> save -> compare),
 `run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`).
-Modules: `execution`, `child`, `golden`, `tasks`.
+Modules: `execution`, `child`, `golden`, `golden_cache`, `tasks`.
 """
 from __future__ import annotations
 

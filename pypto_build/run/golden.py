@@ -25,6 +25,8 @@ from ..pyexec import exec_file
 from ..safeio import refusal
 
 DEFAULT_TOL = 1e-5
+INPUT_PARAMS = {"name": "Default"}      # what generate_inputs is called with (PyPTO's replay and runner)
+GOLDEN_PARAMS: dict = {}                # what compute_golden is called with (PyPTO's replay)
 
 
 class GoldenError(PyptoBuildError):
@@ -72,7 +74,7 @@ class Golden:
     def inputs(self) -> list[tuple[str, object]]:
         """`generate_inputs({"name": "Default"})` as (name, value) pairs, checked."""
         try:
-            pairs = list(self.module.generate_inputs({"name": "Default"}))
+            pairs = list(self.module.generate_inputs(dict(INPUT_PARAMS)))
         except Exception as exc:
             raise GoldenError(f"{self.path}: generate_inputs() raised {_raised(exc)}; "
                               "fix golden.py or pass the inputs yourself (replay(dir, *tensors))") from None
@@ -150,7 +152,7 @@ class Golden:
         tensors = dict(snapshot)
         before = {n: (snapshot[n].clone(), snapshot[n]._version) for n in outputs}
         try:
-            self.module.compute_golden(tensors, {})
+            self.module.compute_golden(tensors, dict(GOLDEN_PARAMS))
         except Exception as exc:
             raise GoldenError(f"{self.path}: compute_golden() raised {_raised(exc)}; fix golden.py") from None
         for name in outputs:

@@ -34,7 +34,6 @@ def watch(root: Path, settings: Settings, *, out: TextIO = sys.stdout, poll: boo
     warm.start()                        # torch imports in the server while the first round compiles
     try:
         session.round([])
-        shown: list[str] = []
         while rounds is None or len(session.rounds) < rounds:
             dirs = session.inputs.watch_dirs()
             try:
