@@ -62,8 +62,8 @@ class Watcher:
     def interrupt(self) -> tuple[int, str]:
         os.killpg(self.proc.pid, signal.SIGINT)
         rc = self.proc.wait(timeout=60)
-        rest = self.proc.stdout.read() if not self.proc.stdout.closed else ""
-        self.lines += rest.splitlines()
+        while (line := self._queue.get(timeout=60)) is not None:     # the rest of its output
+            self.lines.append(line)
         return rc, self.proc.stderr.read()
 
     def stop(self) -> None:
@@ -123,7 +123,7 @@ def test_watch_session_rebuilds_reruns_and_keeps_going(built_golden, tmp_path):
         third = w.block(3)
         assert any("FAILED" in line for line in third)
         assert ratio(root) == pytest.approx(4.375)                       # the kernel rebuilt again ran, not round 2's
-        k1.write_text(original.replace("out[i] * 0.5f", "out[i] * 0.5f +"))      # a syntax error
+        inject(k1, "not C++ at all;")                                    # a compile error
         fourth = w.block(4)
         assert any(line.startswith(f"   verdict  BUILD FAILED: compile:aiv/{k1.stem}") for line in fourth), fourth
         assert any("error" in line for line in fourth)

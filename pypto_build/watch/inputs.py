@@ -38,14 +38,20 @@ class Inputs:
             full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.root, path))
             self.roles.setdefault(full, role)
 
-    def watch_dirs(self) -> list[str]:
-        """The build root and the directories of inputs outside it, none inside another (watched recursively)."""
-        dirs = {str(self.root)} | {os.path.dirname(p) for p in self.roles}
-        kept: list[str] = []
-        for d in sorted(dirs, key=len):
-            if os.path.isdir(d) and not any(d == k or d.startswith(k.rstrip(os.sep) + os.sep) for k in kept):
-                kept.append(d)
-        return kept
+    def watch_paths(self, polling: bool = False) -> list[str]:
+        """What to watch, one level deep: every folder of the build directory (but ours), and each input
+        outside it — its folder (inotify: an editor's rename-over is seen), or itself when polling (a
+        compiler in /usr/bin never makes us poll all of /usr/bin)."""
+        paths = set()
+        for here, subdirs, _files in os.walk(self.root):
+            subdirs[:] = [d for d in subdirs if d not in IGNORED_PARTS and not os.path.islink(os.path.join(here, d))]
+            paths.add(here)
+        outside = [p for p in self.roles if os.path.relpath(p, self.root).startswith(os.pardir)]
+        if polling:
+            paths |= {p for p in outside if os.path.exists(p)}
+        else:
+            paths |= {d for d in map(os.path.dirname, outside) if os.path.isdir(d)}
+        return sorted(paths)
 
     def starts_round(self, path: str) -> bool:
         """An unknown file that appeared or went: does it matter (a planning input, a .pto unit, golden data)?"""

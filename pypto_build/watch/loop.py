@@ -35,7 +35,7 @@ def watch(root: Path, settings: Settings, *, out: TextIO = sys.stdout, poll: boo
     try:
         session.round([])
         while rounds is None or len(session.rounds) < rounds:
-            dirs = session.inputs.watch_dirs()
+            dirs = session.inputs.watch_paths(bool(poll))
             try:
                 finished = _rounds(session, watchfiles, dirs, poll, stop, rounds)
             except (OSError, RuntimeError) as exc:
@@ -65,13 +65,16 @@ def _rounds(session: Session, watchfiles, dirs: list[str], poll: bool | None, st
     started = False
     for batch in watchfiles.watch(*dirs, watch_filter=wanted, step=STEP_MS, debounce=DEBOUNCE_MS,
                                   stop_event=stop, force_polling=poll, rust_timeout=TICK_MS, yield_on_timeout=True,
+                                  recursive=False,
                                   raise_interrupt=True):
         if not started:             # the watcher is live: what changed before it (while the last round ran)
             started = True
             changed = session.snapshot.changed(session.inputs.roles)
             if not changed:
-                session._say(f"[watch] watching {len(session.inputs.roles)} files ({len(dirs)} folder(s)"
+                session._say(f"[watch] watching {len(session.inputs.roles)} files ({len(dirs)} path(s)"
                              f"{', polling' if poll else ''}); Ctrl-C ends")
+        elif not batch and poll:    # a poller sees mtimes to the second: our stat check (to the ns) each tick
+            changed = session.snapshot.changed(session.inputs.roles)
         else:
             changed = changes(session, [path for _, path in batch])
         if not changed:
@@ -79,7 +82,7 @@ def _rounds(session: Session, watchfiles, dirs: list[str], poll: bool | None, st
         session.round(changed)
         if rounds is not None and len(session.rounds) >= rounds:
             return True
-        if session.inputs.watch_dirs() != dirs:
+        if session.inputs.watch_paths(bool(poll)) != dirs:
             return False
     return True                         # `stop` was set
 
