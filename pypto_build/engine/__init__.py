@@ -2,7 +2,7 @@
 
 Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
 commands), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
-`exit_now`, and `noop` (the no-op record, offered whole: it is read before doit
+`exit_now`, `dir_lock` (one run per directory), `open_state` (its doit state), and `noop` (the no-op record, offered whole: it is read before doit
 loads). Modules: `loader`, `tasks` (graph -> task dicts), `commands`, `depstate`, `statedb`, `file_checker`,
 `reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
 """
@@ -18,6 +18,8 @@ _EXPORTS = {
     "format_lines": "explanation",
     "write_trace": "trace",
     "exit_now": "workers",
+    "dir_lock": "lock",
+    "open_state": "statedb",
 }
 _MODULES = ('noop',)
 

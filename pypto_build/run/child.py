@@ -70,7 +70,7 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
     """
     sub_dir = Path(sub_dir).resolve()
     _check_data(sub_dir)
-    started = (launcher or spawn)(sub_dir)
+    started = (launcher or spawn)(sub_dir, _child)
     request = {"sub": str(sub_dir), "config": config, "validate": validate, "names": list(names or []),
                "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
                "parent": started.parent, "timing_runs": timing_runs}

@@ -21,6 +21,7 @@ import subprocess
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Callable
 
 from .. import procs
 
@@ -71,11 +72,11 @@ class WarmLauncher:
         process.join()
         return time.perf_counter() - start
 
-    def start(self, sub_dir: Path) -> Started:
-        """A new process forked from the server, running the child side of `run_program` in `sub_dir`."""
+    def start(self, sub_dir: Path, entry: Callable[[Connection, Connection], None]) -> Started:
+        """A new process forked from the server, running `entry` (the child side of `run_program`) in `sub_dir`."""
         from_child, to_parent = self.context.Pipe(duplex=False)
         from_parent, to_child = self.context.Pipe(duplex=False)
-        process = self.context.Process(target=_forked, args=(str(sub_dir), from_parent, to_parent), daemon=True,
+        process = self.context.Process(target=_forked, args=(entry, str(sub_dir), from_parent, to_parent), daemon=True,
                                        name="pypto-build-run")
         process.start()
         from_parent.close()
@@ -100,8 +101,9 @@ def _nothing() -> None:
     """The warm-up run: the server's imports are done once it has forked this."""
 
 
-def spawn(sub_dir: Path) -> "Spawned":
-    """The cold way (`run_program`'s default): a new interpreter runs `python -P -m pypto_build.run.child`."""
+def spawn(sub_dir: Path, entry: Callable | None = None) -> "Spawned":
+    """The cold way (`run_program`'s default): a new interpreter runs `python -P -m pypto_build.run.child`
+    (whose `__main__` is the entry)."""
     import sys
 
     read_fd, child_w = os.pipe()
@@ -128,17 +130,16 @@ class Spawned:
         procs.stop(self.proc, grace=grace)
 
 
-def _forked(sub_dir: str, inbox: Connection, outbox: Connection) -> None:
+def _forked(entry: Callable[[Connection, Connection], None], sub_dir: str, inbox: Connection,
+            outbox: Connection) -> None:
     """The forked process: own session, the sub-build as working directory, then the child's protocol."""
-    from .child import _child
-
     try:
         os.setsid()
     except OSError:
         pass
     os.chdir(sub_dir)
     try:
-        _child(inbox, outbox)
+        entry(inbox, outbox)
     finally:
         outbox.close()
         atexit._run_exitfuncs()     # what a run registered (the runtime's clean-ups); multiprocessing skips them

@@ -57,7 +57,7 @@ class Session:
     """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm launcher, the inputs."""
 
     def __init__(self, root: Path, settings: Settings, out: TextIO = sys.stdout) -> None:
-        from ..run.launch import WarmLauncher
+        from ..run import WarmLauncher
 
         self.root, self.settings, self.out = root, settings, out
         self.graph = None
@@ -130,9 +130,8 @@ class Session:
         return result
 
     def _run(self, report: Round) -> None:
-        from ..engine.lock import dir_lock
-        from ..run import check_replayable
-        from ..run.child import run_program
+        from ..engine import dir_lock
+        from ..run import check_replayable, run_program
 
         config = dataclasses.replace(self.settings.run.config, platform=self.graph.platform.name)
         lines: list[str] = []
@@ -168,7 +167,7 @@ class Session:
 
     def _refresh(self, result) -> None:
         """The inputs as this round left them: new headers join (as they are now), our splices are ours."""
-        from ..engine.statedb import open_state
+        from ..engine import open_state
 
         values: dict[str, dict] = {}
         try:
