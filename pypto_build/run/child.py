@@ -241,12 +241,6 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     began = time.perf_counter()
     dfx = execute(sub, tensors, config, names=list(named), say=say, on_task=lambda what: at(f"running {what}"))
     seconds = [time.perf_counter() - began]
-    for i in range(1, runs):               # on fresh copies of the inputs: outputs never accumulate
-        again = _copies(pristine)
-        at(f"timing the program (run {i + 1} of {runs})")
-        began = time.perf_counter()
-        execute(sub, list(again.values()), config, names=list(again), say=lambda line: None)
-        seconds.append(time.perf_counter() - began)
     say(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
     at("saving the outputs")
     save_outputs(sub, named)
@@ -264,6 +258,13 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         at("comparing the outputs")
         checked = compare(golden, named, expected)
         say("Golden validation: PASSED")
+        at(f"compared {', '.join(checked)}: passed")
+    for i in range(1, runs):               # after the verdict, on fresh copies of the inputs (never accumulated)
+        again = _copies(pristine)
+        at(f"timing the program (run {i + 1} of {runs})")
+        began = time.perf_counter()
+        execute(sub, list(again.values()), config, names=list(again), say=lambda line: None)
+        seconds.append(time.perf_counter() - began)
     return {"checked": checked, "dfx": dfx, "reads": cached.reads if cached is not None else reads.paths(),
             "run_seconds": seconds, "outputs": tensors if request["tensors"] is not None else None}
 

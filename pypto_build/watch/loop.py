@@ -19,7 +19,7 @@ from ..errors import PyptoBuildError, one_line
 from .inputs import ignored
 from .session import Session, Settings
 
-STEP_MS = 50            # a batch ends after this much quiet (an editor's temp-write + rename is one batch)
+STEP_MS = 20            # a batch ends after this much quiet (an editor's temp-write + rename is one batch)
 DEBOUNCE_MS = 1600      # ... or after this long, however busy the directory is
 TICK_MS = 500           # the watcher wakes this often with nothing to report (the first wake: it is live)
 

@@ -51,6 +51,7 @@ class Round:
     split: dict[str, float] = field(default_factory=dict)
     variant: str | None = None   # the digest of the binaries that ran (history.variant_digest)
     seen: bool = False           # that variant was tried before (a revert)
+    said: bool = False           # the verdict line is printed
 
 
 class Session:
@@ -90,15 +91,17 @@ class Session:
         return any(self.inputs.roles.get(path, PLANNING) == PLANNING or how != "modified" for path, how in changed)
 
     def round(self, changed: list[tuple[str, str]]) -> Round:
-        """Build, run, validate and time once; print the block; record the variant."""
+        """Build, run, validate and time once, printing the block as it goes; record the variant."""
         if changed and self.needs_plan(changed):
             self.plan()
         names = [_rel(self.root, p) + ("" if how == "modified" else f" ({how})") for p, how in changed]
         report = Round(len(self.rounds) + 1, names or ["(first round)"])
+        self._say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
         self.snapshot.take(self.inputs.roles)          # what this round reads, as it starts
         began = time.perf_counter()
         result = self._build(report)
         report.split["compile"] = time.perf_counter() - began
+        self._say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
         if result is not None and not result.failures and result.ok:
             report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
             self._run(report)
@@ -139,7 +142,11 @@ class Session:
         began = time.perf_counter()
 
         def phase(what: str) -> None:
-            for key in ("running the program", "saving the outputs", "calling golden.py compute_golden", "comparing"):
+            if what.startswith("compared ") and what.endswith(": passed"):      # the verdict, before timing runs
+                report.verdict, report.detail = "PASSED", what[len("compared "):-len(": passed")]
+                self._verdict(report)
+            for key in ("running the program", "saving the outputs", "calling golden.py compute_golden",
+                        "comparing", "timing the program"):
                 if what.startswith(key):
                     marks.setdefault(key, time.perf_counter())
 
@@ -160,10 +167,12 @@ class Session:
             report.verdict, report.detail = "ERROR", f"{one_line(exc, 400)}{_tail_of(lines)}"
         end = time.perf_counter()
         start = marks.get("running the program", end)
-        compared = marks.get("calling golden.py compute_golden", marks.get("comparing", end))
-        report.split["run"] = marks.get("saving the outputs", compared) - start
-        report.split["compare"] = end - compared if self.settings.validate else 0.0
-        report.split["setup"] = start - began
+        timing = marks.get("timing the program", end)
+        compared = marks.get("calling golden.py compute_golden", marks.get("comparing", timing))
+        report.split["run"] = (marks.get("saving the outputs", compared) - start) + (end - timing)
+        if self.settings.validate:
+            report.split["compare"] = timing - compared
+        report.split["start"] = start - began
 
     def _refresh(self, result) -> None:
         """The inputs as this round left them: new headers join (as they are now), our splices are ours."""
@@ -185,13 +194,16 @@ class Session:
         if result is not None:
             self.snapshot.take([str(self.root / p) for p in result.spliced])
 
+    def _verdict(self, r: Round) -> None:
+        """The verdict line, once per round: as soon as the comparison passed (timing runs come after)."""
+        if not r.said:
+            r.said = True
+            self._say(f"   verdict  {r.verdict}" + (f": {r.detail}" if r.detail and r.verdict != "PASSED" else
+                                                    f" ({r.detail})" if r.detail else ""))
+
     def _print(self, r: Round) -> None:
-        stamp = time.strftime("%H:%M:%S")
-        say = self._say
-        say(f"── round {r.number} · {stamp} · changed: {_few(r.changed)}")
-        say(f"   rebuilt  {_few(r.rebuilt) if r.rebuilt else 'nothing'}")
-        say(f"   verdict  {r.verdict}" + (f": {r.detail}" if r.detail and r.verdict != "PASSED" else
-                                          f" ({r.detail})" if r.detail else ""))
+        """The rest of the block: the verdict (unless said), the program's run time, the time split."""
+        self._verdict(r)
         if r.seconds:
             median = statistics.median(r.seconds)
             line = (f"   program  {_ms(median)} median of {len(r.seconds)} ({_ms(min(r.seconds))}–"
@@ -200,11 +212,12 @@ class Session:
                 line += f" · {percent(median, self.previous)} vs previous"
             if self.first:
                 line += f" · {percent(median, self.first)} vs first"
-            say(line + (f" · variant {r.variant[:10]}" + (" (tried before)" if r.seen else "") if r.variant else ""))
+            self._say(line + (f" · variant {r.variant[:10]}" + (" (tried before)" if r.seen else "")
+                              if r.variant else ""))
             self.first = self.first or median
             self.previous = median
-        split = " · ".join(f"{k} {v:.2f} s" for k, v in r.split.items() if k != "setup")
-        say(f"   time     {split}")
+        split = " · ".join(f"{k} {v:.2f} s" for k, v in r.split.items())
+        self._say(f"   time     {split}")
 
     def _record(self, r: Round) -> None:
         """Keep the variant's verdict and times in the history (a failure to write is said, not fatal)."""
