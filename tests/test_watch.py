@@ -243,3 +243,18 @@ def test_history_keys_variants_by_binary_content(tmp_path):
     assert variant_digest(tmp_path, ["missing.so"]) is None
     (tmp_path / ".pypto_build" / "history.json").write_text("{not json")
     assert History(tmp_path).variants == {}
+
+
+def test_identity_files_are_the_covering_checkouts_head_and_index(tmp_path):
+    from conftest import git
+    from pypto_build.watch.inputs import identity_files
+
+    repo = tmp_path / "pto-isa"
+    (repo / "include" / "pto").mkdir(parents=True)
+    (repo / "include" / "pto" / "a.hpp").write_text("// a\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    assert identity_files([str(repo / "include"), str(repo / "include" / "pto")]) == \
+        [str(repo / ".git" / "HEAD"), str(repo / ".git" / "index")]
+    assert identity_files([str(tmp_path / "elsewhere")]) == []

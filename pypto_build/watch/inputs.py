@@ -88,12 +88,30 @@ def collect(graph: Graph, values: dict[str, dict], golden_reads: Iterable[str] =
     compiler = getattr(graph.platform, "compiler", None)
     if compiler is not None:
         inputs.add([compiler.path], PLANNING)
+    covered = {c for plan in graph.plans for unit in plan.units for c in unit.covered}
+    inputs.add(identity_files(covered), PLANNING)
     for target in run_targets(graph):
         base = target.rel
         inputs.add([p for p in target.inputs if p.endswith("golden.py") or "/data/" in f"/{p}"], GOLDEN)
         inputs.add([os.path.join(base, "golden.py")], GOLDEN)
     inputs.add(golden_reads, GOLDEN)
     return inputs
+
+
+def identity_files(covered: Iterable[str]) -> list[str]:
+    """The git HEAD and index of each checkout whose revision covers headers (PTO-ISA): a checkout,
+    commit or staged edit there changes the identity, so the graph is planned again."""
+    found = []
+    for top in {_git_top(Path(c)) for c in covered} - {None}:
+        found += [str(top / ".git" / name) for name in ("HEAD", "index") if (top / ".git" / name).is_file()]
+    return sorted(found)
+
+
+def _git_top(path: Path) -> Path | None:
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").is_dir():
+            return candidate
+    return None
 
 
 class Snapshot:
