@@ -98,7 +98,8 @@ def test_watch_session_rebuilds_reruns_and_keeps_going(built_golden, tmp_path):
 @pytest.mark.slow
 def test_doit_auto_polling_crash_and_golden_edit(built_golden, tmp_path):
     """`doit auto --poll` inside the directory is watch (polling): a crashing kernel is reported and the
-    watch goes on; editing golden.py is a change and validates against the new golden."""
+    watch goes on; editing golden.py is a change and validates against the new golden; a broken
+    kernel_config.py is an ERROR round (planned again, nothing built), and fixing it recovers."""
     root = copy_dir(built_golden, tmp_path / "g")
     doit = Path(sys.executable).with_name("doit")
     w = Watcher([str(doit), "auto", "--validate", "--poll", "--runs", "1"], root)
@@ -117,6 +118,13 @@ def test_doit_auto_polling_crash_and_golden_edit(built_golden, tmp_path):
         fourth = w.block(4)
         assert fourth[0].endswith("changed: golden.py"), fourth
         assert "   rebuilt  nothing" in fourth
+        config = root / "kernel_config.py"
+        good = config.read_text()
+        config.write_text(good + "\nthis is not python(\n")                 # a planning input: planned again
+        fifth = w.block(5)
+        assert any(line.startswith("   verdict  ERROR: ") and "kernel_config.py" in line for line in fifth), fifth
+        config.write_text(good)
+        assert "   verdict  PASSED (out)" in w.block(6)
         rc, err = w.interrupt()
     finally:
         w.stop()

@@ -71,17 +71,18 @@ class Session:
         self.rounds: list[Round] = []
         self.first: float | None = None
         self.previous: float | None = None
+        self._refresh(None)            # the inputs the last build recorded: an edit during round 1 counts
 
-    def plan(self) -> bool:
-        """(Re-)plan the graph; on bad input say why and keep the last good plan. Whether it planned."""
+    def plan(self, report: Round | None = None) -> bool:
+        """(Re-)plan the graph; on bad input the round is an ERROR (nothing built or run). Whether it planned."""
         from ..graph import load_graph
 
         try:
             self.graph = load_graph(self.root, **self.settings.graph_options)
         except PyptoBuildError as exc:
-            if self.graph is None:
+            if report is None:
                 raise
-            self._say(f"pypto-build: {one_line(exc, 400)} (keeping the last plan; fix it and save again)")
+            report.verdict, report.detail = "ERROR", f"{one_line(exc, 400)} (nothing built; fix it and save again)"
             return False
         for line in self.graph.notices()[0]:
             self._say(line)
@@ -92,14 +93,13 @@ class Session:
 
     def round(self, changed: list[tuple[str, str]]) -> Round:
         """Build, run, validate and time once, printing the block as it goes; record the variant."""
-        if changed and self.needs_plan(changed):
-            self.plan()
         names = [_rel(self.root, p) + ("" if how == "modified" else f" ({how})") for p, how in changed]
         report = Round(len(self.rounds) + 1, names or ["(first round)"])
         self._say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
         self.snapshot.take(self.inputs.roles)          # what this round reads, as it starts
         began = time.perf_counter()
-        result = self._build(report)
+        planned = self.plan(report) if changed and self.needs_plan(changed) else True
+        result = self._build(report) if planned else None
         report.split["compile"] = time.perf_counter() - began
         self._say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
         if result is not None and not result.failures and result.ok:
