@@ -99,6 +99,12 @@ def _validate_arguments(p: argparse.ArgumentParser) -> None:
     options.add_to_parser(p, (*options.BUILD, *options.RUN))
 
 
+def _watch_arguments(p: argparse.ArgumentParser) -> None:
+    from .watch import watch_options
+    _dir(p)
+    options.add_to_parser(p, watch_options())
+
+
 def _emit_runner_arguments(p: argparse.ArgumentParser) -> None:
     from .compat import add_emit_runner_arguments
     add_emit_runner_arguments(p)
@@ -128,6 +134,16 @@ def _compdb(args: argparse.Namespace) -> int:
     from .markers import find_root
     print(write_compdb(load_graph(find_root(args.dir), args.platform), args.output))
     return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from .watch import watch_verb
+    return watch_verb(args, args.dir)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from .watch import history_verb
+    return history_verb(args.dir)
 
 
 def _emit_runner(args: argparse.Namespace) -> int:
@@ -209,6 +225,19 @@ VERBS = (
     Verb("validate", "run DIR and compare with golden.py, reusing the last verdict if nothing changed",
          "Build what changed, run on golden.py's inputs and validate; the verdict is reused while the binaries, "
          "golden.py, what it read and the run configuration are unchanged.", _validate_arguments, _run_verb),
+    Verb("watch", "build, run and validate now, then again on every change; keeps torch and the plan warm",
+         "Build, replay (with --validate: validate) and time DIR once, then wait for changes and repeat on every "
+         "save of anything the build depends on: kernel and orchestration sources, the headers their depfiles "
+         "list, .pto files, kernel_config.py, golden.py and what it reads, the compiler. Each round prints what "
+         "changed, what was rebuilt, the verdict, the program's run time (median of --runs, with its change "
+         "against the previous and the first round) and the round's time split. Golden values are cached; the "
+         "program runs in a fresh process forked from a warm one (torch imported once). A compile error or a "
+         "crash is shown and the watch goes on. Ctrl-C ends it (exit 130). `doit auto` does the same inside DIR.",
+         _watch_arguments, _watch),
+    Verb("history", "list the program variants watch tried: verdict and run time per content of the binaries",
+         "One line per variant (a digest of every binary the program runs) that `pypto-build watch` ran in DIR, "
+         "oldest first: when, how many rounds, the last verdict, the median run time and its change against "
+         "the first.", _dir, _history),
     Verb("emit-runner", "write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
          "Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present (validated), else inline "
          "inputs from compiled_meta.json you can edit, and a _user_compare() hook. PYPTO_EMIT_DEBUG_RUNNER=0 "

@@ -12,6 +12,7 @@ import os
 from doit.cmd_base import Command
 
 from . import options
+from .watch import watch_options
 
 _DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str, "default": "",
         "help": "build directory (default: the one the current directory is in)"}
@@ -65,3 +66,24 @@ class Validate(_Verb):
     doc_description = ("Builds what changed, runs and validates; the verdict is reused while the binaries, "
                        "golden.py, what it read and the run configuration are unchanged.")
     cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN)))
+
+
+class Auto(_Verb):
+    """`doit auto` in a build directory: `pypto-build watch` (doit 0.37 ships no `auto`; doit-auto1's watches
+    `file_dep`, which our tasks do not declare: they decide by content in `uptodate`)."""
+
+    name = "auto"
+    verb = "watch"
+    doc_purpose = "watch a PyPTO build directory: rebuild, run and validate on every change (same as pypto-build watch)"
+    doc_usage = ""
+    doc_description = ("Builds, replays (with --validate: validates) and times the program, then repeats on every "
+                       "change of a source, header, .pto, kernel_config.py, golden.py or its data. Ctrl-C ends it.")
+
+    cmd_options = (_DIR, *options.doit_options(watch_options()))
+
+    def execute(self, params, args):
+        from .verbs import guarded
+        from .watch import watch_verb
+
+        directory = params.get("build_dir") or os.getcwd()
+        return guarded(lambda: watch_verb(params, directory))

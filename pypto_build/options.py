@@ -84,6 +84,15 @@ RUN = (
 
 VALIDATE = Opt("validate", "validate", "negatable", "compare outputs with golden.py::compute_golden (RTOL/ATOL) "
                "and record the verdict", default=False)
+WATCH = (
+    Opt("runs", "runs", "int", "time the program over N runs per round (median and spread; default 5)",
+        default=5, metavar="N"),
+    Opt("poll", "poll", "flag", "poll for changes instead of inotify (network file systems; also "
+        "WATCHFILES_FORCE_POLLING=1)"),
+)
+# What `watch` takes of BUILD: the rest (recompile, keep-going, trace, quiet) is about one run, not a session.
+WATCH_BUILD = ("jobs", "platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale",
+               "cache_dir", "remote_cache")
 DRY_RUN = Opt("dry_run", "dry-run", "flag", "list what would run and why; run nothing, write nothing", "n")
 
 

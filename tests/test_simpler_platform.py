@@ -213,3 +213,25 @@ def test_compile_commands_name_the_directory_the_compiler_runs_in(install, ex):
     assert {e["directory"] for e in entries} == {str(install.project_root)}      # simpler's root, as simpler runs them
     assert sorted(Path(e["file"]).name for e in entries) == [
         "matmul_relu.cpp", "matmul_relu_incore_0_aic.cpp", "matmul_relu_incore_1_aiv.cpp"]
+
+
+def test_watch_rebuilds_and_validates_on_simpler(ex):
+    """`pypto-build watch` on the recorded a2a3sim: the run goes through simpler's Worker in a process forked
+    from the warm server; an edit is one round that rebuilds that kernel only and validates again."""
+    from watching import Watcher
+
+    env = {k: v for k, v in os.environ.items() if k != "PYPTO_BUILD_PLATFORM"}
+    w = Watcher([sys.executable, "-m", "pypto_build", "watch", "--validate", "--runs", "2", "."], ex, env=env)
+    try:
+        assert w.wait_for(r"^pypto-build: platform ").startswith("pypto-build: platform a2a3sim (recorded")
+        assert "   verdict  PASSED (out)" in w.block(1)
+        w.wait_for(r"^\[watch\] watching ")
+        kernel = ex / "kernels" / "aiv" / "matmul_relu_incore_1_aiv.cpp"
+        kernel.write_text(kernel.read_text() + '\nextern "C" int watch_edit(void) { return 1; }\n')
+        second = w.block(2)
+        assert "   rebuilt  compile:aiv/matmul_relu_incore_1_aiv" in second, second
+        assert "   verdict  PASSED (out)" in second
+        rc, err = w.interrupt()
+    finally:
+        w.stop()
+    assert rc == 130 and "Traceback" not in err

@@ -3,9 +3,10 @@
 Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
 commands), `run_build` (a build's own run: doit's task control and runner
 without its command layer), `BuildReporter`, `explain` / `format_lines`,
-`write_trace`, `exit_now`, and `noop` (the no-op record, offered whole: it is
-read before doit loads). Modules: `loader`, `tasks` (graph -> task dicts),
-`session`, `commands`, `doit_core`, `depstate`, `statedb`, `file_checker`,
+`write_trace`, `exit_now`, `dir_lock` (one run per directory), `open_state` (its
+doit state), and `noop` (the no-op record, offered whole: it is read before doit
+loads). Modules: `loader`, `tasks` (graph -> task dicts), `session`, `commands`,
+`doit_core`, `depstate`, `statedb`, `file_checker`,
 `reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
 """
 from __future__ import annotations
@@ -22,6 +23,8 @@ _EXPORTS = {
     "format_lines": "explanation",
     "write_trace": "trace",
     "exit_now": "workers",
+    "dir_lock": "lock",
+    "open_state": "statedb",
 }
 _MODULES = ('noop',)
 

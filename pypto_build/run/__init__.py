@@ -2,8 +2,9 @@
 
 Door: `check_replayable` / `execute` (running a built directory), `run_program`
 (the parent side of the child process: golden -> execute -> save -> compare),
-`run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`).
-Modules: `execution`, `child`, `golden`, `tasks`.
+`run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`),
+`WarmLauncher` (runs forked from a server that imported torch once: `watch`).
+Modules: `execution`, `child`, `launch`, `golden`, `golden_cache`, `tasks`.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ _EXPORTS = {
     "execute": "execution",
     "save_outputs": "execution",
     "run_program": "child",
+    "WarmLauncher": "launch",
     "run_replay": "tasks",
     "run_validate": "tasks",
 }

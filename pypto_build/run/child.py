@@ -26,7 +26,6 @@ import os
 import pickle
 import signal
 import stat
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import procs
+from .launch import spawn
 from ..errors import ProgramFailed, PyptoBuildError, one_line
 from ..runconfig import RunConfig
 from ..safeio import refusal
@@ -52,28 +52,29 @@ class RunOutcome:
     dfx: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     outputs: list | None = None            # the caller's tensors after the run (tensor mode)
+    run_seconds: list[float] = field(default_factory=list)   # each timed run of the program (`timing_runs`)
 
 
 def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: float = DEFAULT_TIMEOUT,
                 say: Callable[[str], None] = print, tensors: Sequence | None = None,
-                names: Sequence[str] | None = None) -> RunOutcome:
+                names: Sequence[str] | None = None, launcher: Callable | None = None, timing_runs: int = 1,
+                on_phase: Callable[[str], None] | None = None) -> RunOutcome:
     """Run `sub_dir` in a child process (inputs from golden.py, or `tensors`); raise on any failure.
+
+    `launcher` starts the process (`launch.spawn`, a new interpreter, by default; `launch.WarmLauncher.start`
+    forks a warm one); `timing_runs` runs the program that many times (fresh inputs each time) and reports
+    each run's seconds; `on_phase` hears what the child is doing as it starts each step.
 
     Raises ProgramFailed (crash, exit, timeout), GoldenError/NothingCompared, ExecutorError, or
     AssertionError for an output that does not match — the same types the in-process steps raise.
     """
     sub_dir = Path(sub_dir).resolve()
     _check_data(sub_dir)
+    started = (launcher or spawn)(sub_dir, _child)
     request = {"sub": str(sub_dir), "config": config, "validate": validate, "names": list(names or []),
                "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
-               "parent": os.getpid()}
-    read_fd, child_w = os.pipe()
-    child_r, write_fd = os.pipe()
-    proc = procs.start([sys.executable, "-P", "-m", "pypto_build.run.child", str(child_r), str(child_w)],
-                       pass_fds=(child_r, child_w), cwd=str(sub_dir), stdin=subprocess.DEVNULL)
-    os.close(child_r)
-    os.close(child_w)
-    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+               "parent": started.parent, "timing_runs": timing_runs}
+    inbox, outbox = started.inbox, started.outbox
     what = f"the program of {sub_dir}"
     doing = "starting"
     try:
@@ -92,7 +93,7 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
                 ready = inbox.poll(min(left, _POLL_S))
                 message = pickle.loads(inbox.recv_bytes()) if ready else None
             except (EOFError, OSError):
-                raise ProgramFailed(_died(what, _status(proc), doing)) from None
+                raise ProgramFailed(_died(what, _status(started), doing)) from None
             if message is None:
                 continue
             kind, payload = message
@@ -100,15 +101,17 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
                 say(payload)
             elif kind == "at":
                 doing = payload
+                if on_phase is not None:
+                    on_phase(payload)
             elif kind == "done":
-                procs.stop(proc, grace=_GRACE_S)        # its exit handlers run (rank workers' temp folders go)
+                started.stop(grace=_GRACE_S)        # its exit handlers run (rank workers' temp folders go)
                 return RunOutcome(**payload)
             elif kind == "error":
-                procs.stop(proc, grace=_GRACE_S)
+                started.stop(grace=_GRACE_S)
                 raise _rebuilt(*payload)
     finally:
         inbox.close()
-        procs.stop(proc)
+        started.stop()
 
 
 def _check_data(sub: Path) -> None:
@@ -129,10 +132,10 @@ def _died(what: str, status: int | None, doing: str) -> str:
     return f"{what} {how} while {doing}; nothing was compared — fix it and run again"
 
 
-def _status(proc: subprocess.Popen) -> int | None:
+def _status(started) -> int | None:
     """The child's exit status once its end of the pipe closed (it is leaving, or closed it itself)."""
-    procs.stop(proc, grace=5.0)
-    return proc.returncode
+    started.stop(grace=5.0)
+    return started.returncode
 
 
 def _rebuilt(kind: str, message: str) -> BaseException:
@@ -183,8 +186,7 @@ def _child(inbox: Connection, outbox: Connection) -> None:
 
 def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     send("at", "importing torch")
-    import torch
-
+    from . import golden_cache
     from .golden import compare, load_golden
     from ..sidecars import load_sidecar
     from .execution import execute, save_outputs
@@ -199,13 +201,25 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
 
     say = (lambda line: send("line", line))
     tensors, names = request["tensors"], request["names"]
-    golden = None
+    from_golden = tensors is None                   # only a result of golden.py's own inputs is kept
+    golden = cached = None
+    started_ns = time.time_ns()
     if tensors is None or request["validate"]:
-        at("loading golden.py")
-        with reads:
-            golden = load_golden(sub)
-            at("calling golden.py generate_inputs()")
-            pairs = golden.inputs()
+        at("looking up the cached golden result")
+        cached, stale = golden_cache.lookup(sub)
+        if cached is not None and not from_golden and not cached.same_inputs(tensors):
+            cached, stale = None, None              # the caller's own inputs: compute_golden runs on them
+        if cached is not None:
+            say(f"golden: cached (computed {cached.when}); golden.py not run")
+            golden, pairs = cached.golden(), list(zip(cached.names, cached.inputs))
+        else:
+            if stale and request["validate"] and from_golden:
+                say(f"golden: computing again ({stale})")
+            at("loading golden.py")
+            with reads:
+                golden = load_golden(sub)
+                at("calling golden.py generate_inputs()")
+                pairs = golden.inputs()
         if tensors is None:
             golden.check_inputs(pairs, load_sidecar(sub))
             names, tensors = [n for n, _ in pairs], [v for _, v in pairs]
@@ -219,22 +233,61 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     snapshot: dict = {}
     if request["validate"]:
         outputs = golden.check_outputs(list(named), named, load_sidecar(sub))
-        snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}   # untouched
+        if cached is None:
+            snapshot = _copies(named)          # untouched by the run
+    runs = max(1, int(request.get("timing_runs") or 1))
+    pristine = _copies(named) if runs > 1 else {}
     at(f"running the program on {config.platform}")
+    began = time.perf_counter()
     dfx = execute(sub, tensors, config, names=list(named), say=say, on_task=lambda what: at(f"running {what}"))
+    seconds = [time.perf_counter() - began]
     say(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
     at("saving the outputs")
     save_outputs(sub, named)
     checked: list[str] = []
     if request["validate"]:
-        at("calling golden.py compute_golden()")
-        with reads:
-            expected = golden.expected(snapshot, outputs)
+        if cached is not None:
+            expected = cached.expected
+        else:
+            at("calling golden.py compute_golden()")
+            with reads:
+                expected = golden.expected(snapshot, outputs)
+            if from_golden:
+                at("keeping the golden result")
+                _keep_golden(say, sub, golden, names, snapshot, expected, reads, started_ns)
         at("comparing the outputs")
         checked = compare(golden, named, expected)
         say("Golden validation: PASSED")
-    return {"checked": checked, "dfx": dfx, "reads": reads.paths(),
-            "outputs": tensors if request["tensors"] is not None else None}
+        at(f"compared {', '.join(checked)}: passed")
+    for i in range(1, runs):               # after the verdict, on fresh copies of the inputs (never accumulated)
+        again = _copies(pristine)
+        at(f"timing the program (run {i + 1} of {runs})")
+        began = time.perf_counter()
+        execute(sub, list(again.values()), config, names=list(again), say=lambda line: None)
+        seconds.append(time.perf_counter() - began)
+    return {"checked": checked, "dfx": dfx, "reads": cached.reads if cached is not None else reads.paths(),
+            "run_seconds": seconds, "outputs": tensors if request["tensors"] is not None else None}
+
+
+def _copies(named: dict) -> dict:
+    """Tensors cloned (detached), anything else as it is."""
+    import torch
+
+    return {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}
+
+
+def _keep_golden(say: Callable[[str], None], sub: Path, golden, names: list[str], snapshot: dict, expected: dict,
+                 reads: "_Reads", started_ns: int) -> None:
+    """Store golden.py's result for the next run (golden_cache); a file system that refuses only costs that."""
+    from . import golden_cache
+
+    try:
+        why = golden_cache.save(sub, golden, names, snapshot, expected, reads.paths(),
+                                reads.imported | golden_cache.modules_of(golden.module), started_ns)
+    except OSError as exc:
+        why = one_line(str(exc), 200)
+    if why:
+        say(f"golden: result not cached ({why})")
 
 
 class _CountMismatch(ValueError):
@@ -253,6 +306,7 @@ class _Reads:
 
         self.sub = sub
         self.found: set[str] = set()
+        self.imported: set[str] = set()         # top-level names of the modules imported meanwhile
         skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).resolve().parent)}
         skip |= {p for p in sysconfig.get_paths().values() if p}
         self.skip = tuple(os.path.realpath(p) + os.sep for p in skip)
@@ -268,6 +322,7 @@ class _Reads:
     def __exit__(self, *exc) -> None:
         _Reads._active = None
         for name in set(sys.modules) - self.modules:
+            self.imported.add(name.partition(".")[0])
             path = getattr(sys.modules[name], "__file__", None)
             if path:
                 self.add(path)
@@ -294,14 +349,14 @@ class _Reads:
         return sorted(p for p in self.found if os.path.isfile(p))
 
 
-def _die_with(parent: int) -> None:
+def _die_with(parent: int | None) -> None:
     """Die when the parent dies (Linux), and leave at once if it is already gone."""
     try:
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    if os.getppid() != parent:
+    if parent is not None and os.getppid() != parent:
         os._exit(1)
 
 

@@ -25,6 +25,8 @@ from ..pyexec import exec_file
 from ..safeio import refusal
 
 DEFAULT_TOL = 1e-5
+INPUT_PARAMS = {"name": "Default"}      # what generate_inputs is called with (PyPTO's replay and runner)
+GOLDEN_PARAMS: dict = {}                # what compute_golden is called with (PyPTO's replay)
 
 
 class GoldenError(PyptoBuildError):
@@ -72,7 +74,7 @@ class Golden:
     def inputs(self) -> list[tuple[str, object]]:
         """`generate_inputs({"name": "Default"})` as (name, value) pairs, checked."""
         try:
-            pairs = list(self.module.generate_inputs({"name": "Default"}))
+            pairs = list(self.module.generate_inputs(dict(INPUT_PARAMS)))
         except Exception as exc:
             raise GoldenError(f"{self.path}: generate_inputs() raised {_raised(exc)}; "
                               "fix golden.py or pass the inputs yourself (replay(dir, *tensors))") from None
@@ -150,7 +152,7 @@ class Golden:
         tensors = dict(snapshot)
         before = {n: (snapshot[n].clone(), snapshot[n]._version) for n in outputs}
         try:
-            self.module.compute_golden(tensors, {})
+            self.module.compute_golden(tensors, dict(GOLDEN_PARAMS))
         except Exception as exc:
             raise GoldenError(f"{self.path}: compute_golden() raised {_raised(exc)}; fix golden.py") from None
         for name in outputs:
@@ -201,8 +203,6 @@ def compare(golden: Golden, actual: dict[str, object], expected: dict[str, objec
 
     Returns the names compared.
     """
-    import torch
-
     rtol, atol = golden.rtol, golden.atol
     if math.isinf(rtol) or math.isinf(atol):
         raise NothingCompared(f"{golden.path}: RTOL={rtol:g}, ATOL={atol:g}: an infinite tolerance accepts any "
@@ -212,12 +212,50 @@ def compare(golden: Golden, actual: dict[str, object], expected: dict[str, objec
         got = actual[name]
         if want.numel() == 0:
             continue
-        try:
-            torch.testing.assert_close(got.cpu(), want.cpu(), rtol=rtol, atol=atol)
-        except AssertionError as exc:
-            raise AssertionError(f"Output '{name}' does not match golden (rtol={rtol}, atol={atol}):\n{exc}") from None
+        problem = mismatch(got.detach().cpu(), want.detach().cpu(), rtol, atol)
+        if problem:
+            raise AssertionError(f"Output '{name}' does not match golden (rtol={rtol}, atol={atol}): {problem}")
         compared.append(name)
     if not compared:
         raise NothingCompared(f"{golden.path}: every output in __outputs__ ({', '.join(expected)}) has no "
                               "elements, so nothing was compared")
     return compared
+
+
+def mismatch(got, want, rtol: float, atol: float) -> str | None:
+    """What differs between `got` and `want` (torch.testing.assert_close's rule: |got - want| <= atol +
+    rtol * |want|, NaN never equal; shape and dtype must match), or None when they match.
+
+    Computed here rather than by assert_close, whose first call imports torch.distributed and sympy
+    (0.4 s): the message names the mismatched count and the greatest absolute and relative errors.
+    """
+    import torch
+
+    if got.shape != want.shape:
+        return f"shape {list(got.shape)}, expected {list(want.shape)}"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype}, expected {want.dtype}"
+    if want.dtype == torch.bool or not (want.is_floating_point() or want.is_complex()):
+        a, b = got.to(torch.float64), want.to(torch.float64)
+    else:
+        a, b = got, want
+    close = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=False)
+    bad = int((~close).sum())
+    if not bad:
+        return None
+    diff = (a - b).abs().to(torch.float64)
+    rel = diff / b.abs().to(torch.float64)
+    diff, rel = diff.masked_fill(close, 0), rel.masked_fill(close | (diff == 0), 0)
+    worst_abs, worst_rel = (int(t.flatten().nan_to_num(nan=float("inf")).argmax()) for t in (diff, rel))
+    return (f"{bad} of {want.numel()} elements differ; max abs error {float(diff.flatten()[worst_abs]):.6g} at "
+            f"index {_index(worst_abs, want.shape)}, max rel error {float(rel.flatten()[worst_rel]):.6g} at index "
+            f"{_index(worst_rel, want.shape)}")
+
+
+def _index(flat: int, shape) -> tuple[int, ...]:
+    """A flat position as an index into `shape`."""
+    index = []
+    for size in reversed(list(shape)):
+        index.append(flat % size)
+        flat //= size
+    return tuple(reversed(index))

@@ -1,0 +1,22 @@
+"""`pypto-build watch` (and `doit auto`): the edit loop kept warm; `pypto-build history`: the variants tried.
+
+Door: `watch_options` (its option table), `watch_verb` / `history_verb` (the verbs, for
+the CLI and doit's `auto`), `watch` (the loop), `Settings`, `Session`, `History`.
+Modules: `verbs`, `inputs` (what a round depends on, what changed), `session` (one round),
+`loop` (watchfiles), `history` (variants per content of the binaries).
+"""
+from __future__ import annotations
+
+from ..doors import door
+
+_EXPORTS = {
+    "watch_options": "verbs",
+    "watch_verb": "verbs",
+    "history_verb": "verbs",
+    "watch": "loop",
+    "Settings": "session",
+    "Session": "session",
+    "History": "history",
+}
+__all__ = [*_EXPORTS]
+__getattr__ = door(__name__, _EXPORTS)

@@ -1,0 +1,96 @@
+"""`pypto-build watch DIR`: a round now, then one round per change of anything the graph depends on.
+
+Change notification comes from `watchfiles` (Rust `notify`: inotify here, FSEvents on
+macOS), chosen over `watchdog` because it coalesces an editor's burst itself (`step`:
+a batch ends after 50 ms of quiet, `debounce` bounds it), filters in the watcher
+and has a polling mode built in. Where inotify cannot be used (no inotify, the watch
+limit reached, `--poll`, WATCHFILES_FORCE_POLLING) it polls instead, saying so once.
+A batch starts a round only when an input's content moved (`inputs.Snapshot`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import PyptoBuildError, one_line
+from .inputs import ignored
+from .session import Session, Settings
+
+STEP_MS = 20            # a batch ends after this much quiet (an editor's temp-write + rename is one batch)
+DEBOUNCE_MS = 1600      # ... or after this long, however busy the directory is
+TICK_MS = 500           # the watcher wakes this often with nothing to report (the first wake: it is live)
+
+
+def watch(root: Path, settings: Settings, *, out: TextIO = sys.stdout, poll: bool | None = None,
+          stop: threading.Event | None = None, rounds: int | None = None) -> int:
+    """Watch the build directory at `root` until Ctrl-C (`stop` set, or `rounds` rounds: for tests)."""
+    import watchfiles
+
+    session = Session(root, settings, out)
+    warm = threading.Thread(target=session.launcher.warm_up, daemon=True, name="pypto-build-warm-up")
+    warm.start()                        # torch imports in the server while the first round compiles
+    try:
+        session.round([])
+        while rounds is None or len(session.rounds) < rounds:
+            dirs = session.inputs.watch_paths(bool(poll))
+            try:
+                finished = _rounds(session, watchfiles, dirs, poll, stop, rounds)
+            except (OSError, RuntimeError) as exc:
+                if poll:
+                    raise PyptoBuildError(f"{root}: cannot watch for changes ({one_line(exc)}); "
+                                          "run `pypto-build replay --validate DIR` after each edit instead") from None
+                session._say(f"[watch] file notification unavailable ({one_line(exc)}); polling instead")
+                poll = True
+                continue
+            if finished:
+                break
+    except KeyboardInterrupt:
+        session._say(f"[watch] stopped after {len(session.rounds)} round(s); history in "
+                     f"{session.history.path}")
+        raise
+    return 0 if session.rounds and session.rounds[-1].verdict in ("PASSED", "RAN") else 1
+
+
+def _rounds(session: Session, watchfiles, dirs: list[str], poll: bool | None, stop, rounds: int | None) -> bool:
+    """Run rounds for the batches of one watcher; True when the watch is over, False to watch new folders."""
+    root = session.root
+    base = watchfiles.DefaultFilter()
+
+    def wanted(change, path: str) -> bool:
+        return base(change, path) and not ignored(root, path)
+
+    started = False
+    for batch in watchfiles.watch(*dirs, watch_filter=wanted, step=STEP_MS, debounce=DEBOUNCE_MS,
+                                  stop_event=stop, force_polling=poll, rust_timeout=TICK_MS, yield_on_timeout=True,
+                                  recursive=False,
+                                  raise_interrupt=True):
+        if not started:             # the watcher is live: what changed before it (while the last round ran)
+            started = True
+            changed = session.snapshot.changed(session.inputs.roles)
+            if not changed:
+                session._say(f"[watch] watching {len(session.inputs.roles)} files ({len(dirs)} path(s)"
+                             f"{', polling' if poll else ''}); Ctrl-C ends")
+        elif not batch and poll:    # a poller sees mtimes to the second: our stat check (to the ns) each tick
+            changed = session.snapshot.changed(session.inputs.roles)
+        else:
+            changed = changes(session, [path for _, path in batch])
+        if not changed:
+            continue
+        session.round(changed)
+        if rounds is not None and len(session.rounds) >= rounds:
+            return True
+        if session.inputs.watch_paths(bool(poll)) != dirs:
+            return False
+    return True                         # `stop` was set
+
+
+def changes(session: Session, paths: list[str]) -> list[tuple[str, str]]:
+    """The inputs among `paths` whose content moved, and files that appeared or went where they matter."""
+    found = session.snapshot.changed(paths)
+    for path in sorted(set(paths) - set(session.snapshot.states)):
+        if session.inputs.starts_round(path):
+            found.append((path, "added" if os.path.exists(path) else "removed"))
+    return found

@@ -1,0 +1,258 @@
+"""One watch session: what stays warm between rounds, and what one round does and prints.
+
+A round builds what changed (doit, in this process: the graph is re-planned only
+when a planning input changed), runs the program in a process forked from the warm
+launcher (torch and the runtime already imported; a fresh address space every time,
+so a rebuilt kernel is always the one that runs), validates it, times it, and prints
+one compact block. A compile error or a crash is reported and the session goes on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from .. import stages
+from ..errors import ProgramFailed, PyptoBuildError, one_line
+from ..markers import STATE_DIR
+from ..runconfig import RunSpec
+from .history import History, percent, variant_digest
+from .inputs import PLANNING, Inputs, Snapshot, collect
+
+TAIL_LINES = 30           # of a compiler's or a program's output, shown when a round fails
+
+
+@dataclass
+class Settings:
+    """How rounds run: validate or only run, the run spec, timed runs, jobs and the build's options."""
+
+    validate: bool = True
+    run: RunSpec = field(default_factory=RunSpec)
+    runs: int = 5
+    jobs: int = 1
+    graph_options: dict = field(default_factory=dict)
+    cache_options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Round:
+    """What one round did: for the block it prints, the history and tests."""
+
+    number: int
+    changed: list[str]
+    rebuilt: list[str] = field(default_factory=list)
+    verdict: str = ""            # PASSED | FAILED | RAN | BUILD FAILED | CRASHED | ERROR
+    detail: str = ""
+    seconds: list[float] = field(default_factory=list)
+    split: dict[str, float] = field(default_factory=dict)
+    variant: str | None = None   # the digest of the binaries that ran (history.variant_digest)
+    seen: bool = False           # that variant was tried before (a revert)
+    said: bool = False           # the verdict line is printed
+
+
+class Session:
+    """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm launcher, the inputs."""
+
+    def __init__(self, root: Path, settings: Settings, out: TextIO = sys.stdout) -> None:
+        from ..run import WarmLauncher
+
+        self.root, self.settings, self.out = root, settings, out
+        self.graph = None
+        self.plan()
+        self.launcher = WarmLauncher(self.graph.platform.name)
+        self.snapshot = Snapshot()
+        self.inputs = Inputs(root)
+        self.golden_reads: list[str] = []
+        self.history = History(root)
+        self.rounds: list[Round] = []
+        self.first: float | None = None
+        self.previous: float | None = None
+        self._refresh(None)            # the inputs the last build recorded: an edit during round 1 counts
+
+    def plan(self, report: Round | None = None) -> bool:
+        """(Re-)plan the graph; on bad input the round is an ERROR (nothing built or run). Whether it planned."""
+        from ..graph import load_graph
+
+        try:
+            self.graph = load_graph(self.root, **self.settings.graph_options)
+        except PyptoBuildError as exc:
+            if report is None:
+                raise
+            report.verdict, report.detail = "ERROR", f"{one_line(exc, 400)} (nothing built; fix it and save again)"
+            return False
+        for line in self.graph.notices()[0]:
+            self._say(line)
+        return True
+
+    def needs_plan(self, changed: list[tuple[str, str]]) -> bool:
+        return any(self.inputs.roles.get(path, PLANNING) == PLANNING or how != "modified" for path, how in changed)
+
+    def round(self, changed: list[tuple[str, str]]) -> Round:
+        """Build, run, validate and time once, printing the block as it goes; record the variant."""
+        names = [_rel(self.root, p) + ("" if how == "modified" else f" ({how})") for p, how in changed]
+        report = Round(len(self.rounds) + 1, names or ["(first round)"])
+        self._say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
+        self.snapshot.take(self.inputs.roles)          # what this round reads, as it starts
+        began = time.perf_counter()
+        planned = self.plan(report) if changed and self.needs_plan(changed) else True
+        result = self._build(report) if planned else None
+        report.split["compile"] = time.perf_counter() - began
+        self._say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
+        if result is not None and not result.failures and result.ok:
+            report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
+            self._run(report)
+            if report.variant:
+                self._record(report)
+        self._refresh(result)
+        report.split["round"] = time.perf_counter() - began
+        self.rounds.append(report)
+        self._print(report)
+        return report
+
+    def _build(self, report: Round):
+        from ..api import run_graph
+        from ..cache import open_caches
+
+        try:
+            result = run_graph(self.graph, caches=open_caches(**self.settings.cache_options), jobs=self.settings.jobs,
+                               progress=None, check=False)
+        except PyptoBuildError as exc:
+            report.verdict, report.detail = "BUILD FAILED", one_line(exc, 400)
+            return None
+        report.rebuilt = [n for n in result.names("ran") + result.from_cache
+                          if not n.startswith(stages.prefix(stages.STAMP))]
+        report.rebuilt += [f"{p} (spliced)" for p in result.spliced]
+        if result.failures or not result.ok:
+            first = result.failures[0] if result.failures else None
+            report.verdict = "BUILD FAILED"
+            report.detail = f"{first.task}: {_tail(first.message)}" if first else f"doit exit status {result.returncode}"
+        return result
+
+    def _run(self, report: Round) -> None:
+        from ..engine import dir_lock
+        from ..run import check_replayable, run_program
+
+        config = dataclasses.replace(self.settings.run.config, platform=self.graph.platform.name)
+        lines: list[str] = []
+        marks: dict[str, float] = {}
+        began = time.perf_counter()
+
+        def phase(what: str) -> None:
+            if what.startswith("compared ") and what.endswith(": passed"):      # the verdict, before timing runs
+                report.verdict, report.detail = "PASSED", what[len("compared "):-len(": passed")]
+                self._verdict(report)
+            for key in ("running the program", "saving the outputs", "calling golden.py compute_golden",
+                        "comparing", "timing the program"):
+                if what.startswith(key):
+                    marks.setdefault(key, time.perf_counter())
+
+        try:
+            with dir_lock(self.root / STATE_DIR):
+                outcome = run_program(check_replayable(self.root), config, validate=self.settings.validate,
+                                      timeout=self.settings.run.timeout, say=lines.append,
+                                      launcher=self.launcher.start, timing_runs=self.settings.runs, on_phase=phase)
+            report.verdict = "PASSED" if self.settings.validate else "RAN"
+            report.detail = ", ".join(outcome.checked)
+            report.seconds = outcome.run_seconds
+            self.golden_reads = outcome.reads
+        except AssertionError as exc:
+            report.verdict, report.detail = "FAILED", str(exc).partition("\n")[0]
+        except ProgramFailed as exc:
+            report.verdict, report.detail = "CRASHED", f"{one_line(exc, 400)}{_tail_of(lines)}"
+        except PyptoBuildError as exc:
+            report.verdict, report.detail = "ERROR", f"{one_line(exc, 400)}{_tail_of(lines)}"
+        end = time.perf_counter()
+        start = marks.get("running the program", end)
+        timing = marks.get("timing the program", end)
+        compared = marks.get("calling golden.py compute_golden", marks.get("comparing", timing))
+        report.split["run"] = (marks.get("saving the outputs", compared) - start) + (end - timing)
+        if self.settings.validate:
+            report.split["compare"] = timing - compared
+        report.split["start"] = start - began
+
+    def _refresh(self, result) -> None:
+        """The inputs as this round left them: new headers join (as they are now), our splices are ours."""
+        from ..engine import open_state
+
+        values: dict[str, dict] = {}
+        try:
+            state = open_state(self.root / STATE_DIR / "state.sqlite3", adopt=False, read_only=True)
+            try:
+                for plan in self.graph.plans:
+                    for unit in plan.units:
+                        values[unit.task] = state.get_values(unit.task) or {}
+            finally:
+                state.close()
+        except Exception:  # noqa: BLE001 - no state to read (a failed first build): the plan's files are watched
+            pass
+        self.inputs = collect(self.graph, values, self.golden_reads)
+        self.snapshot.take(self.inputs.roles, keep=True)
+        if result is not None:
+            self.snapshot.take([str(self.root / p) for p in result.spliced])
+
+    def _verdict(self, r: Round) -> None:
+        """The verdict line, once per round: as soon as the comparison passed (timing runs come after)."""
+        if not r.said:
+            r.said = True
+            self._say(f"   verdict  {r.verdict}" + (f": {r.detail}" if r.detail and r.verdict != "PASSED" else
+                                                    f" ({r.detail})" if r.detail else ""))
+
+    def _print(self, r: Round) -> None:
+        """The rest of the block: the verdict (unless said), the program's run time, the time split."""
+        self._verdict(r)
+        if r.seconds:
+            median = statistics.median(r.seconds)
+            line = (f"   program  {_ms(median)} median of {len(r.seconds)} ({_ms(min(r.seconds))}–"
+                    f"{_ms(max(r.seconds))})")
+            if self.previous:
+                line += f" · {percent(median, self.previous)} vs previous"
+            if self.first:
+                line += f" · {percent(median, self.first)} vs first"
+            self._say(line + (f" · variant {r.variant[:10]}" + (" (tried before)" if r.seen else "")
+                              if r.variant else ""))
+            self.first = self.first or median
+            self.previous = median
+        split = " · ".join(f"{k} {v:.2f} s" for k, v in r.split.items())
+        self._say(f"   time     {split}")
+
+    def _record(self, r: Round) -> None:
+        """Keep the variant's verdict and times in the history (a failure to write is said, not fatal)."""
+        _, r.seen = self.history.record(r.variant, r.verdict, r.seconds, r.changed)
+        try:
+            self.history.save()
+        except OSError as exc:
+            self._say(f"pypto-build: the history was not saved ({one_line(exc)}); the round itself is complete")
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+
+def _rel(root: Path, path: str) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return path
+
+
+def _few(names: list[str], most: int = 4) -> str:
+    return ", ".join(names[:most]) + (f" … ({len(names)} in all)" if len(names) > most else "")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def _tail(text: str) -> str:
+    lines = (text or "").splitlines()
+    head = lines[0] if lines else ""
+    rest = lines[1:][-TAIL_LINES:]
+    return head + "".join(f"\n     {line}" for line in rest)
+
+
+def _tail_of(lines: list[str]) -> str:
+    return "".join(f"\n     {line}" for line in lines[-TAIL_LINES:])
+

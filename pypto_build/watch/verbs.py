@@ -1,0 +1,45 @@
+"""The `watch` and `history` verbs with parsed option values: one behaviour for `pypto-build` and `doit auto`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import options
+
+
+def watch_options() -> tuple:
+    """The option table of `watch`: the build's that make sense for a session, the run's, --validate, its own."""
+    build = tuple(o for o in options.BUILD if o.dest in options.WATCH_BUILD)
+    return (*build, *options.RUN, options.VALIDATE, *options.WATCH)
+
+
+def watch_verb(values: Any, directory: Path | str) -> int:
+    """`watch` with parsed option values (argparse namespace or doit dict): one behaviour for both front ends."""
+    from ..errors import PyptoBuildError
+    from ..markers import find_root
+    from ..run import check_replayable
+    from .loop import watch
+    from .session import Settings
+
+    get = (lambda name, default=None: options._get(values, name, default))
+    root = check_replayable(find_root(Path(directory)))
+    if not (root / "golden.py").is_file():
+        raise PyptoBuildError(f"{root / 'golden.py'} not found; watch takes the program's inputs from golden.py — "
+                              "add one (generate_inputs/compute_golden), or use `pypto-build build` after each edit")
+    runs = int(get("runs", 5))
+    if runs < 1:
+        raise PyptoBuildError(f"--runs {runs}: the program must run at least once per round; pass --runs 1 or more")
+    settings = Settings(validate=bool(get("validate", False)), run=options.run_spec(values), runs=runs,
+                        jobs=int(get("jobs", 1)), graph_options=options.graph_options(values),
+                        cache_options=options.cache_options(values))
+    return watch(root, settings, poll=True if get("poll", False) else None)
+
+
+def history_verb(directory: Path | str) -> int:
+    """`pypto-build history DIR`: the variants `watch` tried, oldest first."""
+    from ..markers import find_root
+    from .history import History
+
+    for line in History(find_root(Path(directory))).listing():
+        print(line)
+    return 0

@@ -1,0 +1,240 @@
+"""golden.py runs once per content (issue 14 item 5): its inputs and expected outputs are kept under
+`.pypto_build/golden/` and reused by `replay --validate`, `validate`, `ci` and the API until golden.py, a
+file it read or the parameters / packages it ran with change; a damaged entry is computed again; a wrong
+kernel still fails against the kept result."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_dir, edit, settle_ctimes
+from pypto_build.hashing import bytes_digest
+from pypto_build.run import golden_cache
+from pypto_build.run.golden import load_golden
+from pypto_build.testing import synth
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+# golden.py of the synthetic directory, made to count its calls (in calls.txt beside the directory) and to
+# read its inputs from data files: `a` from data/in/a.pt (torch), a factor of one from data/one.npy (numpy).
+COUNTING = '''
+import numpy as np
+from pathlib import Path
+
+_HERE = Path(__file__).parent
+
+
+def _count(what):
+    with open(_HERE.parent / "calls.txt", "a") as handle:
+        handle.write(what + "\\n")
+'''
+RANDN = "    gen = torch.Generator().manual_seed(1234)\n    a = torch.randn((16,), generator=gen, dtype=torch.float32)\n"
+LOAD = '    _count("inputs")\n    a = torch.load(_HERE / "data" / "in" / "a.pt", weights_only=True)\n'
+COMPUTE = '    a = tensors["a"]\n'
+SCALED = '    _count("golden")\n    a = tensors["a"] * float(np.load(_HERE / "data" / "one.npy")[0])\n'
+
+
+def counting_golden(root: Path, seed: int = 1) -> Path:
+    text = (root / "golden.py").read_text()
+    assert RANDN in text and COMPUTE in text
+    text = text.replace("import torch\n", "import torch\n" + COUNTING, 1).replace(RANDN, LOAD).replace(COMPUTE, SCALED)
+    (root / "golden.py").write_text(text)
+    (root / "data" / "in").mkdir(parents=True, exist_ok=True)
+    write_a(root, seed)
+    np.save(root / "data" / "one.npy", np.array([1.0], dtype=np.float32))
+    return root
+
+
+def write_a(root: Path, seed: int) -> None:
+    torch.save(torch.randn(16, generator=torch.Generator().manual_seed(seed)), root / "data" / "in" / "a.pt")
+
+
+def new_binary(root: Path, kernel: int) -> None:
+    """Change a kernel's binary, not its result (a comment alone may leave the binary as it was)."""
+    edit(synth.kernel_path(root, kernel), f"\nint golden_cache_test_unused_{kernel}() {{ return {kernel}; }}\n")
+
+
+def calls(root: Path) -> list[str]:
+    path = root.parent / "calls.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=300)
+
+
+def validated(root: Path, *, verb: tuple[str, ...] = ("replay", "--validate")) -> str:
+    out = run("pypto-build", *verb, str(root))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Golden validation: PASSED" in out.stdout
+    return out.stdout
+
+
+@pytest.fixture
+def g(built_golden, tmp_path) -> Path:
+    return counting_golden(copy_dir(built_golden, tmp_path / "g"))
+
+
+@pytest.mark.slow
+def test_golden_runs_once_per_content(g):
+    assert "golden: cached" not in validated(g)
+    assert calls(g) == ["inputs", "golden"]
+    assert (g / ".pypto_build/golden/golden.json").is_file()
+    edit(synth.kernel_path(g, 0))                              # a new binary, the same result
+    out = validated(g)
+    assert "golden: cached (computed " in out and "golden.py not run" in out
+    assert out.index("golden: cached") < out.index("[execute]")
+    assert calls(g) == ["inputs", "golden"]
+    again = validated(g, verb=("validate",))                   # the verdict is keyed on the kept reads
+    assert "Golden validation: PASSED (cached" in again and calls(g) == ["inputs", "golden"]
+
+    write_a(g, seed=2)                                         # a data file golden.py read (torch)
+    out = validated(g, verb=("validate",))
+    assert "golden: computing again (data/in/a.pt, which golden.py read, changed)" in out
+    assert calls(g) == ["inputs", "golden"] * 2
+    np.save(g / "data" / "one.npy", np.array([1.0], dtype=np.float64))     # (numpy) same value, new bytes
+    assert "data/one.npy, which golden.py read, changed" in validated(g)
+    assert calls(g) == ["inputs", "golden"] * 3
+    edit(g / "golden.py", "\n# edited\n")
+    assert "golden: computing again (golden.py changed)" in validated(g)
+    assert calls(g) == ["inputs", "golden"] * 4
+    assert "golden: cached" in validated(g) and calls(g) == ["inputs", "golden"] * 4
+    plain = run("pypto-build", "replay", str(g))                 # a plain replay takes the kept inputs too
+    assert plain.returncode == 0 and "golden: cached" in plain.stdout and calls(g) == ["inputs", "golden"] * 4
+
+
+@pytest.mark.slow
+def test_a_damaged_entry_is_computed_again(g):
+    validated(g)
+    folder = g / ".pypto_build/golden"
+    data = (folder / "golden.pt").read_bytes()
+    (folder / "golden.pt").write_bytes(data[:-1] + bytes([data[-1] ^ 1]))          # one flipped bit
+    assert "golden/golden.pt does not match its index" in validated(g)
+    assert calls(g) == ["inputs", "golden"] * 2
+    (folder / "golden.json").write_text((folder / "golden.json").read_text()[:40])   # a torn index
+    assert "the cached entry is unreadable" in validated(g)
+    assert calls(g) == ["inputs", "golden"] * 3
+    (folder / "golden.pt").unlink()
+    validated(g)
+    assert calls(g) == ["inputs", "golden"] * 4
+    assert "golden: cached" in validated(g) and calls(g) == ["inputs", "golden"] * 4
+
+
+@pytest.mark.slow
+def test_a_wrong_kernel_still_fails_against_the_kept_result(g):
+    validated(g)
+    k = synth.kernel_path(g, 1)
+    k.write_text(k.read_text().replace("0.5f", "0.75f"))
+    out = run("pypto-build", "replay", "--validate", str(g))
+    assert out.returncode == 1 and "golden: cached" in out.stdout
+    assert "Output 'out' does not match golden" in out.stdout + out.stderr
+    assert "Golden validation: PASSED" not in out.stdout
+    assert calls(g) == ["inputs", "golden"]
+
+
+@pytest.mark.slow
+def test_the_api_and_ci_reuse_it(g):
+    import pypto_build
+
+    validated(g)
+    index = (g / ".pypto_build/golden/golden.json").read_bytes()
+    new_binary(g, 0)
+    result = pypto_build.validate(g, progress=None)
+    assert result.names("ran", "validate:") == ["validate:."] and calls(g) == ["inputs", "golden"]
+    new_binary(g, 2)
+    out = run("pypto-build", "ci", str(g))
+    assert out.returncode == 0 and "(verdict reused)" not in out.stdout, out.stdout + out.stderr
+    assert calls(g) == ["inputs", "golden"]
+
+    a, out_t = torch.load(g / "data/in/a.pt"), torch.zeros(16)           # the caller's tensors, golden's values
+    assert pypto_build.replay(g, a, out_t, validate=True, progress=None).validated == ["out"]
+    assert calls(g) == ["inputs", "golden"] and out_t.abs().sum() > 0
+    other, out_t = a + 1, torch.zeros(16)                                # other inputs: golden.py runs on them
+    assert pypto_build.replay(g, other, out_t, validate=True, progress=None).validated == ["out"]
+    assert calls(g) == ["inputs", "golden"] * 2
+    assert (g / ".pypto_build/golden/golden.json").read_bytes() == index   # ... and nothing of theirs is kept
+
+
+# --- the store, in process (no build) ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def d(tmp_path) -> Path:
+    root = counting_golden(synth.write_l2(tmp_path / "d", kernels=1, golden=True))
+    settle_ctimes()                         # written before golden.py "ran" (keep's started_ns: now)
+    return root
+
+
+def keep(root: Path, inputs: dict | None = None, started_ns: int | None = None) -> str | None:
+    golden = load_golden(root)
+    pairs = dict(golden.inputs())
+    if inputs is not None:
+        pairs = inputs
+    expected = golden.expected(pairs)
+    reads = [str((root / p).resolve()) for p in ("golden.py", "data/in/a.pt", "data/one.npy")]
+    return golden_cache.save(root, golden, list(pairs), pairs, expected, reads, {"numpy", "json"},
+                             started_ns or time.time_ns())
+
+
+def test_kept_inputs_come_back_as_they_were(d):
+    a = torch.load(d / "data/in/a.pt")
+    inputs = {"a": a, "out": torch.zeros(16), "n": ctypes.c_int32(7), "f": 0.5}
+    assert keep(d, inputs) is None
+    entry, why = golden_cache.lookup(d)
+    assert why is None and entry.names == ["a", "out", "n", "f"]
+    assert torch.equal(entry.inputs[0], a) and entry.inputs[2].value == 7 and type(entry.inputs[2]) is ctypes.c_int32
+    assert entry.outputs == ["out"] and entry.rtol == entry.atol == 1e-5
+    assert entry.reads == sorted(str((d / p).resolve()) for p in ("golden.py", "data/in/a.pt", "data/one.npy"))
+    index = json.loads((d / ".pypto_build/golden/golden.json").read_text())
+    assert set(index["reads"]) == {"golden.py", "data/in/a.pt", "data/one.npy"}      # relative: a copy keeps it
+    assert index["environment"]["packages"] == {"numpy": np.__version__}
+    same = [a.clone(), torch.zeros(16), ctypes.c_int32(7), 0.5]
+    assert entry.same_inputs(same)
+    assert not entry.same_inputs([a.clone(), -torch.zeros(16), ctypes.c_int32(7), 0.5])    # -0.0 is not 0.0
+    assert not entry.same_inputs([a.clone(), torch.zeros(16), ctypes.c_int64(7), 0.5])
+    assert not entry.same_inputs([a.clone(), torch.zeros(16, 2)[:, 0], ctypes.c_int32(7), 0.5])   # strides
+    assert not entry.same_inputs(same[:3])
+
+
+def test_what_makes_the_entry_stale(d, tmp_path):
+    assert keep(d) is None
+    assert golden_cache.lookup(d)[1] is None
+    copy = copy_dir(d, tmp_path / "copy")                      # moved directories keep their entry
+    assert golden_cache.lookup(copy)[0] is not None
+    os.unlink(d / "data/one.npy")
+    assert golden_cache.lookup(d) == (None, "data/one.npy, which golden.py read, is gone")
+    (d / "golden.py").unlink()
+    assert golden_cache.lookup(d) == (None, "golden.py changed")
+    index = copy / ".pypto_build/golden/golden.json"
+    saved = json.loads(index.read_text())
+    saved["environment"]["packages"] = {"numpy": "0.0"}
+    index.write_text(json.dumps(saved))
+    assert golden_cache.lookup(copy) == (None, f"numpy 0.0 -> {np.__version__}")
+    saved["environment"]["torch"] = "1.0"
+    index.write_text(json.dumps(saved))
+    assert golden_cache.lookup(copy) == (None, f"torch 1.0 -> {torch.__version__}")
+
+
+def test_a_foreign_data_file_is_a_miss_not_a_failure(d):
+    assert keep(d) is None
+    folder = d / ".pypto_build/golden"
+    buf = folder / "golden.pt"
+    torch.save({"inputs": [("tensor", torch.zeros(1))], "expected": {}}, buf)   # well-formed, wrong fields
+    index = json.loads((folder / "golden.json").read_text())
+    index["data"] = bytes_digest(buf.read_bytes())
+    (folder / "golden.json").write_text(json.dumps(index))
+    entry, why = golden_cache.lookup(d)
+    assert entry is None and why.startswith("the cached entry is unreadable")
+
+
+def test_nothing_is_kept_when_it_could_be_wrong(d):
+    assert "changed while golden.py ran" in keep(d, started_ns=time.time_ns() - 10**10)
+    assert keep(d, {"a": torch.zeros(16), "out": torch.zeros(16), "s": "text"}) == "input 's' is a str"
+    assert golden_cache.lookup(d) == (None, None)

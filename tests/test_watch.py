@@ -1,0 +1,210 @@
+"""`pypto-build watch` / `doit auto`: real sessions (a process, real edits, real g++), and its parts."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_dir, inject
+from watching import WAIT_S, Watcher
+from pypto_build.testing.synth import kernel_path
+from pypto_build.watch.history import History, variant_digest
+from pypto_build.watch.inputs import Inputs, Snapshot, ignored
+
+def save_like_an_editor(path: Path, text: str) -> None:
+    """Write a temporary file beside `path`, then rename it over `path` (vim, VS Code, JetBrains)."""
+    tmp = path.with_name(f".{path.name}.swp~")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def ratio(root: Path) -> float:
+    """out / a of the last run, as saved in .pypto_build/replay/: which kernel version computed it."""
+    import torch
+
+    out = torch.load(root / ".pypto_build" / "replay" / "out.pt")
+    a = torch.load(root / ".pypto_build" / "replay" / "a.pt")
+    mask = a.abs() > 1e-3
+    return float((out[mask] / a[mask]).mean())
+
+
+def watch_cmd(*extra: str) -> list[str]:
+    return [sys.executable, "-m", "pypto_build", "watch", "--validate", "--runs", "3", *extra, "."]
+
+
+@pytest.mark.slow
+def test_watch_session_rebuilds_reruns_and_keeps_going(built_golden, tmp_path):
+    """One session: each real edit is one round with a fresh kernel (its result changes twice), a touch,
+    our own writes and a concurrent build start none, a compile error is shown and the next save retries,
+    a revert is recognised as a variant tried before, Ctrl-C exits 130 with the history kept."""
+    root = copy_dir(built_golden, tmp_path / "g")
+    k1 = kernel_path(root, 1)
+    original = k1.read_text()
+    w = Watcher(watch_cmd(), root)
+    try:
+        first = w.block(1)
+        assert "   verdict  PASSED (out)" in first
+        assert any(line.startswith("   program  ") and "median of 3" in line for line in first)
+        w.wait_for(r"^\[watch\] watching ")
+        os.utime(kernel_path(root, 0))                                   # same content: no round
+        (root / ".pypto_build" / "scratch").write_text("ours")           # our state folder: never a round
+        save_like_an_editor(k1, original.replace("out[i] * 0.5f", "out[i] * 0.25f"))
+        second = w.block(2)
+        assert second[0].endswith("changed: kernels/aiv/" + k1.name), second
+        assert f"   rebuilt  compile:aiv/{k1.stem}" in second
+        assert any(line.startswith("   verdict  FAILED: Output 'out' does not match golden") and "max abs error" in line
+                   for line in second), second
+        assert ratio(root) == pytest.approx(4.125)                       # ((a*0.25 + 2a) * 0.5 + 3a) / a
+        with open(k1, "w") as handle:                                    # a burst of writes: one round
+            handle.write(original.replace("out[i] * 0.5f", "out[i] * 0.75f")[:100])
+            handle.flush()
+            handle.write(original.replace("out[i] * 0.5f", "out[i] * 0.75f")[100:])
+        third = w.block(3)
+        assert any("FAILED" in line for line in third)
+        assert ratio(root) == pytest.approx(4.375)                       # the kernel rebuilt again ran, not round 2's
+        inject(k1, "not C++ at all;")                                    # a compile error
+        fourth = w.block(4)
+        assert any(line.startswith(f"   verdict  BUILD FAILED: compile:aiv/{k1.stem}") for line in fourth), fourth
+        assert any("error" in line for line in fourth)
+        save_like_an_editor(k1, original)                                # the next save retries
+        fifth = w.block(5)
+        assert "   verdict  PASSED (out)" in fifth
+        assert any("(tried before)" in line for line in fifth), fifth    # the revert is round 1's variant
+        assert ratio(root) == pytest.approx(4.25)
+        built = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(root)], capture_output=True,
+                               text=True, timeout=WAIT_S)                # another run on the directory meanwhile
+        assert built.returncode == 0, built.stderr
+        assert "0 compiled" in built.stdout
+        k2 = kernel_path(root, 2)
+        k2.write_text(k2.read_text() + "\n// a comment\n")                # proves no round came in between
+        sixth = w.block(6)
+        assert sixth[0].endswith("changed: kernels/aic/" + k2.name), sixth
+        rc, err = w.interrupt()
+    finally:
+        w.stop()
+    assert rc == 130
+    assert "Traceback" not in err
+    assert any(line.startswith("[watch] stopped after 6 round(s)") for line in w.lines)
+    assert sum(1 for line in w.lines if line.startswith("── round ")) == 6
+    listing = subprocess.run([sys.executable, "-m", "pypto_build", "history", str(root)], capture_output=True,
+                             text=True, timeout=60).stdout.splitlines()
+    assert len(listing) == 1 + 3                                         # heading, 0.5 (twice), 0.25, 0.75
+    assert [line.split()[4] for line in listing[1:]] == ["PASSED", "FAILED", "FAILED"]
+
+
+@pytest.mark.slow
+def test_doit_auto_polling_crash_and_golden_edit(built_golden, tmp_path):
+    """`doit auto --poll` inside the directory is watch (polling): a crashing kernel is reported and the
+    watch goes on; editing golden.py is a change and validates against the new golden; a broken
+    kernel_config.py is an ERROR round (planned again, nothing built), and fixing it recovers."""
+    root = copy_dir(built_golden, tmp_path / "g")
+    doit = Path(sys.executable).with_name("doit")
+    w = Watcher([str(doit), "auto", "--validate", "--poll", "--runs", "1"], root)
+    try:
+        assert "   verdict  PASSED (out)" in w.block(1)
+        assert ", polling)" in w.wait_for(r"^\[watch\] watching ")
+        k0 = kernel_path(root, 0)
+        original = k0.read_text()
+        inject(k0, "abort();", includes="#include <cstdlib>")
+        crashed = w.block(2)
+        assert any(line.startswith("   verdict  CRASHED: ") and "SIGABRT" in line for line in crashed), crashed
+        k0.write_text(original)
+        assert "   verdict  PASSED (out)" in w.block(3)
+        golden = root / "golden.py"
+        golden.write_text(golden.read_text().replace("RTOL", "RTOL_UNUSED = 0\nRTOL", 1) + "\n")
+        fourth = w.block(4)
+        assert fourth[0].endswith("changed: golden.py"), fourth
+        assert "   rebuilt  nothing" in fourth
+        config = root / "kernel_config.py"
+        good = config.read_text()
+        config.write_text(good + "\nthis is not python(\n")                 # a planning input: planned again
+        fifth = w.block(5)
+        assert any(line.startswith("   verdict  ERROR: ") and "kernel_config.py" in line for line in fifth), fifth
+        config.write_text(good)
+        assert "   verdict  PASSED (out)" in w.block(6)
+        rc, err = w.interrupt()
+    finally:
+        w.stop()
+    assert rc == 130 and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_watch_refuses_bad_input_in_one_line(tmp_path, l2):
+    r = subprocess.run([sys.executable, "-m", "pypto_build", "watch", str(l2)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "golden.py not found" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_snapshot_counts_content_not_writes(tmp_path):
+    """A touch, a same-content rename-over and unknown paths are no change; an edit, a removal are."""
+    a, b, c = tmp_path / "a.cpp", tmp_path / "b.h", tmp_path / "c.py"
+    for f in (a, b, c):
+        f.write_text(f"// {f.name}\n")
+    snap = Snapshot()
+    snap.take([str(a), str(b), str(c)])
+    os.utime(a, (1, 1))
+    save_like_an_editor(b, "// b.h\n")
+    assert snap.changed([str(a), str(b), str(tmp_path / "unknown.cpp")]) == []
+    a.write_text("// a.cpp, edited\n")
+    c.unlink()
+    assert snap.changed([str(a), str(b), str(c)]) == [(str(a), "modified"), (str(c), "removed")]
+    snap.take([str(a)])
+    assert snap.changed([str(a)]) == []
+
+
+def test_inputs_roles_and_what_an_unknown_path_means(tmp_path):
+    inputs = Inputs(tmp_path)
+    inputs.add(["kernels/aiv/k.cpp"], "source")
+    inputs.add([str(tmp_path / "kernels/aiv/k.cpp")], "header")       # the first role stays
+    assert inputs.roles == {str(tmp_path / "kernels/aiv/k.cpp"): "source"}
+    assert inputs.starts_round(str(tmp_path / "ptoas" / "new.pto"))
+    assert inputs.starts_round(str(tmp_path / "data" / "x.bin"))
+    assert inputs.starts_round(str(tmp_path / "kernel_config.py"))
+    assert not inputs.starts_round(str(tmp_path / "kernels" / "aiv" / "notes.txt"))
+    assert not inputs.starts_round(str(tmp_path / ".pypto_build" / "data" / "x"))
+    assert not inputs.starts_round("/elsewhere/kernel_config.py")
+    assert ignored(tmp_path, str(tmp_path / "sub" / "dfx_outputs" / "x.json"))
+    assert not ignored(tmp_path, str(tmp_path / "kernels" / "x.cpp"))
+
+
+def test_history_keys_variants_by_binary_content(tmp_path):
+    (tmp_path / "k.so").write_bytes(b"one")
+    first = variant_digest(tmp_path, ["k.so"])
+    history = History(tmp_path)
+    assert history.record(first, "PASSED", [0.002, 0.003, 0.0025], ["k.cpp"]) == (history.variants[first], False)
+    (tmp_path / "k.so").write_bytes(b"two")
+    second = variant_digest(tmp_path, ["k.so"])
+    assert second != first
+    history.record(second, "FAILED", [0.001], ["k.cpp"])
+    (tmp_path / "k.so").write_bytes(b"one")
+    assert variant_digest(tmp_path, ["k.so"]) == first
+    _, seen = history.record(first, "PASSED", [0.004], ["k.cpp"])
+    assert seen
+    history.save()
+    again = History(tmp_path)
+    assert [v.rounds for v in again.variants.values()] == [2, 1]            # oldest first; the revert counted
+    lines = again.listing()
+    assert lines[1].split()[4:6] == ["PASSED", "4.000"] and lines[2].split()[4] == "FAILED"
+    assert lines[2].split()[7] == "-75.0%"                              # 1 ms against the first's 4 ms
+    assert variant_digest(tmp_path, ["missing.so"]) is None
+    (tmp_path / ".pypto_build" / "history.json").write_text("{not json")
+    assert History(tmp_path).variants == {}
+
+
+def test_identity_files_are_the_covering_checkouts_head_and_index(tmp_path):
+    from conftest import git
+    from pypto_build.watch.inputs import identity_files
+
+    repo = tmp_path / "pto-isa"
+    (repo / "include" / "pto").mkdir(parents=True)
+    (repo / "include" / "pto" / "a.hpp").write_text("// a\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    assert identity_files([str(repo / "include"), str(repo / "include" / "pto")]) == \
+        [str(repo / ".git" / "HEAD"), str(repo / ".git" / "index")]
+    assert identity_files([str(tmp_path / "elsewhere")]) == []
