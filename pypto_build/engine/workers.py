@@ -23,7 +23,6 @@ found by the crash harness (tests/test_crash.py):
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import sys
@@ -34,6 +33,7 @@ from typing import Callable, NoReturn
 from . import lock
 from .. import procs
 from ..errors import WorkerDied
+from .doit_core import deferred
 
 POLL_S = 0.2
 GRACE_S = 1.0           # the main thread normally reacts to the user's signal well within this
@@ -105,7 +105,7 @@ def supervise(run: Callable[[], int], *, watch: bool, where: str) -> int:
     `watch` (a `-j` run in the main thread, with SIGTERM raising KeyboardInterrupt):
     a worker that dies while the run goes on interrupts it, and `WorkerDied` is raised.
     """
-    before = set(multiprocessing.active_children())
+    before = _children()
     watcher = _Watcher(before) if watch and threading.current_thread() is threading.main_thread() else None
     try:
         rc = run()
@@ -113,7 +113,7 @@ def supervise(run: Callable[[], int], *, watch: bool, where: str) -> int:
         if watcher is not None:
             watcher.stop()                  # before the workers are stopped below
         _taken.clear()                      # the run stops anyway
-        _stop(set(multiprocessing.active_children()) - before)     # ours only, not a library caller's
+        _stop(_children() - before)     # ours only, not a library caller's
         if watcher is not None and watcher.dead is not None:
             pid, code = watcher.dead
             how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
@@ -148,11 +148,27 @@ def _stop(workers: set) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
+def _multiprocessing():
+    """multiprocessing when it is loaded, else None: no process can have been started through it (a build
+    without -j never loads it, `doit_core`)."""
+    module = sys.modules.get("multiprocessing")
+    return None if module is None or deferred(module) else module
+
+
+def _children() -> set:
+    """This process's live multiprocessing children."""
+    mp = _multiprocessing()
+    return set(mp.active_children()) if mp is not None else set()
+
+
 def _started_children() -> set:
     """Children started and not yet reaped, dead ones included (`active_children()` reaps a dead one
     before we could see it: a worker killed within the first poll would go unnoticed)."""
-    children = getattr(multiprocessing.process, "_children", None)
-    return set(children) if children is not None else set(multiprocessing.active_children())
+    mp = _multiprocessing()
+    if mp is None:
+        return set()
+    children = getattr(mp.process, "_children", None)
+    return set(children) if children is not None else set(mp.active_children())
 
 
 class _Watcher:
