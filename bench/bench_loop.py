@@ -36,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench_build import cpu_model  # noqa: E402  (same folder: python bench/bench_loop.py)
 from pypto_build.graph import load_graph  # noqa: E402
 from pypto_build.testing.synth import kernel_path, write_l2  # noqa: E402
 
@@ -227,19 +228,9 @@ def machine() -> list[str]:
     rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
     return [f"| date | {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} |",
-            f"| cores | {os.cpu_count()} |", f"| CPU | {_cpu()} |", f"| kernel | {_platform.release()} |",
+            f"| cores | {os.cpu_count()} |", f"| CPU | {cpu_model()} |", f"| kernel | {_platform.release()} |",
             f"| Python | {_platform.python_version()} |", f"| g++ | {gxx} |", f"| pypto_build | {rev} |",
             f"| load average at start | {' / '.join(f'{x:.2f}' for x in os.getloadavg())} |"]
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return _platform.processor() or "?"
 
 
 def main() -> int:

@@ -195,16 +195,9 @@ def test_history_keys_variants_by_binary_content(tmp_path):
     assert History(tmp_path).variants == {}
 
 
-def test_identity_files_are_the_covering_checkouts_head_and_index(tmp_path):
-    from conftest import git
+def test_identity_files_are_the_covering_checkouts_head_and_index(pto_isa, tmp_path):
     from pypto_build.watch.inputs import identity_files
 
-    repo = tmp_path / "pto-isa"
-    (repo / "include" / "pto").mkdir(parents=True)
-    (repo / "include" / "pto" / "a.hpp").write_text("// a\n")
-    git(repo, "init", "-q")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "one")
-    assert identity_files([str(repo / "include"), str(repo / "include" / "pto")]) == \
-        [str(repo / ".git" / "HEAD"), str(repo / ".git" / "index")]
+    assert identity_files([str(pto_isa / "include"), str(pto_isa / "include" / "pto")]) == \
+        [str(pto_isa / ".git" / "HEAD"), str(pto_isa / ".git" / "index")]
     assert identity_files([str(tmp_path / "elsewhere")]) == []
