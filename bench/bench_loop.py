@@ -54,7 +54,10 @@ def fmt(s: dict | float) -> str:
 
 
 def env_for(pythonpath: Path | None = None) -> dict:
-    env = dict(os.environ, PYPTO_BUILD_PLATFORM="host", PYTHONDONTWRITEBYTECODE="1")
+    """Host platform; bytecode written and used (PYTHONDONTWRITEBYTECODE would make every side compile
+    its modules from source on every run — a snapshot never gets its __pycache__)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYPTO_BUILD_PLATFORM"] = "host"
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     return env

@@ -329,6 +329,8 @@ def entry() -> NoReturn:
     Under a profiler or tracer (`python -m cProfile -m pypto_build`, coverage) the usual exit runs,
     so they can write what they collected.
     """
+    from .engine import own_process
+    own_process()                           # our process alone: doit_core may defer standard modules
     code = main()
     code = 0 if code is None else code      # doit's commands return None for success
     if not isinstance(code, int) or sys.getprofile() is not None or sys.gettrace() is not None:

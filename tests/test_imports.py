@@ -182,3 +182,17 @@ def test_no_import_circle():
         sorter.prepare()
     except graphlib.CycleError as exc:
         raise AssertionError(f"import circle: {' -> '.join(exc.args[1])}") from None
+
+
+def test_a_library_build_leaves_standard_modules_real(tmp_path):
+    """Only `pypto-build`'s own process defers pdb/hashlib/dbm/multiprocessing (doit_core.own_process): a
+    library caller's code keeps the real modules, e.g. multiprocessing.Process is a class it can subclass."""
+    from pypto_build.testing import synth
+    root = synth.write_l2(tmp_path / "d", kernels=2)
+    code = ("import sys, pypto_build; pypto_build.build(sys.argv[1]); import multiprocessing, hashlib\n"
+            "class P(multiprocessing.Process): pass\n"
+            "print(isinstance(multiprocessing.Process, type), hashlib.sha256(b'').hexdigest()[:8], "
+            "any(getattr(m, '__deferred__', False) for m in list(sys.modules.values())))")
+    out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "e3b0c442", "False"]

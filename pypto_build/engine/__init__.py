@@ -4,7 +4,7 @@ Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
 commands), `run_build` (a build's own run: doit's task control and runner
 without its command layer), `BuildReporter`, `explain` / `format_lines`,
 `write_trace`, `exit_now`, `dir_lock` (one run per directory), `open_state` (its
-doit state), and `noop` (the no-op record, offered whole: it is read before doit
+doit state), `own_process` (`pypto-build` itself: deferred standard modules), and `noop` (the no-op record, offered whole: it is read before doit
 loads). Modules: `loader`, `tasks` (graph -> task dicts), `session`, `commands`,
 `doit_core`, `depstate`, `statedb`, `file_checker`,
 `reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
@@ -25,6 +25,7 @@ _EXPORTS = {
     "exit_now": "workers",
     "dir_lock": "lock",
     "open_state": "statedb",
+    "own_process": "doit_core",
 }
 _MODULES = ('noop',)
 
@@ -33,6 +34,6 @@ _open = door(__name__, _EXPORTS, _MODULES)
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS:    # what loads doit: its engine modules only, not its command layer (doit_core.py)
+    if name in _EXPORTS and name != "own_process":     # what loads doit: its engine modules only (doit_core.py)
         use_core()
     return _open(name)

@@ -29,6 +29,7 @@ from ..markers import STATE_DIR
 from ..oserrors import run_failure
 from . import noop
 from .depstate import ContentDependency
+from .doit_core import realize
 from .loader import BuildDirLoader
 from .lock import dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
@@ -126,6 +127,7 @@ def _run(loader: BuildDirLoader, dep: ContentDependency, tasks: list[str], jobs:
     stream = Stream(None, False)
     reporter = loader.reporter if loader.reporter is not None else BuildReporter()
     if jobs > 1:
+        realize("multiprocessing")      # deferred for one-process builds (doit_core): the workers need it whole
         runner_class = MRunner if MRunner.available() else MThreadRunner
         if runner_class is MThreadRunner:
             sys.stderr.write("WARNING: multiprocessing module not available, running in parallel using threads.")

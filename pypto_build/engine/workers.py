@@ -33,6 +33,7 @@ from typing import Callable, NoReturn
 from . import lock
 from .. import procs
 from ..errors import WorkerDied
+from .doit_core import deferred
 
 POLL_S = 0.2
 GRACE_S = 1.0           # the main thread normally reacts to the user's signal well within this
@@ -148,8 +149,10 @@ def _stop(workers: set) -> None:
 
 
 def _multiprocessing():
-    """multiprocessing when it is loaded, else None: no process can have been started through it."""
-    return sys.modules.get("multiprocessing")
+    """multiprocessing when it is loaded, else None: no process can have been started through it (a build
+    without -j never loads it, `doit_core`)."""
+    module = sys.modules.get("multiprocessing")
+    return None if module is None or deferred(module) else module
 
 
 def _children() -> set:
