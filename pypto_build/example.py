@@ -39,6 +39,6 @@ def run_example(args) -> int:
             handle.write("// edited by `pypto-build example` to show an incremental rebuild\n")
         if not replay_once():
             return 1
-    print(f"\npypto-build: edit the kernels (or ptoas/*.pto) under {dest}, then run "
-          f"`pypto-build replay --validate {dest}`")
+    print(f"\npypto-build: now `pypto-build watch --validate {dest}` and edit the kernels (or ptoas/*.pto) "
+          f"under it: every save rebuilds, runs and validates (or, once: `pypto-build replay --validate {dest}`)")
     return 0
