@@ -742,6 +742,12 @@ def profile_tables(a, categories, modules, what: str) -> None:
     a("")
 
 
+SEE_ALSO = ("Other figures, each from its own `bench/` script: [the edit loop](benchmarks-loop.md) (`pypto-build "
+            "watch` vs one-shot vs by hand, the one-shot one-edit build overhead), [the artefact cache]"
+            "(benchmarks-cache.md), [two revisions, interleaved](benchmarks-ab.md), [the platforms]"
+            "(benchmarks-platforms.md).")
+
+
 def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: dict | None,
            elapsed: float, pypto: str, racy_s: float, rerendered: bool = False) -> str:
     L: list[str] = []
@@ -755,6 +761,8 @@ def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: d
     a("```")
     a(command)
     a("```")
+    a("")
+    a(SEE_ALSO)
     a("")
     a("## Machine")
     a("")
