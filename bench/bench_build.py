@@ -399,8 +399,11 @@ def output_mtimes(root: Path, outputs: list[str]) -> dict[str, int]:
 
 
 def append_comment(path: Path, tag: str) -> None:
+    """An edit whose binary differs (an exported function): a comment alone can leave it byte-identical,
+    and an identical binary is not replaced (atomic.install), so no output would look rebuilt."""
+    name = "".join(c if c.isalnum() else "_" for c in tag)
     with open(path, "a", encoding="utf-8") as f:
-        f.write(f"// bench edit {tag}\n")
+        f.write(f'// bench edit {tag}\nextern "C" int pypto_bench_edit_{name}(void) {{ return 1; }}\n')
 
 
 def edit_target(root: Path, n: int):
@@ -432,8 +435,10 @@ class Bench:
         missing = [o for o in outputs if not (d / o).is_file()]
         if missing:
             raise BenchError(f"{d}: {len(missing)} outputs missing after a build, e.g. {missing[0]}")
-        if stamp and not (d / "cache" / "binary_context.json").is_file():
-            raise BenchError(f"{d}: no cache/binary_context.json after a build")
+        stamps = (d / ".pypto_build" / "host" / "cache" / "binary_context.json",     # host (issue 13 on)
+                  d / "cache" / "binary_context.json")                                # PyPTO's place, before
+        if stamp and not any(p.is_file() for p in stamps):
+            raise BenchError(f"{d}: no binary_context.json after a build (looked for {', '.join(map(str, stamps))})")
 
     def cold(self, tool: str, pristine: Path, dst: Path, jobs: int, outputs: list[str]) -> tuple[float, float]:
         fresh_copy(pristine, dst)
@@ -555,6 +560,7 @@ class Bench:
         # (a) by hand: the unit's exact argv, cwd = its sub-build, in a copy of its own
         hand = fresh_copy(pristine, self.work / f"hand-{n}")
         cwd = hand / unit.sub_rel
+        (hand / unit.output).parent.mkdir(parents=True, exist_ok=True)     # a fresh copy has no output folder yet
         self.r.run(list(unit.argv), cwd=cwd)             # warm-up (page cache), untimed
         wait_quiet()
         by_hand = [self.r.timed(list(unit.argv), cwd=cwd) for _ in range(GOAL_RUNS)]
@@ -794,7 +800,7 @@ def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: d
       "\"no work to do\", each pypto run to rewrite no output.")
     a(f"- One-edit rebuild: append a `// comment` line to kernel `func_id = N // 2` (an AIC kernel that "
       f"includes `common.h`), then time the whole process; {EDIT_RUNS} edits, each checked to rebuild exactly "
-      "that kernel's `.so`. pypto-build's run also rewrites `cache/binary_context.json`.")
+      "that kernel's `.so`. pypto-build's run also rewrites the stamp (`.pypto_build/host/cache/binary_context.json` on host).")
     a("- ninja: `build.ninja` is generated from `pypto_build.graph.load_graph()` into a separate copy of "
       "the directory: one edge per compile unit, `command = cd <subdir> && <unit argv + the flags "
       "run_compile adds: -MD -MF <out>.d -MT <out> -ffile-prefix-map=<abs subdir>=.>`, `deps = gcc`, "
@@ -963,7 +969,7 @@ def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: d
     a("- pypto-build decides staleness by content (xxhash of sources, headers and outputs, with a stat "
       "short-cut) and also checks per unit the command-line digest, compiler identity, runtime identity and "
       "that the output was not modified; ninja compares mtimes and the command hash in `.ninja_log`. "
-      "pypto-build also writes `cache/binary_context.json`, which ninja does not.")
+      "pypto-build also writes the stamp (`binary_context.json`), which ninja does not.")
     a("- Compiles: same binary and flags, but pypto-build writes to a temp file and renames it, and runs "
       "g++ directly from Python (`subprocess.run`, cwd = sub-build); ninja runs `/bin/sh -c 'cd . && g++ ...'` "
       "and writes the output in place. `-ffile-prefix-map` names each copy's own absolute path.")

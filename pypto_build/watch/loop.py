@@ -38,17 +38,18 @@ def watch(root: Path, settings: Settings, *, out: TextIO = sys.stdout, poll: boo
             dirs = session.inputs.watch_paths(bool(poll))
             try:
                 finished = _rounds(session, watchfiles, dirs, poll, stop, rounds)
-            except (OSError, RuntimeError) as exc:
+            except WatcherFailed as failed:
+                exc = failed.__cause__
                 if poll:
                     raise PyptoBuildError(f"{root}: cannot watch for changes ({one_line(exc)}); "
                                           "run `pypto-build replay --validate DIR` after each edit instead") from None
-                session._say(f"[watch] file notification unavailable ({one_line(exc)}); polling instead")
+                session.say(f"[watch] file notification unavailable ({one_line(exc)}); polling instead")
                 poll = True
                 continue
             if finished:
                 break
     except KeyboardInterrupt:
-        session._say(f"[watch] stopped after {len(session.rounds)} round(s); history in "
+        session.say(f"[watch] stopped after {len(session.rounds)} round(s); history in "
                      f"{session.history.path}")
         raise
     return 0 if session.rounds and session.rounds[-1].verdict in ("PASSED", "RAN") else 1
@@ -59,19 +60,25 @@ def _rounds(session: Session, watchfiles, dirs: list[str], poll: bool | None, st
     root = session.root
     base = watchfiles.DefaultFilter()
 
-    def wanted(change, path: str) -> bool:
-        return base(change, path) and not ignored(root, path)
+    def wanted(change, path: str) -> bool:      # an input always (a checkout's .git/HEAD too), else no noise
+        return path in session.inputs.roles or (base(change, path) and not ignored(root, path))
 
+    watcher = watchfiles.watch(*dirs, watch_filter=wanted, step=STEP_MS, debounce=DEBOUNCE_MS, stop_event=stop,
+                               force_polling=poll, rust_timeout=TICK_MS, yield_on_timeout=True, recursive=False,
+                               raise_interrupt=True)
     started = False
-    for batch in watchfiles.watch(*dirs, watch_filter=wanted, step=STEP_MS, debounce=DEBOUNCE_MS,
-                                  stop_event=stop, force_polling=poll, rust_timeout=TICK_MS, yield_on_timeout=True,
-                                  recursive=False,
-                                  raise_interrupt=True):
+    while True:
+        try:
+            batch = next(watcher)
+        except StopIteration:
+            return True                 # `stop` was set
+        except (OSError, RuntimeError) as exc:      # the watcher itself (no inotify, its limit): not a round's
+            raise WatcherFailed() from exc
         if not started:             # the watcher is live: what changed before it (while the last round ran)
             started = True
             changed = session.snapshot.changed(session.inputs.roles)
             if not changed:
-                session._say(f"[watch] watching {len(session.inputs.roles)} files ({len(dirs)} path(s)"
+                session.say(f"[watch] watching {len(session.inputs.roles)} files ({len(dirs)} path(s)"
                              f"{', polling' if poll else ''}); Ctrl-C ends")
         elif not batch and poll:    # a poller sees mtimes to the second: our stat check (to the ns) each tick
             changed = session.snapshot.changed(session.inputs.roles)
@@ -84,7 +91,10 @@ def _rounds(session: Session, watchfiles, dirs: list[str], poll: bool | None, st
             return True
         if session.inputs.watch_paths(bool(poll)) != dirs:
             return False
-    return True                         # `stop` was set
+
+
+class WatcherFailed(Exception):
+    """The file watcher could not be started or stopped working (its cause says why)."""
 
 
 def changes(session: Session, paths: list[str]) -> list[tuple[str, str]]:

@@ -85,7 +85,7 @@ class Session:
             report.verdict, report.detail = "ERROR", f"{one_line(exc, 400)} (nothing built; fix it and save again)"
             return False
         for line in self.graph.notices()[0]:
-            self._say(line)
+            self.say(line)
         return True
 
     def needs_plan(self, changed: list[tuple[str, str]]) -> bool:
@@ -95,13 +95,13 @@ class Session:
         """Build, run, validate and time once, printing the block as it goes; record the variant."""
         names = [_rel(self.root, p) + ("" if how == "modified" else f" ({how})") for p, how in changed]
         report = Round(len(self.rounds) + 1, names or ["(first round)"])
-        self._say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
+        self.say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
         self.snapshot.take(self.inputs.roles)          # what this round reads, as it starts
         began = time.perf_counter()
         planned = self.plan(report) if changed and self.needs_plan(changed) else True
         result = self._build(report) if planned else None
         report.split["compile"] = time.perf_counter() - began
-        self._say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
+        self.say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
         if result is not None and not result.failures and result.ok:
             report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
             self._run(report)
@@ -198,7 +198,7 @@ class Session:
         """The verdict line, once per round: as soon as the comparison passed (timing runs come after)."""
         if not r.said:
             r.said = True
-            self._say(f"   verdict  {r.verdict}" + (f": {r.detail}" if r.detail and r.verdict != "PASSED" else
+            self.say(f"   verdict  {r.verdict}" + (f": {r.detail}" if r.detail and r.verdict != "PASSED" else
                                                     f" ({r.detail})" if r.detail else ""))
 
     def _print(self, r: Round) -> None:
@@ -212,12 +212,12 @@ class Session:
                 line += f" · {percent(median, self.previous)} vs previous"
             if self.first:
                 line += f" · {percent(median, self.first)} vs first"
-            self._say(line + (f" · variant {r.variant[:10]}" + (" (tried before)" if r.seen else "")
+            self.say(line + (f" · variant {r.variant[:10]}" + (" (tried before)" if r.seen else "")
                               if r.variant else ""))
             self.first = self.first or median
             self.previous = median
         split = " · ".join(f"{k} {v:.2f} s" for k, v in r.split.items())
-        self._say(f"   time     {split}")
+        self.say(f"   time     {split}")
 
     def _record(self, r: Round) -> None:
         """Keep the variant's verdict and times in the history (a failure to write is said, not fatal)."""
@@ -225,9 +225,9 @@ class Session:
         try:
             self.history.save()
         except OSError as exc:
-            self._say(f"pypto-build: the history was not saved ({one_line(exc)}); the round itself is complete")
+            self.say(f"pypto-build: the history was not saved ({one_line(exc)}); the round itself is complete")
 
-    def _say(self, line: str) -> None:
+    def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
 
 
