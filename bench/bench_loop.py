@@ -36,15 +36,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench_build import cpu_model  # noqa: E402  (same folder: python bench/bench_loop.py)
+from bench_build import cpu_model, stats  # noqa: E402  (same folder: python bench/bench_loop.py)
 from pypto_build.graph import load_graph  # noqa: E402
 from pypto_build.testing.synth import kernel_path, write_l2  # noqa: E402
 
 WAIT_S = 300.0
-
-
-def stats(xs: list[float]) -> dict:
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
 def fmt(s: dict | float) -> str:

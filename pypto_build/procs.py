@@ -136,17 +136,17 @@ def run(argv: Sequence[str | os.PathLike], *, timeout: float, cwd: str | os.Path
         raise
     except BaseException:
         for pid in _session_children(argv) - _live:     # interrupted inside Popen: it may run, unregistered
-            _kill_group(pid)
+            kill_group(pid)
         raise
     _live.add(proc.pid)
     out, err = _Capture(head, tail), _Capture(head, tail)
     try:
         finished = _pump(proc, {proc.stdout: out, proc.stderr: err}, deadline)
         if not finished:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             _pump(proc, {proc.stdout: out, proc.stderr: err}, time.monotonic() + DRAIN_S)   # what it said
     finally:
-        _kill_group(proc.pid)           # before reaping: the unreaped leader keeps its group id ours
+        kill_group(proc.pid)           # before reaping: the unreaped leader keeps its group id ours
         _live.discard(proc.pid)
         for pipe in (proc.stdout, proc.stderr):
             pipe.close()
@@ -184,7 +184,7 @@ def stop(proc: subprocess.Popen, grace: float = 0.0) -> None:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
-    _kill_group(proc.pid)               # before reaping: the unreaped leader keeps its group id ours
+    kill_group(proc.pid)               # before reaping: the unreaped leader keeps its group id ours
     _live.discard(proc.pid)
     try:
         proc.wait(REAP_S)
@@ -200,7 +200,7 @@ def kill_running() -> None:
     child of this process that leads a session of its own is one `run` started.
     """
     for pgid in {*_live, *_session_children()}:
-        _kill_group(pgid)
+        kill_group(pgid)
 
 
 def _session_children(argv: tuple[str, ...] | None = None) -> set[int]:
@@ -231,7 +231,8 @@ def _cmdline(pid: str) -> bytes:
         return handle.read().rstrip(b"\0")
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
+    """SIGKILL process group `pgid` (gone already, or not ours: nothing to do)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -256,7 +257,7 @@ def _pump(proc: subprocess.Popen, captures: dict, deadline: float) -> bool:
         while True:
             if not exited and _exited(proc.pid):
                 exited = True
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
                 deadline = min(deadline, time.monotonic() + DRAIN_S)
                 if pidfd is not None:
                     sel.unregister(pidfd)

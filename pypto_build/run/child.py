@@ -187,7 +187,7 @@ def _child(inbox: Connection, outbox: Connection) -> None:
 def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     send("at", "importing torch")
     from . import golden_cache
-    from .golden import compare, load_golden
+    from .golden import compare, copies, load_golden
     from ..sidecars import load_sidecar
     from .execution import execute, save_outputs
 
@@ -234,9 +234,9 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     if request["validate"]:
         outputs = golden.check_outputs(list(named), named, load_sidecar(sub))
         if cached is None:
-            snapshot = _copies(named)          # untouched by the run
+            snapshot = copies(named)          # untouched by the run
     runs = max(1, int(request.get("timing_runs") or 1))
-    pristine = _copies(named) if runs > 1 else {}
+    pristine = copies(named) if runs > 1 else {}
     at(f"running the program on {config.platform}")
     began = time.perf_counter()
     dfx = execute(sub, tensors, config, names=list(named), say=say, on_task=lambda what: at(f"running {what}"))
@@ -260,7 +260,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         say("Golden validation: PASSED")
         at(f"compared {', '.join(checked)}: passed")
     for i in range(1, runs):               # after the verdict, on fresh copies of the inputs (never accumulated)
-        again = _copies(pristine)
+        again = copies(pristine)
         at(f"timing the program (run {i + 1} of {runs})")
         began = time.perf_counter()
         execute(sub, list(again.values()), config, names=list(again), say=lambda line: None)
@@ -268,12 +268,6 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     return {"checked": checked, "dfx": dfx, "reads": cached.reads if cached is not None else reads.paths(),
             "run_seconds": seconds, "outputs": tensors if request["tensors"] is not None else None}
 
-
-def _copies(named: dict) -> dict:
-    """Tensors cloned (detached), anything else as it is."""
-    import torch
-
-    return {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}
 
 
 def _keep_golden(say: Callable[[str], None], sub: Path, golden, names: list[str], snapshot: dict, expected: dict,

@@ -148,7 +148,7 @@ class Golden:
         import torch
 
         outputs = self.outputs if outputs is None else outputs
-        snapshot = {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in inputs.items()}
+        snapshot = copies(inputs)
         tensors = dict(snapshot)
         before = {n: (snapshot[n].clone(), snapshot[n]._version) for n in outputs}
         try:
@@ -167,6 +167,13 @@ class Golden:
                                   "made it, so it computes nothing to compare against; write the expected value "
                                   f"into tensors[{name!r}] — fix golden.py")
         return {n: snapshot[n] for n in outputs}
+
+
+def copies(named: dict) -> dict:
+    """Tensors cloned (detached), anything else as it is: inputs as they were, whatever the program does."""
+    import torch
+
+    return {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}
 
 
 def _raised(exc: BaseException) -> str:

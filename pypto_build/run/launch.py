@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import subprocess
 import time
 from multiprocessing.connection import Connection
@@ -48,11 +47,8 @@ class Started:
         """Let it leave for up to `grace` s, then SIGKILL its session and reap it."""
         self.process.join(grace)
         if self.process.exitcode is None:
-            for kill in (lambda: os.killpg(self.process.pid, signal.SIGKILL), self.process.kill):
-                try:
-                    kill()
-                except (OSError, ValueError, AttributeError):
-                    pass
+            procs.kill_group(self.process.pid)      # its session (setsid): rank workers too
+            self.process.kill()                     # in case it died before its setsid
         self.process.join(procs.REAP_S)
 
 

@@ -9,6 +9,7 @@ one compact block. A compile error or a crash is reported and the session goes o
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 import statistics
 import sys
 import time
@@ -176,18 +177,18 @@ class Session:
 
     def _refresh(self, result) -> None:
         """The inputs as this round left them: new headers join (as they are now), our splices are ours."""
-        from ..engine import open_state
+        from ..engine import STATE_DB, open_state
 
         values: dict[str, dict] = {}
         try:
-            state = open_state(self.root / STATE_DIR / "state.sqlite3", adopt=False, read_only=True)
+            state = open_state(self.root / STATE_DIR / STATE_DB, adopt=False, read_only=True)
             try:
                 for plan in self.graph.plans:
                     for unit in plan.units:
                         values[unit.task] = state.get_values(unit.task) or {}
             finally:
                 state.close()
-        except Exception:  # noqa: BLE001 - no state to read (a failed first build): the plan's files are watched
+        except (PyptoBuildError, sqlite3.Error, OSError):   # no state yet (a failed first build): the plan's files
             pass
         self.inputs = collect(self.graph, values, self.golden_reads)
         self.snapshot.take(self.inputs.roles, keep=True)
