@@ -133,7 +133,8 @@ def test_ci_reports_a_golden_that_exits_as_a_failure(g, tmp_path):
 # --- item 7: a reused verdict depends on everything golden.py read ----------------------------------
 
 
-def test_verdict_is_keyed_on_the_files_and_modules_golden_reads(g):
+def test_verdict_is_keyed_on_the_files_and_modules_golden_reads(g, monkeypatch):
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)     # the child writes helpers/__pycache__/, as a user's does
     (g / "scale.txt").write_text("1.0\n")
     helpers = g / "helpers"
     helpers.mkdir()

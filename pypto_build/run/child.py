@@ -301,7 +301,7 @@ class _Reads:
         self.sub = sub
         self.found: set[str] = set()
         self.imported: set[str] = set()         # top-level names of the modules imported meanwhile
-        skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).resolve().parent)}
+        skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).resolve().parents[1])}  # the package
         skip |= {p for p in sysconfig.get_paths().values() if p}
         self.skip = tuple(os.path.realpath(p) + os.sep for p in skip)
         if not _Reads._installed:
@@ -336,8 +336,11 @@ class _Reads:
 
     def add(self, path: str) -> None:
         real = os.path.realpath(path)
-        if not real.startswith(self.skip) and not real.startswith(("/dev/", "/proc/", "/sys/")):
-            self.found.add(real)
+        if real.startswith(self.skip) or real.startswith(("/dev/", "/proc/", "/sys/")):
+            return
+        if f"{os.sep}__pycache__{os.sep}" in real:      # bytecode: the import's own cache of a .py we record
+            return
+        self.found.add(real)
 
     def paths(self) -> list[str]:
         return sorted(p for p in self.found if os.path.isfile(p))
