@@ -72,7 +72,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
           rebuild_from_pto: bool | None = None, ptoas: str | None = None, allow_unapplied_pto: bool = False,
           include_stale: bool = False, trace: str | Path | None = None, cache_dir: str | Path | None = None,
-          remote_cache: str | None = None, check: bool = True, pto=None) -> BuildResult:
+          remote_cache: str | None = None, check: bool = True, pto=None, launcher: str | None = None) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
@@ -87,6 +87,8 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     `cache_dir` (else $PYPTO_BUILD_CACHE) is an artefact cache: binaries whose inputs match an entry
     are restored instead of compiled (`result.from_cache`), fresh ones are stored; `remote_cache` (else
     $PYPTO_BUILD_REMOTE_CACHE) adds a Bazel-HTTP cache behind it (a dead one: one warning, local build).
+    `launcher` (else $PYPTO_BUILD_LAUNCHER, else the one $CXX starts with: `distcc`, `icecc`, ...) runs
+    the compiles; it is no unit's input, so switching it rebuilds nothing.
     """
     from .engine import noop
     from .pto import pto_options
@@ -95,6 +97,9 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     if remote_cache or os.environ.get("PYPTO_BUILD_REMOTE_CACHE"):
         from .cache import settings  # a malformed remote URL is refused even with nothing to do
         settings(remote_cache)
+    if launcher:
+        from .launcher import find
+        find(launcher)                  # a launcher that is not there is refused even with nothing to do
     root = Path(work_dir).resolve()
     pto = pto or pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied_pto)
     if not tasks and not recompile and not include_stale and trace is None:
@@ -104,7 +109,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
             return _noop_result(root, chosen, hit, progress)
     from .cache import open_caches
     from .graph import load_graph
-    graph = load_graph(root, platform, pto, include_stale=include_stale)
+    graph = load_graph(root, platform, pto, include_stale=include_stale, launcher=launcher)
     caches = open_caches(os.fspath(cache_dir) if cache_dir else None, remote_cache)
     return run_graph(graph, caches=caches, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
                      progress=progress, check=check, trace=trace)

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 NAME_MAX = 255                                   # bytes per file name on Linux filesystems
-SUFFIXES = (".tmp", ".d.tmp", ".tmp.cpp", ".manifest.tmp")     # every temp suffix our writers use
+SUFFIXES = (".tmp", ".d.tmp", ".tmp.cpp", ".tmp.o", ".manifest.tmp")     # every temp suffix our writers use
 _ROOM = 1 + 1 + 8 + max(map(len, SUFFIXES))     # ".", ".", the random part and the longest suffix
 _DIGEST = 16                                     # hex digits of the full name kept in a cut prefix
 # The random part: ours (hex) or tempfile.mkstemp's (older runs' leftovers); then one of our suffixes.

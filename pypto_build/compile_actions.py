@@ -19,6 +19,8 @@ from .cache import compile_key, open_cache, restore_compile, store_compile
 from .filestate import digest_of, make_state
 from .depfile import TRACKING, DepfileError, parse_depfile
 from .identity import identity_covers
+from .launcher import split
+from .local_slots import slot
 from .confine import inside
 from .oserrors import FREE_SPACE, one_line_failures
 from .racy import fs_now
@@ -27,11 +29,12 @@ from .units import CompileUnit
 
 if TYPE_CHECKING:
     from .cache import Remote
+    from .launcher import Launcher
 
 
 @one_line_failures
 def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None,
-                remote: Remote | None = None):
+                remote: Remote | None = None, launcher: Launcher | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler
@@ -62,26 +65,24 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     out_arg = procs.path_arg(os.path.relpath(out, sub))
-    argv = list(unit.argv)
-    o = len(argv) - 1 - argv[::-1].index("-o")
-    argv[o + 1] = procs.path_arg(os.path.relpath(tmp_out, sub))
-    # -MD, not -MMD: -MMD leaves out every header it deems a system one (under -isystem, after
-    # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
-    argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(tmp_dep, sub)), "-MT", out_arg]
-    if not unit.cwd:
-        # relocatable binaries of a relocatable directory; a toolchain's own cwd (unit.cwd) keeps its exact bytes
-        argv[o:o] = [f"-ffile-prefix-map={os.path.abspath(sub)}=."]
+    parts = split(unit.argv) if launcher is not None else None
+    tmp_obj = atomic.temp_path_for(out, ".tmp.o") if parts else tmp_out
+    argv = _with_outputs(unit, sub, parts[0] if parts else unit.argv, tmp_obj, tmp_dep, out_arg)
+    if parts:
+        argv[:0] = launcher.command           # the compile goes through it; the link (below) stays here
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
     try:
-        try:
-            proc = procs.run(argv, cwd=sub, timeout=unit.timeout)
-        except OSError as exc:
-            return TaskFailed(_failure(unit, f"cannot run the compiler: {exc}"))
-        if proc.timed_out:
-            return TaskFailed(_failure(unit, proc.output, f"compiler timed out after {unit.timeout:g} s (killed with "
-                                       "every process it started; raise PYPTO_COMPILER_TIMEOUT)"))
-        if proc.returncode != 0:
-            return TaskFailed(_failure(unit, proc.output or proc.how))
+        done = _run_tool(unit, argv, sub)
+        if isinstance(done, TaskFailed):
+            return done
+        if parts:
+            launcher.note_fallback(done.output)
+            link = _output_at(parts[1], procs.path_arg(os.path.relpath(tmp_out, sub)))
+            link[-1] = procs.path_arg(os.path.relpath(tmp_obj, sub))
+            with slot():
+                done = _run_tool(unit, link, sub, "linking")
+            if isinstance(done, TaskFailed):
+                return done
         try:
             deps = _read_depfile(tmp_dep, out_arg)
         except DepfileError as exc:
@@ -101,12 +102,47 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
             return TaskFailed(states)
         atomic.install(tmp_out, out)          # an identical binary (PyPTO's, say) keeps its file
     finally:
-        for leftover in (tmp_out, tmp_dep):
+        for leftover in (tmp_out, tmp_dep, tmp_obj):
             leftover.unlink(missing_ok=True)
     within, outside = states
     if cache is not None and all(digest_of(state) is not None for state in (*within.values(), *outside.values())):
         store_compile(cache, base, unit.sub_rel, [*within, *outside], out)
     return _values(unit, compiler_id, context, states)
+
+
+def _with_outputs(unit: CompileUnit, sub: Path, argv: tuple[str, ...] | list[str], out: Path, depfile: Path,
+                  target: str) -> list[str]:
+    """`argv` writing `out` and its depfile (naming `target`, the unit's output), relative to `sub`."""
+    argv = _output_at(list(argv), procs.path_arg(os.path.relpath(out, sub)))
+    o = len(argv) - 1 - argv[::-1].index("-o")
+    # -MD, not -MMD: -MMD leaves out every header it deems a system one (under -isystem, after
+    # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
+    argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(depfile, sub)), "-MT", target]
+    if not unit.cwd:
+        # relocatable binaries of a relocatable directory; a toolchain's own cwd (unit.cwd) keeps its exact bytes
+        argv[o:o] = [f"-ffile-prefix-map={os.path.abspath(sub)}=."]
+    return argv
+
+
+def _output_at(argv: list[str], out: str) -> list[str]:
+    """`argv` with its (last) `-o` naming `out`."""
+    o = len(argv) - 1 - argv[::-1].index("-o")
+    return [*argv[:o + 1], out, *argv[o + 2:]]
+
+
+def _run_tool(unit: CompileUnit, argv: list[str], sub: Path, doing: str = "compiling") -> procs.Completed | TaskFailed:
+    """Run one command of a unit's compile (`doing`: compiling | linking); its failure as the task's."""
+    tool = "compiler" if doing == "compiling" else "linker"
+    try:
+        proc = procs.run(argv, cwd=sub, timeout=unit.timeout)
+    except OSError as exc:
+        return TaskFailed(_failure(unit, f"cannot run the {tool}: {exc}", doing=doing))
+    if proc.timed_out:
+        return TaskFailed(_failure(unit, proc.output, f"{tool} timed out after {unit.timeout:g} s (killed with every "
+                                   "process it started; raise PYPTO_COMPILER_TIMEOUT)", doing))
+    if proc.returncode != 0:
+        return TaskFailed(_failure(unit, proc.output or proc.how, doing=doing))
+    return proc
 
 
 def _values(unit: CompileUnit, compiler_id: str, context: str | None, states: tuple[dict, dict]) -> dict | TaskFailed:
@@ -206,7 +242,7 @@ def _headers(deps: list[str], sub: Path, unit: CompileUnit) -> tuple[list[str], 
     return found
 
 
-def _failure(unit: CompileUnit, message: str, first: str | None = None) -> str:
+def _failure(unit: CompileUnit, message: str, first: str | None = None, doing: str = "compiling") -> str:
     """One line (the source, `first` or the compiler's first error, the fix), then the command and its
     output (capped by procs)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
@@ -215,7 +251,7 @@ def _failure(unit: CompileUnit, message: str, first: str | None = None) -> str:
     full = next((why for why in _DISK_FULL if why in message), None)
     head = (f"{unit.source}: compiling failed: {full.lower()} (the compiler could not write {unit.output}, its "
             f"dependency file or its temp files); {FREE_SPACE}" if full else
-            f"{unit.source}: compiling failed: {first[:400]} — {_fix(first)}")
+            f"{unit.source}: {doing} failed: {first[:400]} — {_fix(first)}")
     return f"{head} ({unit.task})\n  command (in {unit.cwd or unit.sub_rel}): {cmd}\n{message}"
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import hashing, search_dirs, stages
+from .launcher import Launcher, local_jobs, resolve as resolve_launcher
 from .layout import BuildKind, Layout, load_layout
 from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from .settings import check_environment
@@ -34,11 +35,15 @@ class Graph:
     pto: PtoPlan
     planned_ns: int = 0
     choice: Choice | None = None     # which platform and why (None: a located Platform was given)
+    launcher: Launcher | None = None  # distcc & co.: how compiles run, not what they are (`launcher`)
 
     def notices(self) -> tuple[list[str], list[str]]:
         """What planning has to tell before a run: (lines for stdout, lines for stderr). Printed by the
         engine's loader, kept in `BuildResult.warnings` by the API: one wording for every front end."""
         out = [self.header()] + ([self.pto.skipped_line] if self.pto.skipped_line else [])
+        if self.launcher is not None:
+            out.append(f"pypto-build: compiles go through {self.launcher.name} (linking and the rest of the local "
+                       f"work: {local_jobs()} at a time here)")
         err = stale_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
                                    "binary_context.json is written" for why in self.unknown_identities()]
         return out, err
@@ -70,14 +75,15 @@ class Graph:
 
 
 def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptions | None = None,
-               include_stale: bool = False) -> Graph:
+               include_stale: bool = False, launcher: str | None = None) -> Graph:
     """Read the build directory at `root` and plan it for `platform` (default: `platforms.choose` — the
     recorded one unless $PYPTO_BUILD_PLATFORM says otherwise; a recorded simulator simpler cannot
     serve here falls back to host).
 
     `platform` is a name (its toolchain is located) or a `Platform` already located (tests plan with
     a fake compiler this way). Bad input raises a PyptoBuildError subclass naming the file;
-    `include_stale` also plans the L3 `next_levels/` sub-builds the host driver never references.
+    `include_stale` also plans the L3 `next_levels/` sub-builds the host driver never references;
+    `launcher` (else $PYPTO_BUILD_LAUNCHER, else the one $CXX starts with) runs the compiles.
     """
     started = time.time_ns()
     check_environment()                 # a bad value: one line, before anything is read or written
@@ -86,7 +92,9 @@ def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptio
     search_dirs.load(layout.root)       # the compiler's answers and the digests of the toolchain's files ...
     hashing.recall(layout.root)         # ... kept by an earlier build (read only)
     target = platform if isinstance(platform, Platform) else load_platform(choice.name)
-    return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started, choice)
+    launcher_ = resolve_launcher(launcher, from_cxx=target.compiler_for("kernel").launcher)
+    return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started, choice,
+                 launcher_)
 
 
 def _short(revision: str | None) -> str:

@@ -57,6 +57,10 @@ BUILD = (
     Opt("remote_cache", "remote-cache", "str", "Bazel HTTP cache (GET/PUT /ac/, /cas/) behind the local one "
         "(default $PYPTO_BUILD_REMOTE_CACHE; deadline per request $PYPTO_BUILD_REMOTE_TIMEOUT, default 10 s); a "
         "failing one: one warning per run, local build", metavar="URL"),
+    Opt("launcher", "launcher", "str", "run compiles through a launcher such as distcc or icecc (default "
+        "$PYPTO_BUILD_LAUNCHER, or the one $CXX starts with); not part of any unit's identity: switching it "
+        "rebuilds nothing. With it, -j may exceed this machine's CPUs: links and other local work stay within them",
+        metavar="CMD"),
     Opt("trace", "trace", "str", "write a Chrome-trace/Perfetto timeline of the run (one span per task, per "
         "worker)", metavar="FILE"),
 )
@@ -92,7 +96,7 @@ WATCH = (
 )
 # What `watch` takes of BUILD: the rest (recompile, keep-going, trace, quiet) is about one run, not a session.
 WATCH_BUILD = ("jobs", "platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale",
-               "cache_dir", "remote_cache")
+               "cache_dir", "remote_cache", "launcher")
 DRY_RUN = Opt("dry_run", "dry-run", "flag", "list what would run and why; run nothing, write nothing", "n")
 
 
@@ -184,7 +188,7 @@ def graph_options(values: Any) -> dict:
     return {"platform": _get(values, "platform"),
             "pto": pto_options(False if _get(values, "no_rebuild_from_pto", False) else None, _get(values, "ptoas"),
                                allow_unapplied=bool(_get(values, "allow_unapplied_pto", False))),
-            "include_stale": bool(_get(values, "include_stale", False))}
+            "include_stale": bool(_get(values, "include_stale", False)), "launcher": _get(values, "launcher")}
 
 
 def cache_options(values: Any) -> dict:

@@ -14,6 +14,7 @@ from doit.exceptions import TaskFailed
 from . import atomic, procs, safeio
 from .errors import PyptoBuildError
 from .filestate import make_state
+from .local_slots import local_work
 from .oserrors import one_line_failures
 from .stamp import remove_stamp
 from .units import StepUnit
@@ -22,6 +23,7 @@ STEP_TIMEOUT_S = 900.0
 
 
 @one_line_failures
+@local_work
 def run_step(step: StepUnit):
     """Run one step into a temp file, then move it onto its output; the previous output stays on failure."""
     remove_stamp(Path(step.stamp))            # the sub-build is in flux until every step is done

@@ -15,6 +15,7 @@ from pathlib import Path
 from . import search_dirs, settings
 from .errors import ToolchainError
 from .hashing import file_digest, text_digest
+from .launcher import peel
 from .procs import run, which
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -25,10 +26,11 @@ VERSION_TIMEOUT_S = 30.0
 class Compiler:
     """A resolved C++ compiler command (`$CXX` may carry a launcher or flags)."""
 
-    command: tuple[str, ...]   # as configured, first word resolved to an absolute path
+    command: tuple[str, ...]   # as configured, first word resolved to an absolute path; no launcher
     identity: str              # digest of path + binary + --version
     version: str               # first line of --version
     probe: str = ""            # digest of path + words + --version: the identity but the binary's content
+    launcher: tuple[str, ...] = ()  # the launcher words `$CXX` started with (`distcc`): not in the identity
 
     @property
     def path(self) -> str:
@@ -42,6 +44,7 @@ class CompilerProbe:
     exe: str
     words: tuple[str, ...]
     version: str
+    launcher: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -52,10 +55,11 @@ class CompilerProbe:
 def probe_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> CompilerProbe:
     """Resolve `spec` on PATH (or `path`) and run its `--version`; ToolchainError if absent.
 
-    Never memoised: a wrapper or launcher (`my-g++`, `ccache g++`) may run another compiler
-    after a change that leaves its own file as it was, and its `--version` shows that.
+    Never memoised: a wrapper (`my-g++`) may run another compiler after a change that leaves its
+    own file as it was, and its `--version` shows that. A known launcher `$CXX` starts with
+    (`distcc g++`: `launcher.peel`) is kept apart: the compiler behind it is what is probed.
     """
-    words = settings.split_words(spec, env_var)
+    launcher, words = peel(settings.split_words(spec, env_var))
     if not words:
         raise ToolchainError(f"${env_var} is empty; set it to a C++ compiler such as g++")
     exe = which(words[0], path=path)
@@ -70,7 +74,7 @@ def probe_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> 
     if out.timed_out:
         raise ToolchainError(f"{exe}: '--version' did not finish within {VERSION_TIMEOUT_S:g} s (killed); "
                              f"check ${env_var}")
-    return CompilerProbe(exe, tuple(words[1:]), (out.stdout or out.stderr).strip())
+    return CompilerProbe(exe, tuple(words[1:]), (out.stdout or out.stderr).strip(), tuple(launcher))
 
 
 def resolve_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> Compiler:
@@ -78,7 +82,7 @@ def resolve_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -
     probe = probe_compiler(spec, env_var, path)
     identity = text_digest(probe.exe, file_digest(probe.exe), *probe.words, probe.version)
     first = probe.version.splitlines()[0] if probe.version else ""
-    return Compiler((probe.exe, *probe.words), identity, first, probe.digest)
+    return Compiler((probe.exe, *probe.words), identity, first, probe.digest, probe.launcher)
 
 
 _system_dirs: dict[str, tuple[str, ...]] = {}

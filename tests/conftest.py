@@ -59,7 +59,8 @@ def copy_dir(src: Path, dst: Path) -> Path:
 def _clean_env(monkeypatch, request):
     for var in ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PYPTO_BUILD_PLATFORM", "PYPTO_COMPILER_TIMEOUT",
                 "PYPTO_BUILD_CACHE", "PYPTO_BUILD_CACHE_SIZE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_REMOTE_TIMEOUT",
-                "PYPTO_RUN_TIMEOUT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PYPTO_PTOAS_TIMEOUT"):
+                "PYPTO_RUN_TIMEOUT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PYPTO_PTOAS_TIMEOUT", "PYPTO_BUILD_LAUNCHER",
+                "DISTCC_HOSTS"):
         monkeypatch.delenv(var, raising=False)
     if not _simpler_missing() and "simpler" not in request.keywords:
         monkeypatch.setenv("PYPTO_BUILD_PLATFORM", "host")        # see the module's top

@@ -57,7 +57,7 @@ LAYERS = (
     ("core", {"__init__", "doors", "errors", "safeio", "atomic", "hashing", "settings", "limits", "markers",
               "stages", "confine", "manifest_ast", "manifest", "layout", "sidecars", "racy", "filestate",
               "depfile", "header_sets", "stamp", "procs", "oserrors", "pyexec", "runconfig", "toolchain",
-              "identity", "cann", "elf_payload", "search_dirs"}),
+              "identity", "cann", "elf_payload", "search_dirs", "shared_flag", "launcher", "local_slots"}),
     ("families", {"runtime", "platforms", "pto", "cache", "testing"}),
     ("planning", {"units", "graph", "compile_actions", "step_actions", "uptodate", "options", "compdb"}),
     ("running", {"run"}),

@@ -279,7 +279,7 @@ def test_a_bad_entry_is_one_failure_that_installs_nothing(tamper, peer_factory, 
     TAMPER[tamper](record, peer.store / "cas" / json.loads(record.read_bytes())["cas"])
     asked = len(peer.requests())
     assert not cache.get("key-1", dest) and not dest.exists()
-    assert remote.health.failed
+    assert remote.health.raised
     assert not cache.get("key-2", dest) and not dest.exists()       # disabled: not even asked
     cache.put("key-3", tmp_path / "key-1")
     assert len(peer.requests()) - asked <= 2                        # the record, and maybe its CAS body

@@ -19,7 +19,7 @@ rest of the run with one warning.
 **One run, one verdict, across processes.** The run's leader — the process that
 opens the caches (`open_caches`) or `pypto-build ci` for all its directories — calls
 `open_remote` once: the URL is validated, a shared flag is created
-(`RunHealth`, a `multiprocessing.Value`) and the server is pinged. The flag
+(`shared_flag.SharedFlag`) and the server is pinged. The flag
 travels inside the `Remote` that every compile action receives: doit's `-j`
 workers inherit it across fork, and `ci -j N` hands it to its spawned processes
 when they start (pool initializer; such a flag can only cross spawn at process
@@ -37,13 +37,13 @@ from typing import Callable
 
 from .. import atomic
 from ..errors import warn
+from ..shared_flag import SharedFlag
 from .remote_config import RemoteSettings, settings
 from .remote_http import MAX_BODY, HttpError, request
 
 AC_FORMAT = "pypto_build-ac-2"
 AC_MAX_BODY = 64 * 2**10                # a record is ~250 bytes
 PING_PATH = "/ac/" + "0" * 64           # never written: a cache answers 404
-LOCK_S = 1.0
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -51,36 +51,12 @@ class RemoteError(Exception):
     """The remote cache did not answer as a cache should."""
 
 
-class RunHealth:
-    """Whether the remote failed during this run: one flag shared by every process of the run."""
-
-    def __init__(self, context=None) -> None:
-        import multiprocessing
-        self._flag = (context or multiprocessing.get_context()).Value("b", 0)
-
-    @property
-    def failed(self) -> bool:
-        return bool(self._flag.get_obj().value)         # one byte: read without the lock
-
-    def fail(self) -> bool:
-        """Mark the remote failed; True for the one caller in the run that marked it first (it warns)."""
-        lock = self._flag.get_lock()
-        held = lock.acquire(timeout=LOCK_S)     # a worker killed inside this section must not block the rest
-        try:
-            first = held and not self._flag.get_obj().value
-            self._flag.get_obj().value = 1
-        finally:
-            if held:
-                lock.release()
-        return first
-
-
 @dataclass(frozen=True)
 class Remote:
     """The remote cache of one run: its settings and the health flag its processes share."""
 
     settings: RemoteSettings
-    health: RunHealth
+    health: SharedFlag
 
     @property
     def url(self) -> str:
@@ -97,12 +73,11 @@ def open_remote(url: str | None, *, for_spawn: bool = False) -> Remote | None:
     found = settings(url)
     if found is None:
         return None
-    import multiprocessing
-    remote = Remote(found, RunHealth(multiprocessing.get_context("spawn") if for_spawn else None))
+    remote = Remote(found, SharedFlag(for_spawn))
     why = RemoteCache(remote).ping()
     if why is None:
         return remote
-    if remote.health.fail():
+    if remote.health.raise_once():
         warn(f"remote cache unreachable ({remote.url}: {why}); building locally")
     return None
 
@@ -124,7 +99,7 @@ class RemoteCache:
 
     def get(self, key: str, dest: Path) -> bool:
         """Restore `key` onto `dest` atomically; False on a miss or any failure (nothing written then)."""
-        if self.remote.health.failed:
+        if self.remote.health.raised:
             return False
         try:
             status, body = self._request("GET", f"/ac/{_ac(key)}", max_body=AC_MAX_BODY)
@@ -149,7 +124,7 @@ class RemoteCache:
 
     def put(self, key: str, src: Path) -> None:
         """Store `src` under `key` (CAS body first, then the record); a failure skips the store."""
-        if self.remote.health.failed:
+        if self.remote.health.raised:
             return
         try:
             data = Path(src).read_bytes()
@@ -167,7 +142,7 @@ class RemoteCache:
 
     def _request(self, method: str, path: str, body: bytes = b"", *, max_body: int = MAX_BODY) -> tuple[int, bytes]:
         """(status, body) of a clean answer: GET 200 or 404, PUT 2xx; anything else raises RemoteError."""
-        if self.remote.health.failed:
+        if self.remote.health.raised:
             raise RemoteError("disabled after an earlier failure in this run")
         try:
             status, data = request(self.remote.settings.endpoint, method, path, body,
@@ -179,7 +154,7 @@ class RemoteCache:
         raise RemoteError(f"{method} {path[:20]}...: HTTP {status}")
 
     def _fail(self, why: str) -> None:
-        if self.remote.health.fail():
+        if self.remote.health.raise_once():
             self.warn(f"remote cache failed ({self.remote.url}: {why}); not used for the rest of this run, "
                       "building locally")
 

@@ -23,8 +23,9 @@ from doit.globals import Globals
 from doit.runner import MRunner, MThreadRunner, Runner
 from doit.task import Stream
 
-from .. import hashing, search_dirs
+from .. import hashing, local_slots, search_dirs
 from ..errors import PyptoBuildError, error, interrupted, one_line
+from ..launcher import local_jobs
 from ..markers import STATE_DIR
 from ..oserrors import run_failure
 from . import noop
@@ -134,4 +135,11 @@ def _run(loader: BuildDirLoader, dep: ContentDependency, tasks: list[str], jobs:
         runner = runner_class(dep, reporter, keep_going, False, stream, jobs)
     else:
         runner = Runner(dep, reporter, keep_going, False, stream)
-    return runner.run_all(control.task_dispatcher()), task_list
+    # With a launcher, -j counts compiles that may run elsewhere: the local work gets this machine's CPUs
+    # (the workers fork after this and inherit the limit).
+    distributed = loader.graph.launcher is not None and jobs > local_jobs()
+    previous = local_slots.configure(local_jobs() if distributed else 0)
+    try:
+        return runner.run_all(control.task_dispatcher()), task_list
+    finally:
+        local_slots.configure(previous)

@@ -43,7 +43,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
-                "actions": [(run_compile, [unit, compiler_id, ctx, caches.directory, caches.remote])],
+                "actions": [(run_compile, [unit, compiler_id, ctx, caches.directory, caches.remote, graph.launcher])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
                 "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],

@@ -20,6 +20,7 @@ from ..filestate import make_state
 from ..errors import PyptoBuildError, SpliceError
 from ..hashing import text_digest
 from ..confine import confine
+from ..local_slots import local_work
 from ..oserrors import one_line_failures
 from .plan import PtoUnit
 from .ptoas import infer_level, ptoas_argv
@@ -28,6 +29,7 @@ from .splice import find_target, function_names, preprocess, signature_of, splic
 
 
 @one_line_failures
+@local_work
 def run_ptoas(unit: PtoUnit):
     """Regenerate `ptoas/<unit>.cpp` from the `.pto` (or report it cannot).
 
@@ -93,6 +95,7 @@ def _read_or_none(path: Path) -> str | None:
 
 
 @one_line_failures
+@local_work
 def run_splice(unit: PtoUnit):
     """Splice the preprocessed raw body between the sentinels of every kernel it defines."""
     raw_path = Path(unit.raw)

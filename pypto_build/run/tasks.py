@@ -17,6 +17,7 @@ from doit.exceptions import TaskFailed
 from ..confine import inside
 from ..filestate import make_state
 from ..errors import PyptoBuildError
+from ..local_slots import local_work
 from ..oserrors import one_line_failures
 from ..runconfig import RunConfig
 
@@ -29,6 +30,7 @@ def _failures() -> tuple[type[BaseException], ...]:
 
 
 @one_line_failures
+@local_work
 def run_replay(sub_rel: str, config: RunConfig, timeout: float):
     """Run the sub-build on golden.py's inputs; print PyPTO's lines as they come."""
     from .child import run_program
@@ -42,6 +44,7 @@ def run_replay(sub_rel: str, config: RunConfig, timeout: float):
 
 
 @one_line_failures
+@local_work
 def run_validate(sub_rel: str, config: RunConfig, timeout: float):
     """Run and validate; the verdict (and what golden.py read) is recorded only when it passes."""
     from .child import run_program

@@ -2,7 +2,8 @@
 
 Door: `FakePlatform` (plan and build with the stand-in compiler: staleness tests without g++);
 `synth` (write_l2, write_l3, write_multi, ...), `fake_compiler` (the stand-in itself, a script) and
-`fake_cann` (make_fake_cann: a labelled stand-in CANN tree for a2a3/a5 device builds), offered whole.
+`fake_cann` (make_fake_cann: a labelled stand-in CANN tree for a2a3/a5 device builds) and `loopback`
+(real servers on 127.0.0.1: distccd), offered whole.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..doors import door
 _EXPORTS = {
     "FakePlatform": "fake_platform",
 }
-_MODULES = ('synth', 'fake_compiler', 'fake_cann')
+_MODULES = ('synth', 'fake_compiler', 'fake_cann', 'loopback')
 
 __all__ = [*_EXPORTS, *_MODULES]
 __getattr__ = door(__name__, _EXPORTS, _MODULES)

@@ -1,0 +1,122 @@
+"""Compile launchers (distcc, icecream, ccache, sccache): how a compile runs, never what it is.
+
+A launcher comes from `--launcher`, else `$PYPTO_BUILD_LAUNCHER`, else the first
+words of `$CXX` when they name a known launcher (`CXX="distcc g++"`). As in
+ccache's rule, it is not part of a unit's identity: the compiler behind it is
+(`toolchain` resolves the compiler without it), so turning distribution on or
+off rebuilds nothing, and a binary built either way is the same file.
+
+distcc (and icecream) send only compile-only (`-c`) jobs to other hosts and run
+anything that also links here, so a command that compiles and links in one (every
+`.so` built here) is split (`split`): the compile, `-c` through the launcher (its
+preprocessing, and so the depfile, happens here), then the link, the same command
+with the object in place of the source, here, in a local slot (`local_slots`).
+The two give the one command's bytes (tests/test_distcc.py), except with debug
+info: distcc preprocesses before the compiler sees the source, which moves DWARF's
+line columns (and so the build id). A command with `-g` (the host orchestrations)
+therefore runs whole and here, as does any command `split` does not recognise.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from . import settings
+from .errors import ToolchainError, warn
+from .procs import which
+from .shared_flag import SharedFlag
+
+ENV = "PYPTO_BUILD_LAUNCHER"
+# Known launchers, with the words each prints when it compiled here instead of elsewhere (None: never elsewhere).
+KNOWN: dict[str, str | None] = {"distcc": "running locally instead", "icecc": "local build forced",
+                                "ccache": None, "sccache": None}
+_SOURCES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".C", ".CPP")
+_WHOLE = ("-c", "-E", "-S", "-x", "-M", "-MM")      # already compile-only, or not a plain compile + link
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The launcher of one run: its command (first word resolved), its name, and the flag its processes
+    share so that a fallback to local compiles is said once."""
+
+    command: tuple[str, ...]
+    fell_back: SharedFlag
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.command[0])
+
+    def note_fallback(self, output: str) -> None:
+        """One line per run when the launcher said it compiled here (a dead host): its own fallback, nothing
+        wrong (the binary is the same); the compile's values are recorded as any other's."""
+        marker = KNOWN.get(self.name)
+        if marker and marker in output and self.fell_back.raise_once():
+            said = next((line.strip() for line in output.splitlines() if marker in line), marker)
+            warn(f"{self.name} compiled here, not on a remote host ({said[:200]}); check its hosts "
+                 f"($DISTCC_HOSTS / the icecream scheduler) — the build goes on")
+
+
+def peel(words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(launcher words, compiler words) of `$CXX`'s words: leading words that name a known launcher."""
+    words = list(words)
+    n = 0
+    while n < len(words) - 1 and os.path.basename(words[n]) in KNOWN:
+        n += 1
+    return words[:n], words[n:]
+
+
+def resolve(option: str | None = None, env: Mapping[str, str] | None = None,
+            from_cxx: Sequence[str] = ()) -> Launcher | None:
+    """The run's launcher: `option`, else `$PYPTO_BUILD_LAUNCHER`, else the one `$CXX` starts with; None.
+
+    A launcher that is not found is one line (ToolchainError) before anything is built.
+    """
+    command = find(option, env, from_cxx)
+    return None if command is None else Launcher(command, SharedFlag())
+
+
+def find(option: str | None = None, env: Mapping[str, str] | None = None,
+         from_cxx: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """The launcher command `resolve` would use (first word resolved on PATH), or None; ToolchainError."""
+    env = os.environ if env is None else env
+    name, spec = ("--launcher", option) if option else (ENV, env.get(ENV) or "")
+    words = settings.split_words(spec, name) if spec.strip() else list(from_cxx)
+    if not words:
+        return None
+    exe = which(words[0], path=env.get("PATH"))
+    if exe is None:
+        raise ToolchainError(f"compile launcher '{words[0]}' not found on PATH (from {name}={spec!r}); install "
+                             f"it (e.g. apt install distcc) or unset {name}")
+    return (exe, *words[1:])
+
+
+def split(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
+    """(compile, link) of a command that compiles one source (its last word) and links it with `-shared`,
+    or None when it must run whole: already compile-only, several sources, or debug info (see the module).
+
+    compile: the command without `-shared` and `-Wl,...`, with `-c`; link: the command with the
+    object in the source's place (the caller fills in both outputs and the object's name).
+    """
+    if "-shared" not in argv or "-o" not in argv or any(a in _WHOLE for a in argv) or debug_info(argv):
+        return None
+    if not argv[-1].endswith(_SOURCES) or sum(1 for a in argv if a.endswith(_SOURCES) and a[:1] != "-") != 1:
+        return None
+    compile_argv = [a for a in argv if a != "-shared" and not a.startswith("-Wl,")]
+    compile_argv[-1:-1] = ["-c"]
+    return compile_argv, list(argv)
+
+
+def debug_info(argv: Sequence[str]) -> bool:
+    """Whether the command asks for debug info (any `-g...` but `-g0`; the last one counts, as gcc reads it)."""
+    flags = [a for a in argv if a.startswith("-g") and not a.startswith(("-gno-", "-gz", "-gsplit"))]
+    return bool(flags) and flags[-1] != "-g0"
+
+
+def local_jobs() -> int:
+    """How much local work a distributed run does at once: this process's CPUs."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+

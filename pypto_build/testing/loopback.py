@@ -1,0 +1,108 @@
+"""Real servers on 127.0.0.1 for tests and benchmarks: distccd (and its log), bounded and always stopped.
+
+TEST AND BENCHMARK HELPER. Each server listens on loopback only, on a free
+port, in a session of its own; leaving the `with` block stops the whole
+session (SIGTERM, then SIGKILL) and waits for it, whatever happened inside.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+START_S = 10.0
+STOP_S = 5.0
+_JOB = re.compile(r"COMPILE_OK .* (\S+)$")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, what: str, log: Path | None = None) -> None:
+    """Return once `port` accepts connections; RuntimeError (with the log's tail) if `proc` exits or it takes
+    longer than START_S."""
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    said = log.read_text(errors="replace")[-2000:] if log is not None and log.exists() else ""
+    raise RuntimeError(f"{what} did not start on 127.0.0.1:{port} (exit status {proc.poll()}): {said}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop `proc`'s whole session: SIGTERM, then SIGKILL after STOP_S; reaped."""
+    for sig, wait in ((signal.SIGTERM, STOP_S), (signal.SIGKILL, STOP_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@dataclass
+class Distccd:
+    """A running distccd: where clients send jobs (`env`) and which jobs it compiled (its own log)."""
+
+    port: int
+    log: Path
+    client_dir: Path
+
+    @property
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def env(self, hosts: str | None = None) -> dict[str, str]:
+        """The client's environment: this server only (or `hosts`), its own state folder (distcc keeps
+        per-host backoff there: a dead host in one test must not slow another)."""
+        return {"DISTCC_HOSTS": self.hosts if hosts is None else hosts, "DISTCC_DIR": str(self.client_dir)}
+
+    def compiled(self) -> list[str]:
+        """The source of every job distccd finished with COMPILE_OK, in order (from its log)."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return [m.group(1) for m in map(_JOB.search, text.splitlines()) if m]
+
+
+def distccd_path() -> str | None:
+    return shutil.which("distccd") or ("/usr/bin/distccd" if Path("/usr/bin/distccd").exists() else None)
+
+
+@contextmanager
+def distccd(where: Path, jobs: int = 4) -> Iterator[Distccd]:
+    """A real distccd serving 127.0.0.1 only, at most `jobs` compiles at once, each job logged (notice
+    level: one COMPILE_OK line per job) to `where`/distccd.log."""
+    exe = distccd_path()
+    if exe is None:
+        raise RuntimeError("distccd is not installed (apt-get install distcc)")
+    where.mkdir(parents=True, exist_ok=True)
+    server = Distccd(free_port(), where / "distccd.log", where / "distcc-client")
+    server.client_dir.mkdir(exist_ok=True)          # distcc falls back to local compiles without it
+    argv = [exe, "--daemon", "--no-detach", "--listen", "127.0.0.1", "--allow", "127.0.0.1/32", "--port",
+            str(server.port), "--jobs", str(jobs), "--job-lifetime", "600", "--log-stderr", "--log-level=notice"]
+    with open(server.log, "ab") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    try:
+        wait_for_port(server.port, proc, "distccd", server.log)
+        yield server
+    finally:
+        stop(proc)
