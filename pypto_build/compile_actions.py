@@ -69,7 +69,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     tmp_obj = atomic.temp_path_for(out, ".tmp.o") if parts else tmp_out
     argv = _with_outputs(unit, sub, parts[0] if parts else unit.argv, tmp_obj, tmp_dep, out_arg)
     if parts:
-        argv[:0] = launcher.command           # the compile goes through it; the link (below) stays here
+        argv = launcher.wrap(argv)            # the compile goes through it; the link (below) stays here
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
     try:
         done = _run_tool(unit, argv, sub)

@@ -19,7 +19,7 @@ therefore runs whole and here, as does any command `split` does not recognise.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from . import settings
@@ -37,15 +37,24 @@ _WHOLE = ("-c", "-E", "-S", "-x", "-M", "-MM")      # already compile-only, or n
 
 @dataclass(frozen=True)
 class Launcher:
-    """The launcher of one run: its command (first word resolved), its name, and the flag its processes
-    share so that a fallback to local compiles is said once."""
+    """The launcher of one run: its command (first word resolved), the flag its processes share so that a
+    fallback to local compiles is said once, and (per compiler: `for_compiler`) the compiler's name."""
 
     command: tuple[str, ...]
     fell_back: SharedFlag
+    compiler: str = ""              # the compiler as the launcher is to run it (`Compiler.launched_as`)
 
     @property
     def name(self) -> str:
         return os.path.basename(self.command[0])
+
+    def for_compiler(self, name: str) -> Launcher:
+        """This launcher running the compiler `name` (`toolchain.Compiler.launched_as`)."""
+        return replace(self, compiler=name)
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """`argv` (its compiler first) as run through the launcher."""
+        return [*self.command, self.compiler or argv[0], *argv[1:]]
 
     def note_fallback(self, output: str) -> None:
         """One line per run when the launcher said it compiled here (a dead host): its own fallback, nothing

@@ -31,10 +31,17 @@ class Compiler:
     version: str               # first line of --version
     probe: str = ""            # digest of path + words + --version: the identity but the binary's content
     launcher: tuple[str, ...] = ()  # the launcher words `$CXX` started with (`distcc`): not in the identity
+    named: str = ""            # the first word as configured (`g++`): what a launcher is given to run
 
     @property
     def path(self) -> str:
         return self.command[0]
+
+    @property
+    def launched_as(self) -> str:
+        """How a launcher is told to run it: a bare name as configured (found on each host's PATH, as distccd
+        requires), else the resolved path."""
+        return self.named if self.named and "/" not in self.named else self.path
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class CompilerProbe:
     words: tuple[str, ...]
     version: str
     launcher: tuple[str, ...] = ()
+    named: str = ""
 
     @property
     def digest(self) -> str:
@@ -74,7 +82,8 @@ def probe_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> 
     if out.timed_out:
         raise ToolchainError(f"{exe}: '--version' did not finish within {VERSION_TIMEOUT_S:g} s (killed); "
                              f"check ${env_var}")
-    return CompilerProbe(exe, tuple(words[1:]), (out.stdout or out.stderr).strip(), tuple(launcher))
+    return CompilerProbe(exe, tuple(words[1:]), (out.stdout or out.stderr).strip(), tuple(launcher),
+                         words[0])
 
 
 def resolve_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -> Compiler:
@@ -82,7 +91,7 @@ def resolve_compiler(spec: str, env_var: str = "CXX", path: str | None = None) -
     probe = probe_compiler(spec, env_var, path)
     identity = text_digest(probe.exe, file_digest(probe.exe), *probe.words, probe.version)
     first = probe.version.splitlines()[0] if probe.version else ""
-    return Compiler((probe.exe, *probe.words), identity, first, probe.digest, probe.launcher)
+    return Compiler((probe.exe, *probe.words), identity, first, probe.digest, probe.launcher, probe.named)
 
 
 _system_dirs: dict[str, tuple[str, ...]] = {}

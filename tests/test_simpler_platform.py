@@ -235,3 +235,25 @@ def test_watch_rebuilds_and_validates_on_simpler(ex):
     finally:
         w.stop()
     assert rc == 130 and "Traceback" not in err
+
+
+@pytest.mark.skipif(shutil.which("distccd") is None, reason="distcc not installed (apt-get install distcc)")
+def test_sim_kernels_compile_on_distccd_to_simplers_bytes(install, built, tmp_path):
+    """`--launcher distcc` on a2a3sim: each kernel's compile runs on a real distccd (127.0.0.1), the link here,
+    and the binaries are still exactly what simpler's KernelCompiler builds."""
+    from simpler_setup import KernelCompiler
+    from pypto_build.testing.loopback import distccd
+
+    ex = built                                  # in place: the orchestration's debug info names its path
+    before = {rel: (ex / rel).read_bytes() for rel in KERNELS}
+    with distccd(tmp_path / "distccd", compilers=[shutil.which("g++-15")]) as server:
+        done = cli("build", "--launcher", "distcc", "--recompile", "-j", "4", str(ex), env=server.env())
+        jobs = server.compiled()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning" not in done.stderr
+    assert sorted(Path(j).name for j in jobs) == sorted(Path(src).name for _, src in KERNELS.values())
+    compiler = KernelCompiler(platform="a2a3sim")
+    for rel, (core, source) in KERNELS.items():
+        theirs = compiler.compile_incore(str(ex / source), core_type=core, pto_isa_root=str(install.pto_isa_root),
+                                         extra_include_dirs=pypto_kernel_dirs(install.project_root))
+        assert (ex / rel).read_bytes() == theirs == before[rel], rel

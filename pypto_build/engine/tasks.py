@@ -38,12 +38,14 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
         ctx, why = p.context.digest, p.context.unknown
         for unit in p.units:
             base, _, name = unit.task.partition(":")
-            compiler_id = graph.platform.compiler_for(unit.kind, p.context.runtime_name).identity
+            compiler = graph.platform.compiler_for(unit.kind, p.context.runtime_name)
+            compiler_id = compiler.identity
+            launcher = graph.launcher.for_compiler(compiler.launched_as) if graph.launcher else None
             groups[base].append({
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
-                "actions": [(run_compile, [unit, compiler_id, ctx, caches.directory, caches.remote, graph.launcher])],
+                "actions": [(run_compile, [unit, compiler_id, ctx, caches.directory, caches.remote, launcher])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
                 "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],

@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 START_S = 10.0
 STOP_S = 5.0
@@ -88,9 +88,11 @@ def distccd_path() -> str | None:
 
 
 @contextmanager
-def distccd(where: Path, jobs: int = 4) -> Iterator[Distccd]:
+def distccd(where: Path, jobs: int = 4, compilers: Sequence[str] = ()) -> Iterator[Distccd]:
     """A real distccd serving 127.0.0.1 only, at most `jobs` compiles at once, each job logged (notice
-    level: one COMPILE_OK line per job) to `where`/distccd.log."""
+    level: one COMPILE_OK line per job) to `where`/distccd.log. It runs the compilers Debian's
+    /usr/lib/distcc lists, or only `compilers` (full paths, asked for by base name: distccd's
+    DISTCC_CMDLIST), e.g. simpler's `g++-15` in a venv."""
     exe = distccd_path()
     if exe is None:
         raise RuntimeError("distccd is not installed (apt-get install distcc)")
@@ -99,8 +101,14 @@ def distccd(where: Path, jobs: int = 4) -> Iterator[Distccd]:
     server.client_dir.mkdir(exist_ok=True)          # distcc falls back to local compiles without it
     argv = [exe, "--daemon", "--no-detach", "--listen", "127.0.0.1", "--allow", "127.0.0.1/32", "--port",
             str(server.port), "--jobs", str(jobs), "--job-lifetime", "600", "--log-stderr", "--log-level=notice"]
+    env = dict(os.environ)
+    if compilers:
+        allowed = where / "cmdlist"
+        allowed.write_text("".join(f"{c}\n" for c in compilers))
+        env.update(DISTCC_CMDLIST=str(allowed), DISTCC_CMDLIST_NUMWORDS="1")
     with open(server.log, "ab") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                env=env)
     try:
         wait_for_port(server.port, proc, "distccd", server.log)
         yield server
