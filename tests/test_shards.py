@@ -255,6 +255,13 @@ def test_two_real_shards_merge_into_one_report(tmp_path):
         assert suite.get("name") == f"pypto-build ci shard {k}/2" and suite.get("tests") == "2"
     good = next(k for k in (1, 2) if "b/good" in {d["key"] for d in json.loads((tmp_path / f"s{k}.json").read_text())[
         "directories"]})
+    other = tmp_path / "checkout2"                              # another machine: another root, new mtimes,
+    other.mkdir()                                               # each directory's .pypto_build/ restored
+    subprocess.run(["cp", "-r", str(tmp_path / "b"), str(other / "b")], check=True)
+    assert listed(pb("ci", "--list", "--shard", "2", *names, cwd=other)) == listed(
+        pb("ci", "--list", "--shard", "2", *names, cwd=tmp_path))
+    again = pb("ci", "--shard", f"{good}/2", *names, cwd=other)
+    assert again.returncode == 0 and f"ok validate {other / 'b' / 'good'} (verdict reused)" in again.stdout
     kernel = synth.kernel_path(dirs[0], 0)                      # break one directory, rerun only its shard
     text = kernel.read_text()
     assert "1.0f" in text
