@@ -112,6 +112,8 @@ def _shape_error(data: object) -> str:
     """What makes `data` not a shard's report ("" when it is one)."""
     if not isinstance(data, dict) or not isinstance(data.get("directories"), list):
         return "not a `pypto-build ci` JSON report (no directory list)"
+    if not _is(data.get("seconds", 0.0), (int, float)):
+        return "its \"seconds\" is not a number"
     shard = data.get("shard")
     if not isinstance(shard, dict):
         return "the report of a whole `ci` run, not of a shard (no \"shard\" record)"

@@ -210,7 +210,8 @@ def test_edited_or_broken_reports_are_refused(failing, tmp_path):
     refused(report(moved_in, *failing[1:], cwd=tmp_path), f"directory {other['directories'][0]['key']} also in",
             tmp_path)
     for name, text in (("bad.json", "{not json"), ("list.json", "[1]"), ("whole.json", json.dumps({"ok": True,
-                       "directories": []})), ("odd.json", json.dumps({**data, "shard": {**data["shard"], "count": "3"}}))):
+                       "directories": []})), ("odd.json", json.dumps({**data, "shard": {**data["shard"], "count": "3"}})),
+                       ("secs.json", json.dumps({**data, "seconds": "soon"}))):
         (tmp_path / name).write_text(text)
         refused(report(tmp_path / name, *failing[1:], cwd=tmp_path), f"{tmp_path / name}: ", tmp_path)
     refused(report(tmp_path / "nowhere.json", *failing[1:], cwd=tmp_path), "nowhere.json: cannot be read", tmp_path)
