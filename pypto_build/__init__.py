@@ -15,6 +15,7 @@ _EXPORTS = {
     "replay": "compat", "ReplayResult": "compat", "RunConfig": "runconfig",
     "CompiledProgram": "compat", "BenchmarkStats": "compat", "benchmark": "compat",
     "write_run_script": "compat",
+    "shard_plan": "shards", "ShardPlan": "shards", "merge_reports": "ci_report", "MergedReport": "ci_report",
     "DistributedCompiledProgram": "compat", "DistributedConfig": "compat",
 }
 

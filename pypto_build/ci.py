@@ -8,11 +8,14 @@ without is built. A program that crashes or hangs fails its directory only (it
 runs in a child process); a directory's own process that dies is reported as
 that directory's failure. Reports: JUnit XML (one test case per directory) and
 JSON (per directory and per unit: status, reason, seconds, cache hits, `.pto`
-edits not applied) are complete in every case.
+edits not applied) are complete in every case. A shard's run (`--shard K/N`,
+shards.py) records its shard in both; `ci-report` (ci_report.py) merges the
+shards' JSON, and writes its JUnit through `junit_suite` from the same JSON.
 """
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +42,7 @@ class DirResult:
     result: object = None               # BuildResult
     cached_verdict: bool = False
     unapplied_pto: list[str] = field(default_factory=list)     # .pto edits that did not reach the kernels
+    key: str = ""                       # the directory as planned (shards.directory_key)
 
     @property
     def units(self) -> list:
@@ -51,9 +55,12 @@ class DirResult:
 
 @dataclass
 class CiResult:
-    """Every directory of a `ci` run, in the order given."""
+    """Every directory of a `ci` run, in the order given; the run's wall time; a shard's record
+    (`ShardPlan.record`) when it is one shard of a plan."""
 
     dirs: list[DirResult] = field(default_factory=list)
+    seconds: float = 0.0
+    shard: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -68,19 +75,27 @@ def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, rem
     The remote cache is opened once for the whole run: one ping, one warning at most, and a
     failure in any directory (any process) disables it for all the others.
     """
-    from .cache import open_remote
+    from .cache import open_remote, settings
+    from .shards import directory_key
 
+    start = time.monotonic()
+    if not dirs:                # an empty shard: nothing to ask the remote, but a bad URL is still refused
+        settings(remote_cache)
+        return CiResult()
     roots = [Path(d).resolve() for d in dirs]
     parallel = jobs > 1 and len(roots) > 1
     remote = open_remote(remote_cache, for_spawn=parallel)
     args = (cache_dir, remote, allow_unapplied_pto, run_timeout)
     if not parallel:
-        return CiResult([_one(r, *args, progress) for r in roots])
-    results = _in_processes(roots, jobs, args)
-    if progress is not None:
-        for r in results:
-            print(f"== {r.path}: {'ok' if r.ok else 'FAILED'}", file=progress)
-    return CiResult(results)
+        results = [_one(r, *args, progress) for r in roots]
+    else:
+        results = _in_processes(roots, jobs, args)
+        if progress is not None:
+            for r in results:
+                print(f"== {r.path}: {'ok' if r.ok else 'FAILED'}", file=progress)
+    for given, r in zip(dirs, results):
+        r.key = directory_key(given)
+    return CiResult(results, time.monotonic() - start)
 
 
 def _in_processes(roots: list[Path], jobs: int, args: tuple) -> list[DirResult]:
@@ -164,29 +179,90 @@ def _one(root: Path, cache_dir: str | None, remote: Remote | None, allow_unappli
         return DirResult(root, False, time.monotonic() - start, error=str(exc))
 
 
-def write_junit(ci: CiResult, path: Path) -> None:
-    suite = ET.Element("testsuite", name="pypto-build ci", tests=str(len(ci.dirs)),
-                       failures=str(sum(1 for d in ci.dirs if not d.ok)), errors="0",
-                       time=f"{sum(d.seconds for d in ci.dirs):.3f}")
-    for d in ci.dirs:
-        case = ET.SubElement(suite, "testcase", classname="pypto_build", name=str(d.path), time=f"{d.seconds:.3f}")
-        if not d.ok:
-            fail = ET.SubElement(case, "failure", message=d.headline[:500])
-            fail.text = d.error + (f"\n.pto edits NOT applied: {', '.join(d.unapplied_pto)}" if d.unapplied_pto else "")
-        notes = ["validation verdict reused (nothing changed)"] if d.ok and d.cached_verdict else []
-        if d.unapplied_pto and d.ok:
-            notes.append(f".pto edits NOT applied (--allow-unapplied-pto): {', '.join(d.unapplied_pto)}")
-        if notes:
-            ET.SubElement(case, "system-out").text = "\n".join(notes)
-    atomic.write_text(Path(path), ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
+def ci_verb(args) -> int:
+    """`pypto-build ci` with parsed arguments: the plan (--list), this shard's directories, the run, the
+    reports and one line per directory; exit 1 if any failed."""
+    from . import options
+    from .shards import parse_shard, shard_plan
+
+    shard = parse_shard(args.shard) if args.shard is not None else None
+    if args.list:
+        for line in shard_plan(args.dirs, shard.count if shard else 1).lines(shard.index if shard else None):
+            print(line)
+        return 0
+    dirs, record = args.dirs, None
+    if shard is not None:
+        if shard.index is None:
+            raise PyptoBuildError(f"--shard {args.shard!r}: names no shard to build; pass K/N (e.g. --shard "
+                                  f"1/{shard.count}), or add --list to print every shard's directories")
+        plan = shard_plan(args.dirs, shard.count)
+        dirs, record = plan.paths(shard.index), plan.record(shard.index)
+        print(f"pypto-build ci: shard {shard}: {len(dirs)} of {plan.total} directories (plan {plan.digest[:16]})"
+              + ("; nothing to build here, reports say so" if not dirs else ""))
+    result = run_ci(dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
+                    allow_unapplied_pto=args.allow_unapplied_pto, run_timeout=options.run_timeout(args),
+                    progress=None if args.quiet else sys.stdout)
+    result.shard = record
+    if args.junit_xml:
+        write_junit(result, args.junit_xml)
+    if args.json:
+        write_json(result, args.json)
+    for d in result.dirs:
+        verdict = "ok" if d.ok else "FAILED"
+        extra = " (verdict reused)" if d.cached_verdict else ""
+        line = f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.headline}")
+        print(line, file=sys.stdout if d.ok else sys.stderr)
+    failed = sum(1 for d in result.dirs if not d.ok)
+    print(f"pypto-build ci: {len(result.dirs) - failed} ok, {failed} failed")
+    return 0 if result.ok else 1
 
 
-def write_json(ci: CiResult, path: Path) -> None:
-    report = {"ok": ci.ok, "directories": [{
-        "path": str(d.path), "ok": d.ok, "kind": d.kind, "seconds": round(d.seconds, 3), "error": d.error,
-        "cached_verdict": d.cached_verdict, "unapplied_pto": d.unapplied_pto,
+def report(ci: CiResult) -> dict:
+    """The JSON report: per directory and per unit (the form `ci-report` merges and JUnit is made from)."""
+    data = {"ok": ci.ok, "seconds": round(ci.seconds, 3), "directories": [{
+        "path": str(d.path), "key": d.key, "ok": d.ok, "kind": d.kind, "seconds": round(d.seconds, 3),
+        "error": d.error, "cached_verdict": d.cached_verdict, "unapplied_pto": d.unapplied_pto,
         "cache_hits": sum(1 for u in d.units if u.status == "from-cache"),
         "units": [{"task": u.task, "status": u.status, "reason": u.reason, "seconds": round(u.seconds, 3)}
                   for u in d.units],
     } for d in ci.dirs]}
-    atomic.write_text(Path(path), json.dumps(report, indent=1) + "\n")
+    if ci.shard is not None:
+        data["shard"] = ci.shard
+    return data
+
+
+def junit_suite(data: dict) -> ET.Element:
+    """One JUnit test suite (one test case per directory) from a JSON report; a shard's names its shard."""
+    dirs = data["directories"]
+    shard = data.get("shard")
+    name = "pypto-build ci" + (f" shard {shard['index']}/{shard['count']}" if shard else "")
+    suite = ET.Element("testsuite", name=name, tests=str(len(dirs)), failures=str(sum(1 for d in dirs if not d["ok"])),
+                       errors="0", time=f"{sum(d['seconds'] for d in dirs):.3f}")
+    if shard:
+        props = ET.SubElement(suite, "properties")
+        for key in ("index", "count", "plan", "directories", "assigned"):
+            ET.SubElement(props, "property", name=f"shard.{key}", value=str(shard.get(key, "")))
+    for d in dirs:
+        case = ET.SubElement(suite, "testcase", classname="pypto_build", name=d["path"], time=f"{d['seconds']:.3f}")
+        unapplied = ", ".join(d["unapplied_pto"])
+        if not d["ok"]:
+            fail = ET.SubElement(case, "failure", message=(d["error"].partition("\n")[0] or "failed")[:500])
+            fail.text = d["error"] + (f"\n.pto edits NOT applied: {unapplied}" if unapplied else "")
+        notes = ["validation verdict reused (nothing changed)"] if d["ok"] and d["cached_verdict"] else []
+        if unapplied and d["ok"]:
+            notes.append(f".pto edits NOT applied (--allow-unapplied-pto): {unapplied}")
+        if notes:
+            ET.SubElement(case, "system-out").text = "\n".join(notes)
+    return suite
+
+
+def write_xml(root: ET.Element, path: Path) -> None:
+    atomic.write_text(Path(path), ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def write_junit(ci: CiResult, path: Path) -> None:
+    write_xml(junit_suite(report(ci)), path)
+
+
+def write_json(ci: CiResult, path: Path) -> None:
+    atomic.write_text(Path(path), json.dumps(report(ci), indent=1) + "\n")

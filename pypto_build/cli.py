@@ -82,6 +82,21 @@ def _ci_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")
     p.add_argument("--json", type=Path, default=None, metavar="FILE",
                    help="per directory and per unit: status, reason, duration, cache hits")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="build only shard K (1..N) of the DIRs split over N machines: the same split on every "
+                        "machine, whatever the order of the DIRs; reports record the shard (merge them with "
+                        "ci-report)")
+    p.add_argument("--list", action="store_true",
+                   help="print the plan, one `K/N<TAB>DIR` line per directory, and build nothing: shard K's "
+                        "(--shard K/N), every shard's (--shard N), or all as 1/1")
+
+
+def _ci_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json",
+                   help="every shard's `ci --shard K/N --json` report, one per shard")
+    p.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test suite per shard")
+    p.add_argument("--json", type=Path, default=None, metavar="FILE",
+                   help="every directory (with its shard) and per shard a summary")
 
 
 def _cache_arguments(p: argparse.ArgumentParser) -> None:
@@ -157,22 +172,13 @@ def _example(args: argparse.Namespace) -> int:
 
 
 def _ci(args: argparse.Namespace) -> int:
-    from .ci import run_ci, write_json, write_junit
-    result = run_ci(args.dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
-                    allow_unapplied_pto=args.allow_unapplied_pto, run_timeout=options.run_timeout(args),
-                    progress=None if args.quiet else sys.stdout)
-    if args.junit_xml:
-        write_junit(result, args.junit_xml)
-    if args.json:
-        write_json(result, args.json)
-    for d in result.dirs:
-        verdict = "ok" if d.ok else "FAILED"
-        extra = " (verdict reused)" if d.cached_verdict else ""
-        line = f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.headline}")
-        print(line, file=sys.stdout if d.ok else sys.stderr)
-    failed = sum(1 for d in result.dirs if not d.ok)
-    print(f"pypto-build ci: {len(result.dirs) - failed} ok, {failed} failed")
-    return 0 if result.ok else 1
+    from .ci import ci_verb
+    return ci_verb(args)
+
+
+def _ci_report(args: argparse.Namespace) -> int:
+    from .ci_report import ci_report_verb
+    return ci_report_verb(args)
 
 
 def _cache(args: argparse.Namespace) -> int:
@@ -214,7 +220,12 @@ VERBS = (
          "compile, for clangd and other tools. Runs nothing.", _compdb_arguments, _compdb),
     Verb("ci", "build and validate many build directories; go on past failures; reports",
          "Build every DIR (and validate those with a golden.py; a verdict is reused while nothing changed), "
-         "continuing past failures and crashes; exit 1 if any failed.", _ci_arguments, _ci),
+         "continuing past failures and crashes; exit 1 if any failed. With --shard K/N only this machine's "
+         "share of the DIRs (see docs/ci.md).", _ci_arguments, _ci),
+    Verb("ci-report", "merge the JSON reports of every shard of a `ci --shard` run into one",
+         "Check that the reports are every shard of one plan, each once, every directory once, then write "
+         "one JSON and one JUnit XML and print a summary; exit 1 if any directory failed, 2 (writing "
+         "nothing) if a shard is missing, repeated or from another plan.", _ci_report_arguments, _ci_report),
     Verb("cache", "show or empty the artefact cache (stats | clean)",
          "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. clean: remove every "
          "entry.", _cache_arguments, _cache),

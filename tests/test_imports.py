@@ -62,8 +62,8 @@ LAYERS = (
     ("planning", {"units", "graph", "compile_actions", "step_actions", "uptodate", "options", "compdb"}),
     ("running", {"run"}),
     ("engine", {"engine"}),
-    ("front ends", {"api", "verbs", "ci", "compat", "watch", "doit_plugins", "replay_main", "example", "cli",
-                    "__main__"}),
+    ("front ends", {"api", "verbs", "ci", "shards", "ci_report", "compat", "watch", "doit_plugins", "replay_main",
+                    "example", "cli", "__main__"}),
 )
 FAMILIES = {"runtime", "platforms", "pto", "cache", "testing", "run", "engine", "compat", "watch"}
 

@@ -1,8 +1,8 @@
 """The remote cache against real HTTP servers on loopback.
 
-* nginx with WebDAV PUT, a real cache server: nginx comes from Debian's packages
-  (`.ci/run` installs nginx-light); without it those tests skip — they never pass
-  without a real server.
+* nginx with WebDAV PUT, a real cache server (conftest's `nginx_cache`): nginx comes
+  from Debian's packages (`.ci/run` installs nginx-light); without it those tests skip —
+  they never pass without a real server.
 * `remote_peer.py`, a test stand-in peer in its own process that misbehaves on
   purpose (cut bodies, not HTTP, trickling, stalling, HTTP 500, records for another
   key): every misbehaviour is a miss, one warning per run, a local build, a bounded
@@ -13,63 +13,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from pypto_build.testing import synth
 from pypto_build.api import build
+from conftest import needs_nginx
 from remote_peer import PING, Peer, free_port
-
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-# CI (.ci/run) sets PYPTO_BUILD_REQUIRE_NGINX=1: there these tests fail without nginx instead of skipping.
-REQUIRED = os.environ.get("PYPTO_BUILD_REQUIRE_NGINX") == "1"
-needs_nginx = pytest.mark.skipif(NGINX is None and not REQUIRED, reason="nginx not installed (apt-get install "
-                                                                        "nginx-light)")
-
 
 @pytest.fixture(autouse=True)
 def _no_remote_from_env(monkeypatch):
     for var in ("PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_REMOTE_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
-
-
-@pytest.fixture
-def server(tmp_path):
-    """A real nginx serving GET and WebDAV PUT on 127.0.0.1 from a temp store; yields (url, store)."""
-    if NGINX is None:
-        pytest.fail("nginx is required here (PYPTO_BUILD_REQUIRE_NGINX=1, as in CI) but not installed: "
-                    "apt-get install nginx-light")
-    base = tmp_path / "nginx"
-    store = base / "store"
-    for d in ("store/ac", "store/cas", "tmp"):
-        (base / d).mkdir(parents=True)
-    port = free_port()
-    temps = "".join(f"{k}_temp_path {base / 'tmp' / k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    conf = base / "nginx.conf"
-    conf.write_text(f"""user root; worker_processes 1; daemon off; pid {base / 'nginx.pid'}; error_log {base / 'error.log'};
-events {{}}
-http {{ access_log off; {temps}
-  server {{ listen 127.0.0.1:{port}; root {store}; client_max_body_size 0;
-    location / {{ dav_methods PUT; create_full_put_path on; dav_access user:rw group:r all:r; }} }} }}
-""")
-    proc = subprocess.Popen([NGINX, "-c", str(conf), "-p", str(base)], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail(f"nginx did not start: {proc.stderr.read().decode(errors='replace')}")
-    yield f"http://127.0.0.1:{port}", store
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def entries(store: Path) -> list[Path]:
@@ -78,8 +35,8 @@ def entries(store: Path) -> list[Path]:
 
 @pytest.mark.slow
 @needs_nginx
-def test_second_machine_hits_the_remote_with_an_empty_local_cache(server, tmp_path):
-    url, store = server
+def test_second_machine_hits_the_remote_with_an_empty_local_cache(nginx_cache, tmp_path):
+    url, store = nginx_cache
     a = synth.write_l2(tmp_path / "a", kernels=3)
     assert len(build(a, cache_dir=tmp_path / "local-a", remote_cache=url).compiled) == 4
     assert len(entries(store / "cas")) >= 4 and len(entries(store / "ac")) >= 8
@@ -91,8 +48,8 @@ def test_second_machine_hits_the_remote_with_an_empty_local_cache(server, tmp_pa
 
 @pytest.mark.slow
 @needs_nginx
-def test_remote_only_without_a_local_cache(server, tmp_path):
-    url, _store = server
+def test_remote_only_without_a_local_cache(nginx_cache, tmp_path):
+    url, _store = nginx_cache
     build(synth.write_l2(tmp_path / "a", kernels=2), remote_cache=url)
     result = build(synth.write_l2(tmp_path / "b", kernels=2), remote_cache=url)
     assert len(result.from_cache) == 3
