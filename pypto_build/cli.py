@@ -19,7 +19,7 @@ from .verbs import guarded, run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
                    "cache_dir", "remote_cache")
-CI_OPTIONS = ("jobs", "quiet", "cache_dir", "remote_cache", "allow_unapplied_pto", "run_timeout")
+CI_OPTIONS = ("jobs", "quiet", "cache_dir", "remote_cache", "allow_unapplied_pto", "run_timeout", "launcher")
 
 EPILOG = """examples:
   pypto-build example                        # copy the shipped example, replay + validate it, edit once

@@ -203,3 +203,19 @@ def test_local_slots_never_hold_more_than_the_limit_across_processes(limit, tmp_
         held += 1 if mark == "+" else -1
         peak = max(peak, held)
     assert held == 0 and peak <= limit and log.read_text().count("+") == 12
+
+
+@needs_distcc
+def test_ci_sends_every_directorys_compiles_to_distcc(server, local_build, tmp_path):
+    """`ci -j 4 --launcher distcc`: two directories' kernels compile on distccd; their local work shares the
+    local slots of this machine (ci's -j is above its CPUs)."""
+    dirs = [synth.write_l2(tmp_path / name, kernels=KERNELS) for name in ("a", "b")]
+    before = len(server.compiled())
+    done = subprocess.run(["pypto-build", "ci", "-q", "-j", "4", "--launcher", "distcc", *map(str, dirs)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **server.env(), "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(Path(s).name for s in server.compiled()[before:]) == sorted(kernel_sources(dirs[0]) * 2)
+    for d in dirs:
+        assert binaries(d) == binaries(local_build)
+    assert (tmp_path / f"pypto-build-{os.getuid()}" / "local-slots" / "0").exists()

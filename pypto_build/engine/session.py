@@ -138,8 +138,9 @@ def _run(loader: BuildDirLoader, dep: ContentDependency, tasks: list[str], jobs:
     # With a launcher, -j counts compiles that may run elsewhere: the local work gets this machine's CPUs
     # (the workers fork after this and inherit the limit).
     distributed = loader.graph.launcher is not None and jobs > local_jobs()
-    previous = local_slots.configure(local_jobs() if distributed else 0)
+    previous = local_slots.configure(local_jobs()) if distributed else None
     try:
         return runner.run_all(control.task_dispatcher()), task_list
     finally:
-        local_slots.configure(previous)
+        if previous is not None:
+            local_slots.configure(previous)
