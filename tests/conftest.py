@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,13 +16,14 @@ import pytest
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 from pypto_build.testing import synth
+from pypto_build.testing.loopback import nginx_path
 from pypto_build.api import build
 from pypto_build.racy import FINE_NS
 
 
 FAKE_PTOAS = Path(__file__).resolve().parent / "tools" / "fake_ptoas"     # the labelled ptoas stand-in
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+NGINX = nginx_path()
 # CI (.ci/run) sets PYPTO_BUILD_REQUIRE_NGINX=1: there these tests fail without nginx instead of skipping.
 REQUIRED = os.environ.get("PYPTO_BUILD_REQUIRE_NGINX") == "1"
 needs_nginx = pytest.mark.skipif(NGINX is None and not REQUIRED, reason="nginx not installed (apt-get install "
@@ -182,35 +182,10 @@ def ptoas_env(tmp_path, monkeypatch) -> Path:
 def nginx_cache(tmp_path):
     """A real nginx serving GET and WebDAV PUT on 127.0.0.1 from a temp store, a Bazel-HTTP cache (the
     configuration docs/ci.md shows); yields (url, store). Mark tests using it `needs_nginx`."""
-    from remote_peer import free_port
+    from pypto_build.testing.loopback import nginx_cache as serve
 
     if NGINX is None:
         pytest.fail("nginx is required here (PYPTO_BUILD_REQUIRE_NGINX=1, as in CI) but not installed: "
                     "apt-get install nginx-light")
-    base = tmp_path / "nginx"
-    store = base / "store"
-    for d in ("store/ac", "store/cas", "tmp"):
-        (base / d).mkdir(parents=True)
-    port = free_port()
-    temps = "".join(f"{k}_temp_path {base / 'tmp' / k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    conf = base / "nginx.conf"
-    conf.write_text(f"""user root; worker_processes 1; daemon off; pid {base / 'nginx.pid'}; error_log {base / 'error.log'};
-events {{}}
-http {{ access_log off; {temps}
-  server {{ listen 127.0.0.1:{port}; root {store}; client_max_body_size 0;
-    location / {{ dav_methods PUT; create_full_put_path on; dav_access user:rw group:r all:r; }} }} }}
-""")
-    proc = subprocess.Popen([NGINX, "-c", str(conf), "-p", str(base)], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail(f"nginx did not start: {proc.stderr.read().decode(errors='replace')}")
-    yield f"http://127.0.0.1:{port}", store
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve(tmp_path / "nginx") as running:
+        yield running

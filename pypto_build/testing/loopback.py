@@ -1,4 +1,4 @@
-"""Real servers on 127.0.0.1 for tests and benchmarks: distccd (and its log), bounded and always stopped.
+"""Real servers on 127.0.0.1 for tests and benchmarks: distccd (and its log), nginx as a Bazel-HTTP cache.
 
 TEST AND BENCHMARK HELPER. Each server listens on loopback only, on a free
 port, in a session of its own; leaving the `with` block stops the whole
@@ -112,5 +112,39 @@ def distccd(where: Path, jobs: int = 4, compilers: Sequence[str] = ()) -> Iterat
     try:
         wait_for_port(server.port, proc, "distccd", server.log)
         yield server
+    finally:
+        stop(proc)
+
+
+def nginx_path() -> str | None:
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+
+
+@contextmanager
+def nginx_cache(where: Path) -> Iterator[tuple[str, Path]]:
+    """A real nginx serving GET and WebDAV PUT on 127.0.0.1 from `where`/store: a Bazel-HTTP cache (the
+    configuration docs/ci.md shows); yields (url, store)."""
+    exe = nginx_path()
+    if exe is None:
+        raise RuntimeError("nginx is not installed (apt-get install nginx-light)")
+    store = where / "store"
+    for d in ("store/ac", "store/cas", "tmp"):
+        (where / d).mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    temps = "".join(f"{k}_temp_path {where / 'tmp' / k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi",
+                                                                      "scgi"))
+    conf = where / "nginx.conf"
+    user = "user root; " if os.getuid() == 0 else ""
+    conf.write_text(f"""{user}worker_processes 1; daemon off; pid {where / 'nginx.pid'}; error_log {where / 'error.log'};
+events {{}}
+http {{ access_log off; {temps}
+  server {{ listen 127.0.0.1:{port}; root {store}; client_max_body_size 0;
+    location / {{ dav_methods PUT; create_full_put_path on; dav_access user:rw group:r all:r; }} }} }}
+""")
+    proc = subprocess.Popen([exe, "-c", str(conf), "-p", str(where)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for_port(port, proc, "nginx", where / "error.log")
+        yield f"http://127.0.0.1:{port}", store
     finally:
         stop(proc)
