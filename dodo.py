@@ -21,9 +21,10 @@ def task_lint():
 
 
 def task_bench():
-    """Run the benchmarks: docs/benchmarks.md (~15 min on 2 cores), then the cache one and the plot (~1 min)."""
+    """Run the benchmarks: docs/benchmarks.md (~15 min on 2 cores), the cache one and the plot (~1 min), scale (~3 min)."""
     return {"actions": ["python bench/bench_build.py --rev HEAD --out docs/benchmarks.md",
-                        "python bench/bench_cache.py --out docs/benchmarks-cache.md"], "uptodate": [False]}
+                        "python bench/bench_cache.py --out docs/benchmarks-cache.md",
+                        "python bench/bench_scale.py"], "uptodate": [False]}
 
 
 def task_example():

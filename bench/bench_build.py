@@ -748,10 +748,20 @@ def profile_tables(a, categories, modules, what: str) -> None:
     a("")
 
 
+def kept_blocks(out: Path) -> str:
+    """The blocks other scripts keep in this report (bench_scale.py's summary), to write back after it."""
+    text = out.read_text(encoding="utf-8") if out.exists() else ""
+    begin, end = "<!-- bench_scale:begin -->", "<!-- bench_scale:end -->"
+    if begin not in text or end not in text:
+        return ""
+    return "\n" + begin + text.partition(begin)[2].partition(end)[0] + end + "\n"
+
+
 SEE_ALSO = ("Other figures, each from its own `bench/` script: [the edit loop](benchmarks-loop.md) (`pypto-build "
             "watch` vs one-shot vs by hand, the one-shot one-edit build overhead), [the artefact cache]"
             "(benchmarks-cache.md), [two revisions, interleaved](benchmarks-ab.md), [the platforms]"
-            "(benchmarks-platforms.md).")
+            "(benchmarks-platforms.md), [past one machine](benchmarks-scale.md) (distcc, sharded CI with a shared "
+            "cache; summary at the end of this file).")
 
 
 def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: dict | None,
@@ -1002,7 +1012,7 @@ def main(argv: list[str] | None = None) -> int:
         r = json.loads(Path(args.render_from).read_text(encoding="utf-8"))
         out = Path(args.out) if Path(args.out).is_absolute() else REPO / args.out
         out.write_text(render(r["info"], r["command"], r["sizes"], r["goal"], r["breakdown"], r["elapsed"],
-                              r["pypto"], r["racy_s"], rerendered=True) + "\n", encoding="utf-8")
+                              r["pypto"], r["racy_s"], rerendered=True) + "\n" + kept_blocks(out), encoding="utf-8")
         print(f"wrote {out} from {args.render_from}", file=sys.stderr)
         return 0
     sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()})
@@ -1070,7 +1080,7 @@ def main(argv: list[str] | None = None) -> int:
     if not out.is_absolute():
         out = REPO / out
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report + "\n", encoding="utf-8")
+    out.write_text(report + "\n" + kept_blocks(out), encoding="utf-8")
     (work / "results.json").write_text(json.dumps(
         {"info": info, "command": command, "sizes": results, "goal": goal, "breakdown": bd,
          "elapsed": elapsed, "pypto": pypto, "racy_s": RACY_NS / 1e9}, indent=2, default=str))
