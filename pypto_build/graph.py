@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import hashing, search_dirs, stages
-from .launcher import Launcher, local_jobs, resolve as resolve_launcher
+from .launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from .layout import BuildKind, Layout, load_layout
 from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from .settings import check_environment
@@ -42,8 +42,12 @@ class Graph:
         engine's loader, kept in `BuildResult.warnings` by the API: one wording for every front end."""
         out = [self.header()] + ([self.pto.skipped_line] if self.pto.skipped_line else [])
         if self.launcher is not None:
-            out.append(f"pypto-build: compiles go through {self.launcher.name} (linking and the rest of the local "
-                       f"work: {local_jobs()} at a time here)")
+            units = [u for p in self.plans for u in p.units]
+            sent = sum(1 for u in units if split(u.argv) is not None)
+            whole = "" if sent == len(units) else (f"; the other {len(units) - sent} (debug info, several sources or "
+                                                     "compile-only already) are compiled here whole")
+            out.append(f"pypto-build: {sent} of {len(units)} compiles go through {self.launcher.name}{whole}; links "
+                       f"and the rest of the local work stay here, at most {local_jobs()} at a time")
         err = stale_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
                                    "binary_context.json is written" for why in self.unknown_identities()]
         return out, err
@@ -92,9 +96,9 @@ def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptio
     search_dirs.load(layout.root)       # the compiler's answers and the digests of the toolchain's files ...
     hashing.recall(layout.root)         # ... kept by an earlier build (read only)
     target = platform if isinstance(platform, Platform) else load_platform(choice.name)
-    launcher_ = resolve_launcher(launcher, from_cxx=target.compiler_for("kernel").launcher)
+    runs_with = resolve_launcher(launcher, from_cxx=target.compiler_for("kernel").launcher)
     return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started, choice,
-                 launcher_)
+                 runs_with)
 
 
 def _short(revision: str | None) -> str:
