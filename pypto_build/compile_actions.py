@@ -72,7 +72,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
         argv = launcher.wrap(argv)            # the compile goes through it; the link (below) stays here
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
     try:
-        done = _run_tool(unit, argv, sub)
+        done = _run_tool(unit, argv, sub, env=launcher.env() if parts else None)
         if isinstance(done, TaskFailed):
             return done
         if parts:
@@ -130,11 +130,12 @@ def _output_at(argv: list[str], out: str) -> list[str]:
     return [*argv[:o + 1], out, *argv[o + 2:]]
 
 
-def _run_tool(unit: CompileUnit, argv: list[str], sub: Path, doing: str = "compiling") -> procs.Completed | TaskFailed:
+def _run_tool(unit: CompileUnit, argv: list[str], sub: Path, doing: str = "compiling",
+              env: dict[str, str] | None = None) -> procs.Completed | TaskFailed:
     """Run one command of a unit's compile (`doing`: compiling | linking); its failure as the task's."""
     tool = "compiler" if doing == "compiling" else "linker"
     try:
-        proc = procs.run(argv, cwd=sub, timeout=unit.timeout)
+        proc = procs.run(argv, cwd=sub, timeout=unit.timeout, env=env)
     except OSError as exc:
         return TaskFailed(_failure(unit, f"cannot run the {tool}: {exc}", doing=doing))
     if proc.timed_out:

@@ -28,9 +28,13 @@ from .procs import which
 from .shared_flag import SharedFlag
 
 ENV = "PYPTO_BUILD_LAUNCHER"
-# Known launchers, with the words each prints when it compiled here instead of elsewhere (None: never elsewhere).
-KNOWN: dict[str, str | None] = {"distcc": "running locally instead", "icecc": "local build forced",
-                                "ccache": None, "sccache": None}
+# Known launchers, with the words each prints when it compiled here instead of on a host it was sent to. icecream
+# 1.4 says nothing when its scheduler or daemon is down (tested by hand, docs/ci.md), only when a host fails.
+KNOWN: dict[str, tuple[str, ...]] = {"distcc": ("running locally instead",),
+                                     "icecc": ("got exception", "no server found"), "ccache": (), "sccache": ()}
+# icecream's default: any warning from a remote compile makes the client discard it and compile again here, because
+# gcc's carets differ on preprocessed input; we show a compiler's output only when it fails, so that is pure waste.
+_ENV = {"icecc": {"ICECC_CARET_WORKAROUND": "0"}}
 _SOURCES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".C", ".CPP")
 _WHOLE = ("-c", "-E", "-S", "-x", "-M", "-MM")      # already compile-only, or not a plain compile + link
 
@@ -56,12 +60,18 @@ class Launcher:
         """`argv` (its compiler first) as run through the launcher."""
         return [*self.command, self.compiler or argv[0], *argv[1:]]
 
+    def env(self) -> dict[str, str] | None:
+        """The environment the launcher runs in (None: ours): icecream without its caret workaround, unless
+        the user set it."""
+        extra = {k: v for k, v in _ENV.get(self.name, {}).items() if k not in os.environ}
+        return {**os.environ, **extra} if extra else None
+
     def note_fallback(self, output: str) -> None:
         """One line per run when the launcher said it compiled here (a dead host): its own fallback, nothing
         wrong (the binary is the same); the compile's values are recorded as any other's."""
-        marker = KNOWN.get(self.name)
-        if marker and marker in output and self.fell_back.raise_once():
-            said = next((line.strip() for line in output.splitlines() if marker in line), marker)
+        said = next((line.strip() for line in output.splitlines()
+                     if any(marker in line for marker in KNOWN.get(self.name, ()))), None)
+        if said is not None and self.fell_back.raise_once():
             warn(f"{self.name} compiled here, not on a remote host ({said[:200]}); check its hosts "
                  f"($DISTCC_HOSTS / the icecream scheduler) — the build goes on")
 

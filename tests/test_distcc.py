@@ -219,3 +219,27 @@ def test_ci_sends_every_directorys_compiles_to_distcc(server, local_build, tmp_p
     for d in dirs:
         assert binaries(d) == binaries(local_build)
     assert (tmp_path / f"pypto-build-{os.getuid()}" / "local-slots" / "0").exists()
+
+
+def test_a_fallback_is_said_once_per_run_in_the_launchers_own_words(capsys, monkeypatch):
+    """distcc's and icecream's words for compiling here (icecream's as seen by hand: docs/ci.md)."""
+    from pypto_build.shared_flag import SharedFlag
+
+    icecc = launcher.Launcher(("/usr/bin/icecc",), SharedFlag())
+    said = "ICECC[30122] 2026-12-02 12:55:58: got exception Error 2 - no server found at 127.0.0.1 (127.0.0.1)"
+    icecc.note_fallback("some warning: unused variable\n")
+    assert capsys.readouterr().err == ""
+    for _ in range(3):
+        icecc.note_fallback(f"x.cpp:1: warning: w\n{said}\n")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"pypto-build: warning: icecc compiled here, not on a remote host ({said}); check its hosts "
+                     "($DISTCC_HOSTS / the icecream scheduler) — the build goes on"]
+    ccache = launcher.Launcher(("ccache",), SharedFlag())
+    ccache.note_fallback("running locally instead")           # ccache never sends anything anywhere
+    assert capsys.readouterr().err == ""
+    # icecream's caret workaround would compile every kernel that warns twice: off, unless the user set it
+    monkeypatch.delenv("ICECC_CARET_WORKAROUND", raising=False)
+    assert icecc.env()["ICECC_CARET_WORKAROUND"] == "0"
+    monkeypatch.setenv("ICECC_CARET_WORKAROUND", "1")
+    assert icecc.env() is None
+    assert launcher.Launcher(("distcc",), SharedFlag()).env() is None
