@@ -72,8 +72,9 @@ class Launcher:
         said = next((line.strip() for line in output.splitlines()
                      if any(marker in line for marker in KNOWN.get(self.name, ()))), None)
         if said is not None and self.fell_back.raise_once():
-            warn(f"{self.name} compiled here, not on a remote host ({said[:200]}); check its hosts "
-                 f"($DISTCC_HOSTS / the icecream scheduler) — the build goes on")
+            hosts = "$DISTCC_HOSTS and the hosts' distccd" if self.name == "distcc" else "its hosts"
+            warn(f"{self.name} compiled here, not on a remote host ({said[:200]}); check {hosts} — the build "
+                 "goes on")
 
 
 def peel(words: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,8 +46,13 @@ def slot() -> Iterator[int | None]:
         return
     where = slots_dir()
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
-    handles = [os.open(where / str(i), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600) for i in range(_limit)]
+    if not _ours(where):
+        yield None                              # another user's folder: their locks must not hold our builds
+        return
+    handles: list[int] = []
     try:
+        handles += (os.open(where / str(i), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+                    for i in range(_limit))
         held, pause = None, WAIT_S[0]
         start = os.getpid() % _limit            # processes start their search at different slots
         while held is None:
@@ -65,6 +71,12 @@ def slot() -> Iterator[int | None]:
     finally:
         for fd in handles:
             os.close(fd)                        # closing the locked one releases the slot
+
+
+def _ours(where: Path) -> bool:
+    """Whether `where` is a real folder of this user that nobody else may write to."""
+    st = os.lstat(where)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def local_work(action: F) -> F:
