@@ -44,8 +44,8 @@ class Graph:
         if self.launcher is not None:
             units = [u for p in self.plans for u in p.units]
             sent = sum(1 for u in units if split(u.argv) is not None)
-            whole = "" if sent == len(units) else (f"; the other {len(units) - sent} (debug info, several sources or "
-                                                     "compile-only already) are compiled here whole")
+            whole = "" if sent == len(units) else (f"; {len(units) - sent} more (debug info, several sources or "
+                                                     "already compile-only) compile here whole")
             out.append(f"pypto-build: {sent} of {len(units)} compiles go through {self.launcher.name}{whole}; links "
                        f"and the rest of the local work stay here, at most {local_jobs()} at a time")
         err = stale_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
