@@ -11,7 +11,9 @@ L2 directory of `synth.write_l2(kernels=3)`: kernels 0 and 2 (aic) include
 "../common.h", kernel 1 (aiv) includes nothing of the build directory.
 
 The racy window (`filestate.RACY_NS`): a state recorded within it is re-hashed
-next run. That only costs reads; nothing here sleeps or asserts on timing.
+next run. That only costs reads; nothing here asserts on timing. One test waits
+(`settle_ctimes`) where a header written just before a compile would rightly be
+read as possibly changed during it (same clock tick) and rebuilt once more.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import settle_ctimes
 from pypto_build import filestate
 from pypto_build.api import BuildResult, run_graph
 from pypto_build.depfile import parse_depfile
@@ -201,10 +204,12 @@ def include_dir(root: Path) -> None:
 
 def test_header_from_an_include_dir_is_tracked(l2):
     include_dir(l2)
+    settle_ctimes()     # a header read within the racy window of its write is rightly never trusted
     result = rebuilds(l2, {K1: "command line changed"})     # -I./inc joined its argv
     (l2 / "inc/other.h").write_text("#define OTHER 1\n")      # new on the include path, shadows nothing
     assert stale(l2) == {} and result.ok
     (l2 / "inc/cfg.h").write_text("#define CFG 2\n")
+    settle_ctimes()
     rebuilds(l2, {K1: "header inc/cfg.h changed"})
 
 
