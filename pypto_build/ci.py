@@ -77,9 +77,8 @@ def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, rem
     (`launcher`, else $PYPTO_BUILD_LAUNCHER or $CXX's) and `jobs` above this machine's CPUs, the
     directories' local work (links, program runs) shares the CPUs' local slots.
     """
-    from .launcher import local_jobs
-
     from .cache import open_remote, settings
+    from .launcher import local_jobs
     from .shards import directory_key
 
     start = time.monotonic()
