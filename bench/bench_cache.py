@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from pypto_build.testing import synth  # noqa: E402
+from pypto_build.testing.loopback import nginx_cache, nginx_path  # noqa: E402
 
 
 def run(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
@@ -51,31 +51,6 @@ def fresh_copy(src: list[Path], dest: Path) -> list[Path]:
         subprocess.run(["cp", "-r", str(d), str(dest / d.name)], check=True)   # new path, new mtimes
         out.append(dest / d.name)
     return out
-
-
-def nginx(base: Path):
-    exe = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-    if exe is None:
-        return None, None
-    for d in ("store", "tmp"):
-        (base / d).mkdir(parents=True, exist_ok=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    temps = "".join(f"{k}_temp_path {base / 'tmp' / k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    (base / "nginx.conf").write_text(
-        f"user root; worker_processes 1; daemon off; pid {base / 'pid'}; error_log {base / 'error.log'};\n"
-        f"events {{}}\nhttp {{ access_log off; {temps} server {{ listen 127.0.0.1:{port}; root {base / 'store'}; "
-        "client_max_body_size 0; location / { dav_methods PUT; create_full_put_path on; } } }\n")
-    proc = subprocess.Popen([exe, "-c", str(base / "nginx.conf"), "-p", str(base)], stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    return None, None
 
 
 def plot(out: Path) -> bool:
@@ -120,16 +95,13 @@ def main() -> int:
     warm_s, warm = ci_build(fresh_copy(src, args.work / "clone"), "--cache-dir", str(cache),
                             report=args.work / "warm.json")
     rows = [("cold build, empty cache", cold_s, cold), ("fresh clone, warm local cache", warm_s, warm)]
-    proc, url = nginx(args.work / "nginx")
-    if url:
-        try:
+    if nginx_path() is not None:
+        with nginx_cache(args.work / "nginx") as (url, _store):
             ci_build(fresh_copy(src, args.work / "seed"), "--remote-cache", url, "--cache-dir",
                      str(args.work / "seed-cache"), report=args.work / "seed.json")
             r_s, remote = ci_build(fresh_copy(src, args.work / "remote"), "--remote-cache", url, "--cache-dir",
                                    str(args.work / "empty-local"), report=args.work / "remote.json")
             rows.append(("fresh clone, empty local cache, remote on loopback (nginx)", r_s, remote))
-        finally:
-            proc.terminate()
     png = args.out.parent / "benchmarks.png"
     plotted = plot(png)
     lines = ["# Benchmark: the artefact cache", "",

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import socketserver
 import ssl
 import subprocess
@@ -201,13 +200,6 @@ class Peer:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait(timeout=10)
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ import pytest
 from pypto_build.testing import synth
 from pypto_build.api import build
 from conftest import needs_nginx
-from remote_peer import PING, Peer, free_port
+from pypto_build.testing.loopback import free_port
+from remote_peer import PING, Peer
+
 
 @pytest.fixture(autouse=True)
 def _no_remote_from_env(monkeypatch):

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from .. import procs
+
 START_S = 10.0
 STOP_S = 5.0
 _JOB = re.compile(r"COMPILE_OK .* (\S+)$")
@@ -47,17 +49,12 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, log: Path | None
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Stop `proc`'s whole session: SIGTERM, then SIGKILL after STOP_S; reaped."""
-    for sig, wait in ((signal.SIGTERM, STOP_S), (signal.SIGKILL, STOP_S)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """Stop `proc`'s whole session (started by `procs.start`): SIGTERM, then SIGKILL after STOP_S; reaped."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    procs.stop(proc, STOP_S)
 
 
 @dataclass
@@ -84,7 +81,7 @@ class Distccd:
 
 
 def distccd_path() -> str | None:
-    return shutil.which("distccd") or ("/usr/bin/distccd" if Path("/usr/bin/distccd").exists() else None)
+    return shutil.which("distccd")
 
 
 @contextmanager
@@ -107,8 +104,7 @@ def distccd(where: Path, jobs: int = 4, compilers: Sequence[str] = ()) -> Iterat
         allowed.write_text("".join(f"{c}\n" for c in compilers))
         env.update(DISTCC_CMDLIST=str(allowed), DISTCC_CMDLIST_NUMWORDS="1")
     with open(server.log, "ab") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                env=env)
+        proc = procs.start(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
     try:
         wait_for_port(server.port, proc, "distccd", server.log)
         yield server
@@ -141,8 +137,8 @@ http {{ access_log off; {temps}
   server {{ listen 127.0.0.1:{port}; root {store}; client_max_body_size 0;
     location / {{ dav_methods PUT; create_full_put_path on; dav_access user:rw group:r all:r; }} }} }}
 """)
-    proc = subprocess.Popen([exe, "-c", str(conf), "-p", str(where)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = procs.start([exe, "-c", str(conf), "-p", str(where)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, proc, "nginx", where / "error.log")
         yield f"http://127.0.0.1:{port}", store
