@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, NoReturn
 
@@ -20,6 +20,10 @@ from .verbs import guarded, run_verb
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
                    "cache_dir", "remote_cache")
 CI_OPTIONS = ("jobs", "quiet", "cache_dir", "remote_cache", "allow_unapplied_pto", "run_timeout", "launcher")
+# What ci's -j counts (ci.run_ci): directories, each in its own process building one unit at a time.
+CI_JOBS_HELP = "run N directories at once, each in its own process, compiling one unit at a time (default 1)"
+# Where replay and validate run, as platforms/choice.py decides.
+PLATFORM_NOTE = "or --platform's; see docs/platforms.md"
 
 EPILOG = """examples:
   pypto-build example                        # copy the shipped example, replay + validate it, edit once
@@ -78,7 +82,8 @@ def _compdb_arguments(p: argparse.ArgumentParser) -> None:
 
 def _ci_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    options.add_to_parser(p, tuple(o for o in (*options.BUILD, *options.RUN) if o.dest in CI_OPTIONS))
+    options.add_to_parser(p, tuple(replace(o, help=CI_JOBS_HELP) if o.dest == "jobs" else o
+                                   for o in (*options.BUILD, *options.RUN) if o.dest in CI_OPTIONS))
     p.add_argument("--junit-xml", type=Path, default=None, metavar="FILE", help="one test case per directory")
     p.add_argument("--json", type=Path, default=None, metavar="FILE",
                    help="per directory and per unit: status, reason, duration, cache hits")
@@ -229,13 +234,14 @@ VERBS = (
     Verb("cache", "show or empty the artefact cache (stats | clean)",
          "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. clean: remove every "
          "entry.", _cache_arguments, _cache),
-    Verb("replay", "build what changed, then run DIR on golden.py's inputs (host runtime)",
-         "Build what changed (content-keyed), run the program on golden.py's inputs on the host runtime in a "
-         "child process, optionally validate (and record the verdict) — PyPTO's replay CLI, same flags.",
-         _replay_arguments, _run_verb),
+    Verb("replay", "build what changed, then run DIR on golden.py's inputs on the platform DIR records",
+         "Build what changed (content-keyed), run the program on golden.py's inputs in a child process on the "
+         f"platform DIR records ({PLATFORM_NOTE}), optionally validate (and record the verdict) — PyPTO's replay "
+         "CLI, same flags.", _replay_arguments, _run_verb),
     Verb("validate", "run DIR and compare with golden.py, reusing the last verdict if nothing changed",
-         "Build what changed, run on golden.py's inputs and validate; the verdict is reused while the binaries, "
-         "golden.py, what it read and the run configuration are unchanged.", _validate_arguments, _run_verb),
+         f"Build what changed, run on golden.py's inputs on the platform DIR records ({PLATFORM_NOTE}) and "
+         "validate; the verdict is reused while the binaries, golden.py, what it read and the run configuration "
+         "are unchanged.", _validate_arguments, _run_verb),
     Verb("watch", "build, run and validate now, then again on every change; keeps torch and the plan warm",
          "Build, replay (with --validate: validate) and time DIR once, then wait for changes and repeat on every "
          "save of anything the build depends on: kernel and orchestration sources, the headers their depfiles "

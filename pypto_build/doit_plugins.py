@@ -49,10 +49,12 @@ class Replay(_Verb):
 
     name = "replay"
     verb = "replay"
-    doc_purpose = "replay a PyPTO build directory on the host runtime (pypto_build; same as pypto-build replay)"
+    doc_purpose = ("replay a PyPTO build directory on the platform it records (pypto_build; same as pypto-build "
+                   "replay)")
     doc_usage = ""
-    doc_description = ("Builds what changed (content-keyed), runs the program on golden.py's inputs on the host "
-                       "runtime in a child process, and with --validate compares outputs with compute_golden.")
+    doc_description = ("Builds what changed (content-keyed), runs the program on golden.py's inputs in a child "
+                       "process on the platform the directory records (or --platform's; see docs/platforms.md), "
+                       "and with --validate compares outputs with compute_golden.")
     cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN, options.VALIDATE)))
 
 

@@ -1,4 +1,4 @@
-"""Identities that decide whether binaries may be reused (reference §7).
+"""Identities that decide whether binaries may be reused (PyPTO's `cache/binary_context.json` fields).
 
 `BinaryContext` mirrors PyPTO's `cache/binary_context.json`. A revision that
 cannot be established makes the context unknown: nothing is trusted, every

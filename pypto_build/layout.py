@@ -1,7 +1,7 @@
 """What kind of build directory this is, and which sub-builds it holds.
 
 Reads only file names and `kernel_config.py` (by AST, never executed). The
-kind follows PyPTO's marker rules (reference §8.1, §10.3): `kernel_config.py`
+kind follows PyPTO's marker rules (its replay and `from_dir`): `kernel_config.py`
 at the root means single-chip (L2); otherwise `orchestration/host_orch.py`
 means distributed (L3); a root with neither but `next_levels/*/kernel_config.py`
 is a multi-orchestration parent. Every path a build would read or write is

@@ -12,7 +12,7 @@ LOG_LEVELS = ("debug", "info", "timing", "warn", "error", "null")
 
 @dataclass(frozen=True)
 class RunConfig:
-    """PyPTO's `RunConfig` fields that replay uses (reference §8).
+    """PyPTO's `RunConfig` fields that replay uses.
 
     On the host platform `enable_chip_swimlane` writes a Perfetto timeline and
     `enable_dump_args` an arguments dump under `dfx_outputs/`; PMU, dep-gen and

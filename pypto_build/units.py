@@ -115,7 +115,8 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
     incs = [_arg_path(layout.root, sub.path, d) for d in include_dirs(sub, k, layout.root)]
     stem = src.stem
     if k.external:
-        # External kernels have no sidecar next to their source (PyPTO §6.2); ours lives in the sub-build.
+        # External kernels: nothing is written next to their source (PyPTO writes nothing there either); the
+        # binary lives in the sub-build.
         src_arg = source = str(src)
     else:
         src_arg = _rel_to(sub.path, src)

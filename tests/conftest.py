@@ -37,7 +37,8 @@ def _simpler_missing() -> str | None:
 
     if importlib.util.find_spec("simpler") is None or importlib.util.find_spec("simpler_setup") is None:
         return ("needs PyPTO's runtime simpler importable (not on any registry; build it locally with "
-                "../shared/tools/build-simpler.sh and run pytest with that venv's python)")
+                "tools/build-simpler.sh and run pytest with that venv's python: docs/platforms.md, "
+                "\"Building simpler locally\")")
     return None
 
 

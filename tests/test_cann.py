@@ -2,7 +2,7 @@
 
 Runs with only g++, ld, objcopy, readelf and Python (no CANN, no simpler): kernels are
 compiled through the stand-in ccec/ld.lld (pypto_build.testing.fake_cann) with the argv
-PyPTO's runtime (simpler) uses, written out here from the reference (simpler-toolchain.md §2).
+PyPTO's runtime (simpler) uses, written out here from simpler's `compile_incore`.
 The payload is checked against objcopy's, and, with $PYPTO_SRC, against PyPTO's own extractor
 (tests/test_elf_payload.py).
 """
@@ -59,7 +59,7 @@ extern "C" __aicore__ void kernel_entry(__gm__ int64_t* args) {
 
 
 def ccec_argv(cann: Path, arch: str, include_dirs: list[str], out: str, source: str) -> list[str]:
-    """simpler's `compile_incore` argv (reference §2) for a2a3 (dav-c220-*) or a5 (dav-c310-*)."""
+    """simpler's `compile_incore` argv for a2a3 (dav-c220-*) or a5 (dav-c310-*)."""
     a5 = ["-mllvm", "-cce-vf-aa-between-iters=true"] if arch.startswith("dav-c310") else []
     return [str(cann / "bin" / "ccec"), *CCEC_FLAGS, f"--cce-aicore-arch={arch}", *CCEC_TAIL, *a5,
             *(f"-I{d}" for d in include_dirs), "-o", out, source]

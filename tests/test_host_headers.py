@@ -28,7 +28,7 @@ CXX = shutil.which("g++")
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ on PATH: the host headers cannot be compiled")
 
-# The layout of simpler-runtime.md section 3: (field, offset, size).
+# simpler's `ChipTensor` layout, as its runtime header declares it: (field, offset, size).
 EXPECTED_LAYOUT = [
     ("buffer.addr", 0, 8),
     ("buffer.size", 8, 8),

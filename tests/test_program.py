@@ -1,4 +1,4 @@
-"""CompiledProgram.from_dir, benchmark, debug/run.py and replay_main (reference §8.2, §9, §10.1, §11)."""
+"""CompiledProgram.from_dir, benchmark, debug/run.py and replay_main: PyPTO's API, as PyPTO has it."""
 from __future__ import annotations
 
 import argparse

@@ -151,7 +151,8 @@ def test_a_clang_cross_compiler_keeps_gnu_unique(install, ascend_home, captured,
 
 def needs_gxx15() -> None:
     if shutil.which("g++-15") is None:
-        pytest.skip("needs g++-15 on PATH (build-simpler.sh writes a shim into the simpler venv's bin/)")
+        pytest.skip("needs g++-15 on PATH (tools/build-simpler.sh writes a shim into the simpler venv's "
+                    "bin/: put that first on PATH; docs/platforms.md)")
 
 
 def test_sim_kernel_bytes_equal_simplers(install, tmp_path):

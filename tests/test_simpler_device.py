@@ -25,7 +25,8 @@ AIC = "aic/matmul_relu_incore_0_aic"
 def cann(tmp_path_factory) -> Path:
     gxx15 = shutil.which("g++-15")
     if gxx15 is None:
-        pytest.skip("needs g++-15 on PATH (build-simpler.sh writes a shim into the simpler venv's bin/)")
+        pytest.skip("needs g++-15 on PATH (tools/build-simpler.sh writes a shim into the simpler venv's "
+                    "bin/: put that first on PATH; docs/platforms.md)")
     # PTO-ISA's CPU headers need C++20+ and leave libstdc++ calls unresolved in a static link (payload only)
     return make_fake_cann(tmp_path_factory.mktemp("cann") / "cann", cxx=gxx15, std="c++23", unresolved=True)
 

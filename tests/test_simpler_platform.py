@@ -37,7 +37,8 @@ def git_head(path: Path) -> str:
 def install():
     from pypto_build.platforms.simpler_env import find_simpler
     if shutil.which("g++-15") is None:
-        pytest.skip("needs g++-15 on PATH (build-simpler.sh writes a shim into the simpler venv's bin/)")
+        pytest.skip("needs g++-15 on PATH (tools/build-simpler.sh writes a shim into the simpler venv's "
+                    "bin/: put that first on PATH; docs/platforms.md)")
     return find_simpler()
 
 

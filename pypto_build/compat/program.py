@@ -1,4 +1,4 @@
-"""`CompiledProgram.from_dir(dir)` and `benchmark()` (reference §10.1, §11): on the host runtime, or on simpler.
+"""`CompiledProgram.from_dir(dir)` and `benchmark()`, as PyPTO's have them: on the host runtime, or on simpler.
 
 torch is imported only when a program runs, so `import pypto_build` stays light.
 """
@@ -53,7 +53,7 @@ class CompiledProgram:
     @classmethod
     def from_dir(cls, output_dir, *, platform: str | None = None,
                  backend_type: str | None = None) -> "CompiledProgram":
-        """Load `<output_dir>/compiled_meta.json` (only that file; §10.1).
+        """Load `<output_dir>/compiled_meta.json` (only that file, as PyPTO's `from_dir` does).
 
         Missing -> FileNotFoundError (PyPTO's message); malformed -> MetaError
         (a ValueError naming the field). `platform` defaults to the one the
@@ -240,7 +240,7 @@ def benchmark(compiled, args: Sequence, *, rounds: int = 100, warmup: int = 3) -
 
     `compiled` is a CompiledProgram (or a build directory path); `args` as for
     calling it. Builds once, before timing. A functional CPU reference, not
-    NPU performance (§11's device timings do not exist on the host runtime).
+    NPU performance (PyPTO's device timings do not exist on the host runtime).
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds <= 0:
         raise ValueError(f"benchmark(): rounds must be a positive integer, got {rounds!r}")

@@ -1,4 +1,4 @@
-"""`DistributedCompiledProgram.from_dir(dir)` for L3 build directories (reference §10.2).
+"""`DistributedCompiledProgram.from_dir(dir)` for L3 build directories (PyPTO's distributed replay).
 
 Calling the program builds what changed in every sub-build, then runs the host
 driver on the host runtime with one worker process per device id.

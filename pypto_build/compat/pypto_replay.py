@@ -1,4 +1,4 @@
-"""PyPTO's `replay()`: build what changed, run the program on the host runtime, validate (reference §8).
+"""PyPTO's `replay()`: build what changed, run the program on the platform the directory records, validate.
 
 `replay(work_dir, *tensors, ...)` is PyPTO's replay with the same steps and
 words; the build step is ours (content-keyed, so `recompile` defaults to False).

@@ -1,4 +1,4 @@
-"""`debug/run.py` as PyPTO writes it (reference §9), running pypto_build's replay.
+"""`debug/run.py` as PyPTO's `ir.compile()` writes it, running pypto_build's replay.
 
 `write_run_script(work_dir)` renders the script from `compiled_meta.json` of a
 single-chip (L2) directory: `_inline_inputs()` with one statement per
@@ -30,7 +30,7 @@ _INTEGER = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uin
 
 
 def torch_dtype_name(dtype: str) -> str:
-    """`torch.<name>` for a compiled_meta dtype string (§9's table; unknown -> torch.float32)."""
+    """`torch.<name>` for a compiled_meta dtype string (PyPTO's dtype table; unknown -> torch.float32)."""
     return f"torch.{known_torch_dtype(dtype) or 'float32'}"
 
 
@@ -43,7 +43,7 @@ def _py_name(name: str) -> str:
 
 
 def inline_statement(param: ParamMeta, name: str | None = None) -> str:
-    """The `_inline_inputs()` statement for one parameter (§9's table)."""
+    """The `_inline_inputs()` statement for one parameter (as PyPTO's debug runner writes it)."""
     name = name or _py_name(param.name)
     if param.shape is None:
         return f"{name} = {_SCALAR_TODO}"
@@ -79,8 +79,8 @@ def render_run_script(meta: ProgramMeta) -> str:
 """Auto-generated debug runner — only ``_inline_inputs`` and ``_user_compare`` are editable.
 
 Rebuild what changed in the parent build directory (content-keyed, by
-pypto_build) and run it on pypto_build's host runtime (a functional CPU
-reference, not an NPU model):
+pypto_build) and run it, as ``pypto-build replay`` does, on the platform
+the directory records (or ``--platform``'s):
 
     python {{this_file}}
 
@@ -90,8 +90,9 @@ validated against ``compute_golden``. Otherwise the inputs declared inline
 in ``_inline_inputs`` are used and ``_user_compare`` is called after the run
 so you can write your own assertions.
 
-The program was compiled for platform {platform}; this runner always uses the
-host runtime.
+The program was compiled for platform {platform}: it runs there through
+simpler where simpler is installed, else on pypto_build's host runtime (a
+functional CPU reference, not an NPU model), and the first line says which.
 
 ------------------------------------------------------------------------
 CLI flags (forwarded to ``pypto_build.compat.runner_main.main``; the same as

@@ -1,7 +1,7 @@
-"""`main(argv, ...)`: the command line behind `debug/run.py` (PyPTO's `replay._main`, reference §8.2).
+"""`main(argv, ...)`: the command line behind `debug/run.py` (PyPTO's `replay._main`).
 
 Same flags as `pypto-build replay` (the option table of options.py). Input
-selection (§8.2): when `debug/run.py` passes
+selection, as PyPTO's: when `debug/run.py` passes
 its inline inputs and validation is not in effect with a golden.py present,
 the inline inputs are used, nothing is validated and `user_compare(*tensors)`
 is called; otherwise the inputs come from `golden.generate_inputs()` and are
@@ -25,8 +25,9 @@ _PROG = "pypto_build.compat.runner_main"
 def make_parser(*, prog: str = _PROG, validate_default: bool = False) -> argparse.ArgumentParser:
     """The replay parser: a positional work_dir, `pypto-build replay`'s flags, `--validate/--no-validate`."""
     p = argparse.ArgumentParser(
-        prog=prog, description="Build what changed (content-keyed), run the build directory on the host runtime "
-                               "and optionally validate against golden.py (PyPTO's replay CLI, same flags).")
+        prog=prog, description="Build what changed (content-keyed), run the build directory on the platform it "
+                               "records (or --platform's) and optionally validate against golden.py (PyPTO's "
+                               "replay CLI, same flags).")
     p.add_argument("work_dir", type=Path, metavar="WORK_DIR",
                    help="the build directory (debug/run.py passes its parent directory itself)" if validate_default
                    else "build_output/<jit_dir>/ directory")

@@ -5,8 +5,8 @@ child: it wraps the kernel payloads and the orchestration `.so` the build left
 behind into simpler's callables, runs them once on `a2a3sim`/`a5sim` (or
 `a2a3`/`a5` on an NPU machine: the same code) and returns the DFX files the run
 wrote. The steps and the `RunConfig` -> `CallConfig` mapping follow PyPTO's
-replay path (`execute_compiled` -> `execute_on_device`; reference
-simpler-toolchain.md §6). `call_settings` is the mapping as plain data, so it is
+replay path (`execute_compiled` -> `execute_on_device` in PyPTO's
+`pypto.runtime`). `call_settings` is the mapping as plain data, so it is
 testable without simpler; torch and simpler are imported only inside functions,
 because this module is imported on planning paths too.
 """

@@ -1,4 +1,4 @@
-"""Running a built directory on its platform: what the replay child does (reference §8).
+"""Running a built directory on its platform: what the replay child does (PyPTO's replay).
 
 `check_replayable` says whether a directory can run, `execute` runs it (through
 `Platform.execute`) and writes the diagnostics asked for, `save_outputs` keeps
@@ -25,7 +25,7 @@ from ..runconfig import RunConfig
 
 
 def check_replayable(work_dir: Path) -> Path:
-    """The sub-build to run, or one clear error (PyPTO's L2/L3 rule, §8.1).
+    """The sub-build to run, or one clear error (PyPTO's L2/L3 rule).
 
     Its sidecar is validated here, before anything is built or run (an L3 build needs distributed_meta.json).
     """

@@ -1,4 +1,4 @@
-"""`golden.py` of a build directory: inputs, expected outputs, tolerances (reference §4).
+"""`golden.py` of a build directory: inputs, expected outputs, tolerances (PyPTO's format).
 
 Loading it executes it — only the child process of a replay/validate run does
 that (`run/child.py`), as PyPTO's replay does in its own process; nothing that

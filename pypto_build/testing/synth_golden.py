@@ -1,4 +1,4 @@
-"""golden.py of the synthetic build directories (PyPTO's format, reference §4).
+"""golden.py of the synthetic build directories (PyPTO's format).
 
 Inputs come from a fixed torch seed, so no data/ files are needed; the
 expected values reproduce the synthetic kernels exactly.
