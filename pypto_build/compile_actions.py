@@ -19,7 +19,8 @@ from .cache import compile_key, open_cache, restore_compile, store_compile
 from .filestate import digest_of, make_state
 from .depfile import TRACKING, DepfileError, parse_depfile
 from .identity import identity_covers
-from .launcher import split
+from .errors import ToolchainError
+from .launcher import compiled_object, linked_binary, split
 from .local_slots import slot
 from .confine import inside
 from .oserrors import FREE_SPACE, one_line_failures
@@ -77,12 +78,20 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
             return done
         if parts:
             launcher.note_fallback(done.output)
+            try:
+                made = compiled_object(launcher, os.fspath(tmp_obj))
+            except ToolchainError as exc:
+                return TaskFailed(_failure(unit, str(exc), str(exc), fix=""))
             link = _output_at(parts[1], procs.path_arg(os.path.relpath(tmp_out, sub)))
             link[-1] = procs.path_arg(os.path.relpath(tmp_obj, sub))
             with slot():
                 done = _run_tool(unit, link, sub, "linking")
             if isinstance(done, TaskFailed):
                 return done
+            try:
+                linked_binary(launcher, os.fspath(tmp_out), made, unit.entry)
+            except ToolchainError as exc:
+                return TaskFailed(_failure(unit, str(exc), str(exc), fix=""))
         try:
             deps = _read_depfile(tmp_dep, out_arg)
         except DepfileError as exc:
@@ -243,16 +252,17 @@ def _headers(deps: list[str], sub: Path, unit: CompileUnit) -> tuple[list[str], 
     return found
 
 
-def _failure(unit: CompileUnit, message: str, first: str | None = None, doing: str = "compiling") -> str:
-    """One line (the source, `first` or the compiler's first error, the fix), then the command and its
-    output (capped by procs)."""
+def _failure(unit: CompileUnit, message: str, first: str | None = None, doing: str = "compiling",
+             fix: str | None = None) -> str:
+    """One line (the source, `first` or the compiler's first error, the fix: `fix`, else `_fix`'s), then the
+    command and its output (capped by procs)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     first = first or next((line for line in lines if "error" in line), lines[0] if lines else "failed")
     cmd = shlex.join(unit.argv)
     full = next((why for why in _DISK_FULL if why in message), None)
     head = (f"{unit.source}: compiling failed: {full.lower()} (the compiler could not write {unit.output}, its "
             f"dependency file or its temp files); {FREE_SPACE}" if full else
-            f"{unit.source}: {doing} failed: {first[:400]} — {_fix(first)}")
+            f"{unit.source}: {doing} failed: {first[:400]}" + (f" — {_fix(first)}" if fix is None else fix))
     return f"{head} ({unit.task})\n  command (in {unit.cwd or unit.sub_rel}): {cmd}\n{message}"
 
 

@@ -98,17 +98,32 @@ def resolve(option: str | None = None, env: Mapping[str, str] | None = None,
 
 def find(option: str | None = None, env: Mapping[str, str] | None = None,
          from_cxx: Sequence[str] = ()) -> tuple[str, ...] | None:
-    """The launcher command `resolve` would use (first word resolved on PATH), or None; ToolchainError."""
+    """The launcher command `resolve` would use, or None; ToolchainError when it is not there.
+
+    Its first word is resolved on PATH, or, when it names a directory (`./mylauncher`), against the
+    current directory, here and now: compiles run in the build directory, where a relative path means
+    something else.
+    """
     env = os.environ if env is None else env
     name, spec = ("--launcher", option) if option else (ENV, env.get(ENV) or "")
     words = settings.split_words(spec, name) if spec.strip() else list(from_cxx)
     if not words:
         return None
+    if not spec.strip():
+        name, spec = "CXX", " ".join(env.get("CXX", "").split()) or " ".join(from_cxx)
     exe = which(words[0], path=env.get("PATH"))
     if exe is None:
-        raise ToolchainError(f"compile launcher '{words[0]}' not found on PATH (from {name}={spec!r}); install "
-                             f"it (e.g. apt install distcc) or unset {name}")
-    return (exe, *words[1:])
+        where = "not found" if os.path.dirname(words[0]) else "not found on PATH"
+        tool = os.path.basename(words[0])
+        fix = (f"install it (apt install {_PACKAGES[tool]})" if tool in _PACKAGES else
+               "install it, or give its path")
+        raise ToolchainError(f"compile launcher '{words[0]}' {where} (from {name}={spec!r}); {fix}, or "
+                             f"{'drop it from' if name == 'CXX' else 'unset'} {name}")
+    return (os.path.abspath(exe), *words[1:])
+
+
+# The Debian package of each known launcher (`KNOWN`), for the line that says one is missing.
+_PACKAGES = {"distcc": "distcc", "icecc": "icecc", "ccache": "ccache", "sccache": "sccache"}
 
 
 def split(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
@@ -140,3 +155,76 @@ def local_jobs() -> int:
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 
+
+
+@dataclass(frozen=True)
+class ElfKind:
+    """What an ELF file is: its class (32/64 bits), data encoding, machine and type (ET_REL, ET_DYN, ...)."""
+
+    elfclass: int
+    little_endian: bool
+    machine: str
+    type: str
+
+
+def compiled_object(launcher: Launcher, path: str) -> ElfKind:
+    """The kind of the object `launcher` was to write at `path` (created empty before it ran), or
+    ToolchainError: a launcher that exits 0 after writing nothing there, or something else than a
+    relocatable ELF object, must not get its output linked, installed or cached (GNU ld links an empty
+    file into a valid, empty library)."""
+    kind = _elf_kind(path)
+    if kind is None or kind.type != "ET_REL":
+        size = _size(path)
+        found = ("is empty: nothing was written there" if size == 0 else "is gone" if size < 0 else
+                 "is not an ELF file" if kind is None else f"is an ELF file of type {kind.type}, not an object")
+        raise ToolchainError(f"{launcher.name} ({launcher.command[0]}) exited 0 but the object it was to write "
+                             f"{found}; check the launcher (or build without it) — binary not installed")
+    return kind
+
+
+def linked_binary(launcher: Launcher, path: str, made: ElfKind, entry: str) -> None:
+    """ToolchainError unless the library linked here from `launcher`'s object is of the object's class and
+    machine and exports `entry`, the symbol the platform runs (`kernel_entry`, the orchestration's function)."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    kind = _elf_kind(path)
+    problem = None
+    if kind is None or (kind.elfclass, kind.little_endian, kind.machine) != (made.elfclass, made.little_endian,
+                                                                               made.machine):
+        problem = "the library linked from it is not of the object's ELF class and machine"
+    elif entry:
+        try:
+            with open(path, "rb") as handle:
+                table = ELFFile(handle).get_section_by_name(".dynsym")
+                found = table.get_symbol_by_name(entry) if isinstance(table, SymbolTableSection) else None
+                defined = [s for s in found or () if s["st_shndx"] != "SHN_UNDEF"
+                           and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")]
+        except (OSError, ELFError) as exc:
+            defined, problem = [], f"the library linked from it cannot be read ({exc})"
+        if not defined and problem is None:
+            problem = f"the library linked from its object does not export {entry}, the symbol the platform runs"
+    if problem:
+        raise ToolchainError(f"{launcher.name} ({launcher.command[0]}) exited 0 but {problem}; check the launcher "
+                             "(or build without it) — binary not installed")
+
+
+def _elf_kind(path: str) -> ElfKind | None:
+    """The ELF header of `path`, or None when it is not an ELF file (or cannot be read)."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        with open(path, "rb") as handle:
+            elf = ELFFile(handle)
+            return ElfKind(elf.elfclass, elf.little_endian, elf["e_machine"], elf["e_type"])
+    except (OSError, ELFError):
+        return None
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1

@@ -23,6 +23,8 @@ from .settings import COMPILER_TIMEOUT, seconds
 from .platforms import Platform
 from .toolchain import argv_key, source_name_problem
 
+KERNEL_ENTRY = "kernel_entry"       # what every platform's runtime calls in a kernel's library
+
 
 @dataclass(frozen=True)
 class CompileUnit:
@@ -42,6 +44,7 @@ class CompileUnit:
     timeout: float = 900.0
     include_roots: tuple[str, ...] = ()  # resolved dirs outside the build dir a header may come from
     cwd: str = ""          # the compiler's working directory when not the sub-build (absolute: a toolchain's tree)
+    entry: str = ""        # the symbol the platform runs, which a launcher-linked library must export
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
     unit_name = f"{k.core_type}/{stem}"
     # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
     return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", layout.root, sub, source, out_rel, argv,
-                 platform, timeout, roots, (str(src.parent),) if k.external else ())
+                 platform, timeout, roots, (str(src.parent),) if k.external else (), KERNEL_ENTRY)
 
 
 def _steps(root: Path, sub: SubBuild, k, unit: CompileUnit, platform: Platform, stamp: str) -> list[StepUnit]:
@@ -161,12 +164,12 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     out_rel = platform.orchestration_binary(src_rel)
     argv = platform.orchestration_argv(src_rel, out_rel, sub_dir=sub.path, runtime=sub.config.runtime_name)
     return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", layout.root, sub,
-                 _join(sub.rel, src_rel), out_rel, argv, platform, timeout, roots)
+                 _join(sub.rel, src_rel), out_rel, argv, platform, timeout, roots, entry=orch.function_name)
 
 
 def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
           platform: Platform, timeout: float, resolved: dict[tuple[str, ...], tuple[str, ...]],
-          extra_roots: tuple[str, ...] = ()) -> CompileUnit:
+          extra_roots: tuple[str, ...] = (), entry: str = "") -> CompileUnit:
     covered = platform.covered_roots()
     cwd = platform.compile_cwd(sub.path)
     roots = (*covered.values(), *_include_flag_paths(argv, cwd), *extra_roots)
@@ -178,7 +181,7 @@ def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, out_rel:
     words = len(platform.compiler_for(kind, sub.config.runtime_name).command)
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, platform.stamp_path),
                        argv_key(argv[words:], _key_roots(platform, root, sub)), covered_dirs, timeout,
-                       resolved[roots], "" if cwd == sub.path else os.fspath(cwd))
+                       resolved[roots], "" if cwd == sub.path else os.fspath(cwd), entry)
 
 
 _INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")
