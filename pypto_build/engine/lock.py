@@ -126,7 +126,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
     def unraisable(info) -> None:
         if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGTERM)
+            # sent from another thread once this hook has returned: a handler run inside the hook would raise
+            # there, and Python would print that as a traceback of the hook
+            import threading
+            again = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM))
+            again.daemon = True         # never keeps an exiting process alive
+            again.start()
             return
         hook(info)
 
