@@ -78,19 +78,16 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
             return done
         if parts:
             launcher.note_fallback(done.output)
-            try:
-                made = compiled_object(launcher, os.fspath(tmp_obj))
-            except ToolchainError as exc:
-                return TaskFailed(_failure(unit, str(exc), str(exc), fix=""))
             link = _output_at(parts[1], procs.path_arg(os.path.relpath(tmp_out, sub)))
             link[-1] = procs.path_arg(os.path.relpath(tmp_obj, sub))
-            with slot():
-                done = _run_tool(unit, link, sub, "linking")
-            if isinstance(done, TaskFailed):
-                return done
             try:
+                made = compiled_object(launcher, os.fspath(tmp_obj))
+                with slot():
+                    done = _run_tool(unit, link, sub, "linking")
+                if isinstance(done, TaskFailed):
+                    return done
                 linked_binary(launcher, os.fspath(tmp_out), made, unit.entry)
-            except ToolchainError as exc:
+            except ToolchainError as exc:       # the launcher's output is not this compile's: nothing installed
                 return TaskFailed(_failure(unit, str(exc), str(exc), fix=""))
         try:
             deps = _read_depfile(tmp_dep, out_arg)

@@ -110,7 +110,7 @@ def find(option: str | None = None, env: Mapping[str, str] | None = None,
     if not words:
         return None
     if not spec.strip():
-        name, spec = "CXX", " ".join(env.get("CXX", "").split()) or " ".join(from_cxx)
+        name, spec = "CXX", env.get("CXX") or " ".join(from_cxx)
     exe = which(words[0], path=env.get("PATH"))
     if exe is None:
         where = "not found" if os.path.dirname(words[0]) else "not found on PATH"
@@ -156,7 +156,6 @@ def local_jobs() -> int:
         return os.cpu_count() or 1
 
 
-
 @dataclass(frozen=True)
 class ElfKind:
     """What an ELF file is: its class (32/64 bits), data encoding, machine and type (ET_REL, ET_DYN, ...)."""
@@ -172,7 +171,7 @@ def compiled_object(launcher: Launcher, path: str) -> ElfKind:
     ToolchainError: a launcher that exits 0 after writing nothing there, or something else than a
     relocatable ELF object, must not get its output linked, installed or cached (GNU ld links an empty
     file into a valid, empty library)."""
-    kind = _elf_kind(path)
+    kind, _ = _elf_kind(path)
     if kind is None or kind.type != "ET_REL":
         size = _size(path)
         found = ("is empty: nothing was written there" if size == 0 else "is gone" if size < 0 else
@@ -185,42 +184,33 @@ def compiled_object(launcher: Launcher, path: str) -> ElfKind:
 def linked_binary(launcher: Launcher, path: str, made: ElfKind, entry: str) -> None:
     """ToolchainError unless the library linked here from `launcher`'s object is of the object's class and
     machine and exports `entry`, the symbol the platform runs (`kernel_entry`, the orchestration's function)."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
-    kind = _elf_kind(path)
-    problem = None
-    if kind is None or (kind.elfclass, kind.little_endian, kind.machine) != (made.elfclass, made.little_endian,
-                                                                               made.machine):
-        problem = "the library linked from it is not of the object's ELF class and machine"
-    elif entry:
-        try:
-            with open(path, "rb") as handle:
-                table = ELFFile(handle).get_section_by_name(".dynsym")
-                found = table.get_symbol_by_name(entry) if isinstance(table, SymbolTableSection) else None
-                defined = [s for s in found or () if s["st_shndx"] != "SHN_UNDEF"
-                           and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")]
-        except (OSError, ELFError) as exc:
-            defined, problem = [], f"the library linked from it cannot be read ({exc})"
-        if not defined and problem is None:
-            problem = f"the library linked from its object does not export {entry}, the symbol the platform runs"
+    kind, exported = _elf_kind(path, entry)
+    problem = ("the library linked from it is not of the object's ELF class and machine" if kind is None or
+               (kind.elfclass, kind.little_endian, kind.machine) != (made.elfclass, made.little_endian, made.machine)
+               else f"the library linked from its object does not export {entry}, the symbol the platform runs"
+               if entry and not exported else None)
     if problem:
         raise ToolchainError(f"{launcher.name} ({launcher.command[0]}) exited 0 but {problem}; check the launcher "
                              "(or build without it) — binary not installed")
 
 
-def _elf_kind(path: str) -> ElfKind | None:
-    """The ELF header of `path`, or None when it is not an ELF file (or cannot be read)."""
+def _elf_kind(path: str, symbol: str = "") -> tuple[ElfKind | None, bool]:
+    """The ELF header of `path` (None when it is not an ELF file or cannot be read), and whether its dynamic
+    symbol table defines `symbol` (global or weak)."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
     try:
         with open(path, "rb") as handle:
             elf = ELFFile(handle)
-            return ElfKind(elf.elfclass, elf.little_endian, elf["e_machine"], elf["e_type"])
+            kind = ElfKind(elf.elfclass, elf.little_endian, elf["e_machine"], elf["e_type"])
+            table = elf.get_section_by_name(".dynsym") if symbol else None
+            found = table.get_symbol_by_name(symbol) if isinstance(table, SymbolTableSection) else None
+            return kind, any(s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+                             for s in found or ())
     except (OSError, ELFError):
-        return None
+        return None, False
 
 
 def _size(path: str) -> int:
