@@ -2,7 +2,7 @@
 
 Bad input: one line, exit 2; failed units: exit 1; interrupted: 130 (verbs.guarded).
 build / explain / replay / validate share their options and behaviour with
-`doit build|replay|validate` (options.py, verbs.py).
+`doit replay|pypto-build|pypto-validate|pypto-watch` (options.py, verbs.py).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ EPILOG = """examples:
   pypto-build build --recompile DIR          # rebuild every binary once
   pypto-build doit list --all --status DIR   # doit's own commands on DIR's graph
   pypto-build doit info DIR compile:aiv/k0   # why is this unit stale?
-  doit build / doit replay / doit validate   # the same, as doit commands, inside DIR (same options)
+  doit replay / doit pypto-build / doit pypto-validate / doit pypto-watch   # the same, inside DIR
 
 DIR may be any directory inside a build directory (found as git finds its top).
 Staleness is decided by content (xxhash), not mtimes. State lives in DIR/.pypto_build/.
@@ -249,7 +249,7 @@ VERBS = (
          "changed, what was rebuilt, the verdict, the program's run time (median of --runs, with its change "
          "against the previous and the first round) and the round's time split. Golden values are cached; the "
          "program runs in a fresh process forked from a warm one (torch imported once). A compile error or a "
-         "crash is shown and the watch goes on. Ctrl-C ends it (exit 130). `doit auto` does the same inside DIR.",
+         "crash is shown and the watch goes on. Ctrl-C ends it (exit 130). `doit pypto-watch` does the same inside DIR.",
          _watch_arguments, _watch),
     Verb("history", "list the program variants watch tried: verdict and run time per content of the binaries",
          "One line per variant (a digest of every binary the program runs) that `pypto-build watch` ran in DIR, "

@@ -1,9 +1,14 @@
-"""`doit build`, `doit replay`, `doit validate` inside a build directory (entry points `doit.COMMAND`).
+"""`doit replay`, `doit pypto-build`, `doit pypto-validate`, `doit pypto-watch` (entry points `doit.COMMAND`).
 
 Each is `pypto-build <verb>` with the same options (options.py), the same lines and
 the same exit status (verbs.py); only the spelling of the front end differs. They
 work in any build directory (or a subdirectory of one) without a dodo.py, and
 never read a `doit.cfg`/`pyproject.toml` found there (a build directory is data).
+
+A doit command name is global: doit refuses every dodo.py, in any project of the
+environment, that defines a task of that name. So only `replay`, the entry point of a
+build directory, has a plain name; the others carry a hyphen, which no `task_*`
+function can (`NAMES`; docs/guide.md, "Names added to doit").
 """
 from __future__ import annotations
 
@@ -33,11 +38,11 @@ class _Verb(Command):
 
 
 class Build(_Verb):
-    """`doit build [TASK...]`: compile what changed; `--dry-run` says what would run and why."""
+    """`doit pypto-build [TASK...]`: compile what changed; `--dry-run` says what would run and why."""
 
-    name = "build"
+    name = "pypto-build"
     verb = "build"
-    doc_purpose = "build a PyPTO build directory incrementally (pypto_build; same as pypto-build build)"
+    doc_purpose = "build a PyPTO build directory incrementally (same as pypto-build build)"
     doc_usage = "[TASK ...]"
     doc_description = ("Compiles every kernel and orchestration whose inputs changed (by content), then writes "
                        "cache/binary_context.json per sub-build.")
@@ -49,8 +54,7 @@ class Replay(_Verb):
 
     name = "replay"
     verb = "replay"
-    doc_purpose = ("replay a PyPTO build directory on the platform it records (pypto_build; same as pypto-build "
-                   "replay)")
+    doc_purpose = "replay a PyPTO build directory on the platform it records (same as pypto-build replay)"
     doc_usage = ""
     doc_description = ("Builds what changed (content-keyed), runs the program on golden.py's inputs in a child "
                        "process on the platform the directory records (or --platform's; see docs/platforms.md), "
@@ -59,22 +63,22 @@ class Replay(_Verb):
 
 
 class Validate(_Verb):
-    """`doit validate`: like replay --validate, reusing the last verdict while nothing it depends on changed."""
+    """`doit pypto-validate`: like replay --validate, reusing the last verdict while nothing it depends on changed."""
 
-    name = "validate"
+    name = "pypto-validate"
     verb = "validate"
-    doc_purpose = "validate a PyPTO build directory against golden.py (pypto_build; same as pypto-build validate)"
+    doc_purpose = "validate a PyPTO build directory against golden.py (same as pypto-build validate)"
     doc_usage = ""
     doc_description = ("Builds what changed, runs and validates; the verdict is reused while the binaries, "
                        "golden.py, what it read and the run configuration are unchanged.")
     cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN)))
 
 
-class Auto(_Verb):
-    """`doit auto` in a build directory: `pypto-build watch` (doit 0.37 ships no `auto`; doit-auto1's watches
-    `file_dep`, which our tasks do not declare: they decide by content in `uptodate`)."""
+class Watch(_Verb):
+    """`doit pypto-watch` in a build directory: `pypto-build watch` (not `auto`: the doit-auto1 plugin owns that
+    name, and watches `file_dep`, which our tasks do not declare: they decide by content in `uptodate`)."""
 
-    name = "auto"
+    name = "pypto-watch"
     verb = "watch"
     doc_purpose = "watch a PyPTO build directory: rebuild, run and validate on every change (same as pypto-build watch)"
     doc_usage = ""
@@ -89,3 +93,7 @@ class Auto(_Verb):
 
         directory = params.get("build_dir") or os.getcwd()
         return guarded(lambda: watch_verb(params, directory))
+
+
+NAMES: dict[str, str] = {cls.name: cls.verb for cls in (Replay, Build, Validate, Watch)}
+"""Every name pypto_build adds to doit (its entry points) -> the `pypto-build` verb it runs."""

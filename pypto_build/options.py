@@ -1,7 +1,7 @@
 """The command-line options of building and running, declared once for every front end.
 
 `pypto-build build/replay/validate` (argparse), `debug/run.py` (argparse) and
-`doit build` / `doit replay` (doit's option dicts) render the same `Opt` table,
+`doit pypto-build` / `doit replay` (doit's option dicts) render the same `Opt` table,
 so they accept the same options with the same meaning. `graph_options()`,
 `cache_options()`, `run_spec()` and `run_options()` turn parsed values (an
 argparse namespace or doit's dict, same names) into what planning, the caches,

@@ -151,7 +151,7 @@ def test_doit_build_plugin_in_a_broken_dir(name, pristine, tmp_path):
     case = next(c for c in CASES if c.name == name)
     target = prepare(case, pristine, tmp_path)
     before = snapshot(target, with_state=case.planning)
-    out = cli("doit", "build", cwd=target)
+    out = cli("doit", "pypto-build", cwd=target)
     assert out.returncode != 0
     assert "Traceback" not in out.stderr + out.stdout, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.strip()]

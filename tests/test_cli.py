@@ -77,10 +77,10 @@ def test_compile_failure_exit_1_with_compiler_message(l2):
 def test_doit_build_plugin_runs_inside_a_build_dir_without_dodo(l2):
     assert not (l2 / "dodo.py").exists()
     edit(synth.kernel_path(l2, 2))
-    out = run("doit", "build", cwd=l2)
+    out = run("doit", "pypto-build", cwd=l2)
     assert out.returncode == 0, out.stderr
     assert "compile:aic/main_incore_2_aic" in out.stdout
-    assert "0 compiled, 4 up to date" in run("doit", "build", cwd=l2).stdout
+    assert "0 compiled, 4 up to date" in run("doit", "pypto-build", cwd=l2).stdout
 
 
 @pytest.mark.slow

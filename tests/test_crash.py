@@ -322,7 +322,7 @@ def test_killed_runs_recover_exactly(name, pristine, tmp_path):
     print(f"\ncrash {name}: {TRIALS} trials survived, kill points {RESULTS[name]['phases']}")
 
 
-@pytest.mark.parametrize("argv", [["pypto-build", "build", "-j", "2", "."], ["doit", "build", "-j", "2"]])
+@pytest.mark.parametrize("argv", [["pypto-build", "build", "-j", "2", "."], ["doit", "pypto-build", "-j", "2"]])
 def test_sigint_stops_cleanly_and_keeps_finished_work(argv, tmp_path):
     root = synth.write_l2(tmp_path / "d", kernels=24)
     proc = subprocess.Popen(argv, cwd=root, start_new_session=True,

@@ -158,7 +158,7 @@ def test_guide_task_table_names_where_a_simulator_build_writes(tmp_path):
 def test_doit_commands_the_docs_quote_are_accepted(tmp_path):
     ex = example_copy(tmp_path)
     quoted = {m for doc in [*DOCS.glob("*.md"), ROOT / "README.md"]
-              for m in re.findall(r"`doit (build(?: -[^`|]+))`", doc.read_text(encoding="utf-8"))}
+              for m in re.findall(r"`doit (pypto-build(?: -[^`|]+))`", doc.read_text(encoding="utf-8"))}
     assert quoted
     for command in sorted(quoted):
         done = run("doit", *command.split(), "--dry-run", cwd=ex)

@@ -1,6 +1,6 @@
 """One tool, one behaviour, whichever front end (issue 11, item 16).
 
-`pypto-build build|replay|validate` and `doit build|replay|validate` (entry points, run
+`pypto-build build|replay|validate` and `doit pypto-build|replay|pypto-validate` (entry points, run
 inside the directory) accept the same options and give the same exit status and the
 same one-line errors; the build root is found from a subdirectory; and the smaller
 promises: `--dump-args DIR`, `--dry-run --recompile`, explain's counts, a recorded
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, edit
+from pypto_build.doit_plugins import NAMES
 from pypto_build.markers import HOST_OUTPUTS, STATE_DIR
 from pypto_build.testing import synth
 
@@ -33,6 +34,9 @@ def g(built_golden, tmp_path) -> Path:
     return copy_dir(built_golden, tmp_path / "g")
 
 
+DOIT = {verb: name for name, verb in NAMES.items()}      # the doit spelling of each verb
+
+
 def long_options(help_text: str) -> set[str]:
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", help_text)) - {"--help", "--dir"}
 
@@ -40,7 +44,7 @@ def long_options(help_text: str) -> set[str]:
 @pytest.mark.parametrize("verb", ["build", "replay", "validate"])
 def test_both_front_ends_accept_the_same_options(g, verb):
     ours = long_options(run("pypto-build", verb, "--help").stdout)
-    theirs = long_options(run("doit", "help", verb, cwd=g).stdout)
+    theirs = long_options(run("doit", "help", DOIT[verb], cwd=g).stdout)
     assert ours and ours == theirs, (ours ^ theirs)
 
 
@@ -75,7 +79,7 @@ def test_same_outcome_same_exit_status_and_line(built_golden, tmp_path, outcome,
     if outcome == "wrong result" and verb == ["build"]:
         status = 0
     ours = run("pypto-build", *verb, str(a))
-    theirs = run("doit", *verb, cwd=b)
+    theirs = run("doit", DOIT[verb[0]], *verb[1:], cwd=b)
     assert (ours.returncode, theirs.returncode) == (status, status), (ours.stderr, theirs.stderr)
     if status:
         assert one_line(ours).replace(str(a), "DIR") == one_line(theirs).replace(str(b), "DIR")
@@ -89,7 +93,7 @@ def test_the_build_root_is_found_from_a_subdirectory(g, l3):
     assert out.returncode == 0 and not (sub / ".pypto_build").exists()
     assert "0 compiled, 4 up to date" in out.stdout
     edit(synth.kernel_path(g, 1))
-    out = run("doit", "build", cwd=sub)
+    out = run("doit", "pypto-build", cwd=sub)
     assert out.returncode == 0 and "1 compiled" in out.stdout and not (sub / ".pypto_build").exists()
     deep = l3 / "next_levels" / "chip_a" / "kernels"               # an L3 sub-build's folder: the L3 root
     out = run("pypto-build", "explain", str(deep))

@@ -356,7 +356,7 @@ def test_planted_code_never_runs_when_listing_explaining_or_building(built_l2p, 
     commands = [tool + ["explain", d], tool + ["explain", "--all", d], tool + ["build", "--dry-run", d],
                 tool + ["doit", "list", "--all", "--status", d], tool + ["doit", "info", d, task],
                 tool + ["compdb", "-o", str(tmp_path / "cc.json"), d], tool + ["build", d],
-                tool + ["build", "--recompile", d], ["doit", "build"], ["doit", "build", "--recompile"]]
+                tool + ["build", "--recompile", d], ["doit", "pypto-build"], ["doit", "pypto-build", "--recompile"]]
     python_m = [[sys.executable, "-m", "pypto_build", "explain", d], [sys.executable, "-m", "pypto_build", "build", d]]
     runs = [(root, a) for a in commands + python_m]
     if kind == "l2":        # from outside the directory too (the plants are the same for every kind)

@@ -96,13 +96,13 @@ def test_watch_session_rebuilds_reruns_and_keeps_going(built_golden, tmp_path):
 
 
 @pytest.mark.slow
-def test_doit_auto_polling_crash_and_golden_edit(built_golden, tmp_path):
-    """`doit auto --poll` inside the directory is watch (polling): a crashing kernel is reported and the
+def test_doit_pypto_watch_polling_crash_and_golden_edit(built_golden, tmp_path):
+    """`doit pypto-watch --poll` inside the directory is watch (polling): a crashing kernel is reported and the
     watch goes on; editing golden.py is a change and validates against the new golden; a broken
     kernel_config.py is an ERROR round (planned again, nothing built), and fixing it recovers."""
     root = copy_dir(built_golden, tmp_path / "g")
     doit = Path(sys.executable).with_name("doit")
-    w = Watcher([str(doit), "auto", "--validate", "--poll", "--runs", "1"], root)
+    w = Watcher([str(doit), "pypto-watch", "--validate", "--poll", "--runs", "1"], root)
     try:
         assert "   verdict  PASSED (out)" in w.block(1)
         assert ", polling)" in w.wait_for(r"^\[watch\] watching ")

@@ -1,4 +1,4 @@
-"""`pypto-build watch` (and `doit auto`): the edit loop kept warm; `pypto-build history`: the variants tried.
+"""`pypto-build watch` (and `doit pypto-watch`): the edit loop kept warm; `pypto-build history`: the variants tried.
 
 Door: `watch_options` (its option table), `watch_verb` / `history_verb` (the verbs, for
 the CLI and doit's `auto`), `watch` (the loop), `Settings`, `Session`, `History`.

@@ -1,4 +1,4 @@
-"""The `watch` and `history` verbs with parsed option values: one behaviour for `pypto-build` and `doit auto`."""
+"""The `watch` and `history` verbs with parsed option values: one behaviour for `pypto-build` and `doit pypto-watch`."""
 from __future__ import annotations
 
 from pathlib import Path
