@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from pypto_build.markers import HOST_STAMP, host_binary
-from pypto_build.testing import synth
+from pypto_build.testing import fake_ptoas, synth
 
-FAKE_PTOAS = str(Path(__file__).resolve().parent / "tools" / "fake_ptoas")
+FAKE_PTOAS = str(Path(fake_ptoas.__file__).resolve())
 STATE = ".pypto_build"
 HUGE = 65 * 2**20          # past the documented 16 MiB limit of metadata files (docs/guide.md)
 

@@ -1,4 +1,4 @@
-"""pypto_build.pto.ptoas (lookup, level, argv, identity) and the test stand-in tests/tools/fake_ptoas."""
+"""pypto_build.pto.ptoas (lookup, level, argv, identity) and the labelled stand-in pypto_build/testing/fake_ptoas.py."""
 from __future__ import annotations
 
 import os
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from pypto_build import hashing
-from pypto_build.testing import synth
+from pypto_build.testing import fake_ptoas, synth
 from pypto_build.errors import ToolchainError
 from pypto_build.pto.ptoas import PtoasLookup, find_ptoas, infer_level, ptoas_argv, ptoas_identity
 from pypto_build.pto.splice import find_target, function_names, preprocess, splice, split
 
-FAKE = Path(__file__).resolve().parent / "tools" / "fake_ptoas"
+FAKE = Path(fake_ptoas.__file__).resolve()
 
 
 def make_exe(path: Path, text: str = "#!/bin/sh\nexit 0\n", mode: int = 0o755) -> Path:
