@@ -390,6 +390,11 @@ def _layout_cases() -> list[Case]:
              r"ambiguous build directory"),
         Case("incomplete_markers", "l2", delete("kernel_config.py"), "build", "{dir}", r"no kernel_config\.py"),
         Case("multi_orch_replay", "multi", lambda d: None, "replay", "{dir}", r"multi-orchestration parent"),
+        # `pypto-build example DEST` replays an existing DEST only when it is a copy of the example (issue 22, 8)
+        Case("example_other_directory", "l2", chain(empty_dir, write("notes.txt", "mine\n")), "example", "{dir}",
+             r"exists and is not a copy of the example .*\(no compiled_meta\.json\)"),
+        Case("example_other_build_directory", "l2", lambda d: None, "example", "{dir}",
+             r"exists and is not a copy of the example .*\(no kernels/aic/matmul_relu_incore_0_aic\.cpp\)"),
         Case("multi_orch_validate", "multi", lambda d: None, "validate", "{dir}", r"multi-orchestration parent"),
     ]
 

@@ -105,6 +105,7 @@ def make_fake_ptoas(folder, version: str = CONFIG["version"], reject=None):
     """
     from pathlib import Path
 
+    from .. import atomic
     from .standin import python_tool
 
     folder = Path(folder)
@@ -115,9 +116,8 @@ def make_fake_ptoas(folder, version: str = CONFIG["version"], reject=None):
         raise RuntimeError(f"{__file__}: the line {line!r} must occur exactly once")
     script = script.replace(line, _config_line({"version": version, "reject": reject}))
     what = f"fails every compile ({reject})" if reject else "turns the `// CPP:` lines of a .pto into C++"
-    (folder / "README.txt").write_text(f"ptoas here is {LABEL}: it {what}. Written by "
-                                       "pypto_build.testing.fake_ptoas; nothing here is a real ptoas.\n",
-                                       encoding="utf-8")
+    atomic.write_text(folder / "README.txt", f"ptoas here is {LABEL}: it {what}. Written by "
+                      "pypto_build.testing.fake_ptoas; nothing here is a real ptoas.\n")
     return python_tool(folder / "ptoas", script.split("\n", 1)[1], LABEL)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import atomic
+
 
 def python_tool(path: Path, script: str, label: str) -> Path:
     """Write `script` (no `from __future__`: the header line comes first) as the executable `path`,
@@ -21,6 +23,5 @@ def python_word() -> str:
 
 
 def write_executable(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o755)
+    atomic.write_text(path, text, mode=0o755)
     return path
