@@ -162,8 +162,8 @@ def run_splice(unit: PtoUnit):
             atomic.write_text(target, new_text, mode=target.stat().st_mode & 0o777)
             lines.append(f"[pto->cpp]   spliced -> {rel}")
             spliced.append(rel)
-        bodies[rel] = text_digest(body)
-        save_record(unit.record, {**_seen_part(record), "raw": text_digest(raw), "bodies": bodies})  # per file
+        bodies[rel] = text_digest(body)         # recorded per file: a failure keeps the rest
+        save_record(unit.record, {**_seen_part(record), "raw": text_digest(raw), "bodies": bodies})
     return {"raw": raw_state, "spliced": spliced, "lines": lines}
 
 
