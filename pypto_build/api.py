@@ -33,8 +33,9 @@ class UnitResult:
 @dataclass(frozen=True)
 class BuildResult:
     """What one run did: per task its status and reason (`units`), the run's exit status, what planning
-    and the `.pto` stage had to say (`warnings`), the kernel files re-spliced from `.pto` and the `.pto`
-    units whose edits could not be applied. `ok` is the run's status; `failures` the failed tasks."""
+    and the `.pto` stage had to say (`warnings`), the kernel files re-spliced from `.pto`, the `.pto`
+    units whose edits could not be applied and those never seen edited that ptoas could not compile (their
+    kernels built as they are). `ok` is the run's status; `failures` the failed tasks."""
 
     work_dir: Path
     platform: str
@@ -44,6 +45,7 @@ class BuildResult:
     spliced: tuple[str, ...] = field(default=())        # kernel files re-spliced from .pto
     not_applied: tuple[str, ...] = field(default=())    # .pto units whose edits were not applied
     header: str = ""        # the run's first line: platform (and why, when not the recorded one), runtime, PTO-ISA
+    pto_rejected: tuple[str, ...] = field(default=())   # unedited .pto ptoas could not compile: kernels kept
 
     @property
     def ok(self) -> bool:
@@ -176,9 +178,9 @@ def run_graph(graph, *, caches=None, run=None, tasks: list[str] | None = None, j
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
     (header, *said), warned = graph.notices()
-    warnings = [*said, *reporter.pto_summary()[1:], *warned]
+    warnings = [*said, *reporter.warnings, *reporter.pto_summary()[1:], *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
-                         tuple(reporter.not_applied), header)
+                         tuple(reporter.not_applied), header, tuple(reporter.pto_rejected))
     if rc == 3:
         raise PyptoBuildError(f"{root}: doit could not run the graph: {'; '.join(reporter.errors) or 'see stderr'}")
     if check and result.failures:

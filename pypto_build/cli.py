@@ -27,6 +27,7 @@ PLATFORM_NOTE = "or --platform's; see docs/platforms.md"
 
 EPILOG = """examples:
   pypto-build example                        # copy the shipped example, replay + validate it, edit once
+  pypto-build example --pto                  # the same with its ptoas/*.pto stage, and a .pto edit
   pypto-build replay --validate DIR          # build what changed, run on golden.py's inputs, compare
   pypto-build validate DIR                   # the same, reusing the last verdict if nothing changed
   pypto-build build build_output/_jit_add_20260101_120000
@@ -134,9 +135,14 @@ def _example_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dest", type=Path, nargs="?", default=None, metavar="DEST",
                    help="where the copy lives (default ./pypto_build_example)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N compiles at once")
-    p.add_argument("--l3", action="store_true",
-                   help="the distributed example instead: two chip programs on two ranks (default DEST "
-                        "./pypto_build_example_l3)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--l3", action="store_true",
+                       help="the distributed example instead: two chip programs on two ranks (default DEST "
+                            "./pypto_build_example_l3)")
+    which.add_argument("--pto", action="store_true",
+                       help="the example with its ptoas/*.pto, built with the package's labelled stand-in ptoas "
+                            "(never the one on PATH), and a .pto edit as the demonstration (default DEST "
+                            "./pypto_build_example_pto)")
 
 
 def _doit_arguments(p: argparse.ArgumentParser) -> None:
@@ -262,7 +268,9 @@ VERBS = (
     Verb("example", "copy the embedded example, replay and validate it, show one edit loop",
          "Copy the example build directory shipped with the package (out = relu(a @ b + bias)) to DEST, replay "
          "it with validation, then edit one kernel and replay again to show that only that kernel recompiles. An "
-         "existing copy is kept with your edits and just replayed.", _example_arguments, _example),
+         "existing copy is kept with your edits and just replayed; a DEST that is not a copy of the example is "
+         "refused. The plain example ships no .pto files, so it passes whatever ptoas is installed; --pto adds "
+         "them (in the format of the package's stand-in ptoas, which builds them).", _example_arguments, _example),
     Verb("doit", "run a doit command (list, info, forget, clean, ...) on DIR's graph",
          "Run one of doit's commands on the task graph of DIR, e.g. `pypto-build doit list --all --status DIR`, "
          "`pypto-build doit info DIR compile:aiv/k0`, `pypto-build doit forget DIR compile:aiv/k0`.",

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from pypto_build.markers import HOST_STAMP, host_binary
-from pypto_build.testing import synth
+from pypto_build.testing import fake_ptoas, synth
 
-FAKE_PTOAS = str(Path(__file__).resolve().parent / "tools" / "fake_ptoas")
+FAKE_PTOAS = str(Path(fake_ptoas.__file__).resolve())
 STATE = ".pypto_build"
 HUGE = 65 * 2**20          # past the documented 16 MiB limit of metadata files (docs/guide.md)
 
@@ -390,6 +390,11 @@ def _layout_cases() -> list[Case]:
              r"ambiguous build directory"),
         Case("incomplete_markers", "l2", delete("kernel_config.py"), "build", "{dir}", r"no kernel_config\.py"),
         Case("multi_orch_replay", "multi", lambda d: None, "replay", "{dir}", r"multi-orchestration parent"),
+        # `pypto-build example DEST` replays an existing DEST only when it is a copy of the example (issue 22, 8)
+        Case("example_other_directory", "l2", chain(empty_dir, write("notes.txt", "mine\n")), "example", "{dir}",
+             r"exists and is not a copy of the example .*\(no compiled_meta\.json\)"),
+        Case("example_other_build_directory", "l2", lambda d: None, "example", "{dir}",
+             r"exists and is not a copy of the example .*\(no kernels/aic/matmul_relu_incore_0_aic\.cpp\)"),
         Case("multi_orch_validate", "multi", lambda d: None, "validate", "{dir}", r"multi-orchestration parent"),
     ]
 

@@ -15,13 +15,13 @@ import pytest
 # the tests (a venv's bin/ is not on PATH unless it was activated).
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
-from pypto_build.testing import synth
+from pypto_build.testing import fake_ptoas, synth
 from pypto_build.testing.loopback import nginx_path
 from pypto_build.api import build
 from pypto_build.racy import FINE_NS
 
 
-FAKE_PTOAS = Path(__file__).resolve().parent / "tools" / "fake_ptoas"     # the labelled ptoas stand-in
+FAKE_PTOAS = Path(fake_ptoas.__file__).resolve()     # the labelled ptoas stand-in (an executable script)
 
 NGINX = nginx_path()
 # CI (.ci/run) sets PYPTO_BUILD_REQUIRE_NGINX=1: there these tests fail without nginx instead of skipping.

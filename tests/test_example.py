@@ -1,8 +1,11 @@
-"""The hand-written example `pypto_build/examples/matmul_relu/` (real layout, ptoas/ stage, golden.py)."""
+"""The hand-written example `pypto_build/examples/matmul_relu/` (real layout, golden.py), its `.pto` stage
+`matmul_relu_ptoas/` (for `pypto-build example --pto`), and `pypto-build example` with any ptoas installed."""
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,10 @@ from pypto_build.manifest import read_kernel_config
 from pypto_build.markers import host_binary
 from pypto_build.sidecars import load_compiled_meta
 from pypto_build.pto.splice import function_names, preprocess, splice, split
+from pypto_build.testing.fake_ptoas import make_fake_ptoas
 
 EXAMPLE = Path(pypto_build.__file__).resolve().parent / "examples" / "matmul_relu"
+PTO_STAGE = EXAMPLE.parent / "matmul_relu_ptoas"          # laid over a copy by `pypto-build example --pto`
 KERNELS = {"matmul_relu_incore_0_aic": "aic", "matmul_relu_incore_1_aiv": "aiv"}
 
 
@@ -26,29 +31,17 @@ def _assert_no_build_products(root: Path) -> None:
     assert not products, f"build products in the package copy: {products}"
 
 
-def _raw_after_pto(root: Path) -> None:
-    """Make each raw `ptoas/<unit>.cpp` at least as new as its `.pto`, as ir.compile() leaves them.
-
-    The package copy is written that way, but git does not keep mtimes: a checkout writes
-    `<unit>.cpp` before `<unit>.pto` (index order), so the raw output can end up older.
-    """
-    for pto in (root / "ptoas").glob("*.pto"):
-        raw = pto.with_suffix(".cpp")
-        when = max(os.stat(raw).st_mtime_ns, os.stat(pto).st_mtime_ns)
-        os.utime(raw, ns=(when, when))
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, pypto_build.BuildResult]:
     root = tmp_path_factory.mktemp("example") / "matmul_relu"
     shutil.copytree(EXAMPLE, root)
-    _raw_after_pto(root)
-    result = pypto_build.build(root)        # the raw ptoas output is adopted: ptoas never runs
+    result = pypto_build.build(root)        # no ptoas/ stage: ptoas plays no part, whatever is installed
     return root, result
 
 
 def test_package_copy_holds_sources_only():
     _assert_no_build_products(EXAMPLE)
+    _assert_no_build_products(PTO_STAGE)
     files = sorted(p.relative_to(EXAMPLE).as_posix() for p in EXAMPLE.rglob("*") if p.is_file())
     assert files == [
         "compiled_meta.json",
@@ -57,13 +50,15 @@ def test_package_copy_holds_sources_only():
         "kernels/aic/matmul_relu_incore_0_aic.cpp",
         "kernels/aiv/matmul_relu_incore_1_aiv.cpp",
         "orchestration/matmul_relu.cpp",
+    ]
+    assert sorted(p.relative_to(PTO_STAGE).as_posix() for p in PTO_STAGE.rglob("*") if p.is_file()) == [
         "ptoas/matmul_relu_incore_0_aic.cpp",
         "ptoas/matmul_relu_incore_0_aic.pto",
         "ptoas/matmul_relu_incore_1_aiv.cpp",
         "ptoas/matmul_relu_incore_1_aiv.pto",
     ]
     for name in KERNELS:
-        assert "NOT real PTO-IR" in (EXAMPLE / "ptoas" / f"{name}.pto").read_text(encoding="utf-8")
+        assert "NOT real PTO-IR" in (PTO_STAGE / "ptoas" / f"{name}.pto").read_text(encoding="utf-8")
 
 
 def test_build_compiles_two_kernels_and_the_orchestration(built):
@@ -88,7 +83,7 @@ def test_build_compiles_two_kernels_and_the_orchestration(built):
 def test_kernel_body_is_the_preprocessed_ptoas_output(name):
     core = KERNELS[name]
     kernel = (EXAMPLE / "kernels" / core / f"{name}.cpp").read_text(encoding="utf-8")
-    raw = (EXAMPLE / "ptoas" / f"{name}.cpp").read_text(encoding="utf-8")
+    raw = (PTO_STAGE / "ptoas" / f"{name}.cpp").read_text(encoding="utf-8")
     assert function_names(raw) == [name]
     body = preprocess(raw)
     head, old_body, tail = split(kernel, name)
@@ -102,13 +97,10 @@ def test_kernel_body_is_the_preprocessed_ptoas_output(name):
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_raw_output_is_what_the_ptoas_stand_in_emits(name, tmp_path):
-    import subprocess
-    import sys
-
     out = tmp_path / f"{name}.cpp"
-    subprocess.run([sys.executable, str(FAKE_PTOAS), str(EXAMPLE / "ptoas" / f"{name}.pto"), "-o", str(out),
+    subprocess.run([sys.executable, str(FAKE_PTOAS), str(PTO_STAGE / "ptoas" / f"{name}.pto"), "-o", str(out),
                     "--enable-insert-sync", "--pto-level=level2"], check=True)
-    assert out.read_bytes() == (EXAMPLE / "ptoas" / f"{name}.cpp").read_bytes()
+    assert out.read_bytes() == (PTO_STAGE / "ptoas" / f"{name}.cpp").read_bytes()
 
 
 def test_kernel_config_and_compiled_meta():
@@ -160,3 +152,59 @@ def test_runs_on_the_host_and_matches_golden(built):
     expected = golden.expected(named)
     torch.testing.assert_close(named["out"], expected["out"], rtol=golden.rtol, atol=golden.atol)
     assert (named["out"] == 0).any() and (named["out"] > 0).any()
+
+
+# --- `pypto-build example` whatever ptoas is installed (issue 22, item 2) ----------------------------------------
+
+
+def example(dest: Path, *args: str, ptoas_dir: Path | None = None, log: Path | None = None):
+    """`pypto-build example` with `ptoas_dir` first on PATH and as PTOAS_ROOT (None: no ptoas anywhere)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PTOAS_ROOT", "FAKE_PTOAS_LOG")}
+    if ptoas_dir is not None:
+        env["PATH"] = f"{ptoas_dir}{os.pathsep}{env['PATH']}"
+        env["PTOAS_ROOT"] = str(ptoas_dir)
+    if log is not None:
+        env["FAKE_PTOAS_LOG"] = str(log)
+    return subprocess.run(["pypto-build", "example", *args, str(dest)], capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("installed", ["none", "one that rejects its files", "the stand-in"])
+def test_the_example_passes_whatever_ptoas_is_installed(tmp_path, installed):
+    ptoas_dir = None
+    if installed != "none":
+        reject = "custom op 'pto.alloc_tile' is unknown" if installed.startswith("one that") else None
+        ptoas_dir = make_fake_ptoas(tmp_path / "ptoas", version="0.50", reject=reject).parent
+    log = tmp_path / "ptoas.log"
+    out = example(tmp_path / "ex", ptoas_dir=ptoas_dir, log=log)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stderr == "" and out.stdout.count("Golden validation: PASSED") == 2
+    assert not log.exists()                                  # the example has no .pto: ptoas is never run
+    assert not (tmp_path / "ex" / "ptoas").exists()
+
+
+@pytest.mark.slow
+def test_example_pto_runs_the_package_standin_and_applies_a_pto_edit(tmp_path):
+    """With a ptoas on PATH and PTOAS_ROOT that rejects every file, `--pto` still uses the package's stand-in:
+    the first run checks both units (unchanged), the .pto edit regenerates, splices and recompiles one kernel."""
+    rejecting = make_fake_ptoas(tmp_path / "ptoas", version="0.50", reject="custom op 'pto.tload' is unknown")
+    dest = tmp_path / "ex"
+    out = example(dest, "--pto", ptoas_dir=rejecting.parent)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stderr == "" and out.stdout.count("Golden validation: PASSED") == 2
+    first, second = out.stdout.split("now editing")
+    assert "[pto->cpp] checked ptoas/matmul_relu_incore_0_aic.pto: unchanged" in first
+    assert "[pto->cpp] checked ptoas/matmul_relu_incore_1_aiv.pto: unchanged" in first
+    assert "[pto->cpp] regenerating from ptoas/matmul_relu_incore_1_aiv.pto" in second
+    assert "[pto->cpp]   spliced -> kernels/aiv/matmul_relu_incore_1_aiv.cpp" in second
+    assert "compile:aiv/matmul_relu_incore_1_aiv" in second and "compile:aic/" not in second
+    assert "1 compiled, 2 up to date" in second
+    kernel = (dest / "kernels/aiv/matmul_relu_incore_1_aiv.cpp").read_text(encoding="utf-8")
+    assert "// edited by `pypto-build example` --pto" in split(kernel, "kernel")[1]       # in the spliced body
+    standin = dest / "standin_ptoas" / "ptoas"
+    assert "labelled stand-in for ptoas" in standin.read_text(encoding="utf-8")
+    assert "nothing here is a real ptoas" in (standin.parent / "README.txt").read_text(encoding="utf-8")
+    assert f"--ptoas {standin}" in out.stdout                                   # the way to go on editing
+    again = example(dest, "--pto", ptoas_dir=rejecting.parent)                 # an existing copy: replayed
+    assert again.returncode == 0 and again.stderr == "" and "0 compiled" in again.stdout

@@ -1,6 +1,6 @@
 """The .pto -> ptoas -> splice -> compile stage, end to end with the stand-in ptoas.
 
-`tests/tools/fake_ptoas` is a test stand-in with ptoas's command line (no real
+`pypto_build/testing/fake_ptoas.py` is a test stand-in with ptoas's command line (no real
 ptoas exists here); its `.pto` subset is documented in that file.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """No `.pto` edit is lost and "up to date" is never a guess (issue 11, items 1, 2 and 6).
 
 First sight of a directory is decided from content: ptoas (the labelled stand-in
-`tests/tools/fake_ptoas`) is run once and compared with the raw output; without ptoas
+`pypto_build/testing/fake_ptoas.py`) is run once and compared with the raw output; without ptoas
 the directory is taken as found. A failure keeps what the next run needs; an edit that
 cannot be applied fails the run unless `--allow-unapplied-pto` accepts it.
 """
@@ -16,7 +16,9 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from conftest import FAKE_PTOAS
 from pypto_build.testing import synth
+from pypto_build.testing.fake_ptoas import make_fake_ptoas
 from pypto_build.api import build
 from test_pto_stage import K2, OLD_LINE, ptoas_runs
 
@@ -172,3 +174,99 @@ def test_a_reverted_pto_edit_builds_again_without_ptoas(tmp_path, monkeypatch):
     edit_pto(root, "6.0f")                                   # and a new edit is still seen
     out = pypto_build("build", str(root))
     assert out.returncode == 1 and "ptoas/main_incore_2_aic.pto: edited, but ptoas not found" in out.stderr
+
+
+# --- a ptoas that cannot compile a .pto nobody edited (issue 22, items 2 and 3) ----------------------------------
+
+REJECTION = "custom op 'pto.tload' is unknown"
+
+
+@pytest.fixture
+def old_ptoas(tmp_path, monkeypatch) -> Path:
+    """PTOAS_ROOT holding a labelled stand-in for a ptoas that cannot compile these .pto files (`ptoas 0.50`);
+    returns the log of its invocations."""
+    make_fake_ptoas(tmp_path / "old-ptoas", version="0.50", reject=REJECTION)
+    log = tmp_path / "old-ptoas.log"
+    monkeypatch.setenv("PTOAS_ROOT", str(tmp_path / "old-ptoas"))
+    monkeypatch.setenv("FAKE_PTOAS_LOG", str(log))
+    return log
+
+
+def sources(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".pypto_build" not in p.parts}
+
+
+def assert_kept_line(line: str, pto: str, ptoas: Path) -> None:
+    """The one warning for an unedited .pto ptoas cannot compile: the installed ptoas with its version, the file,
+    that the kernels are built as they are, and how to skip the stage; never "fix the .pto"."""
+    assert line.startswith(f"pypto-build: warning: {pto}: "), line
+    assert "ptoas 0.50" in line and str(ptoas) in line and "cannot compile" in line and REJECTION in line, line
+    assert "kernels as they are" in line and "PYPTO_REBUILD_FROM_PTO=0" in line, line
+    assert "fix the .pto" not in line
+
+
+def test_first_sight_of_a_pto_the_installed_ptoas_rejects_builds_the_kernels_as_they_are(tmp_path, old_ptoas):
+    root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
+    before = sources(root)
+    out = pypto_build("build", str(root))
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 2, out.stderr                           # one line per unit, nothing else
+    ptoas = tmp_path / "old-ptoas" / "ptoas"
+    assert_kept_line(lines[0], "ptoas/main_group.pto", ptoas)
+    assert_kept_line(lines[1], "ptoas/main_incore_2_aic.pto", ptoas)
+    assert "FAILED" not in out.stdout + out.stderr and "4 compiled" in out.stdout
+    assert sources(root) == before                                # the kernels (and raw outputs) as they were
+    assert len(ptoas_runs(old_ptoas)) == 2
+    again = pypto_build("build", str(root))                       # the same ptoas, the same .pto: nothing to do
+    assert again.returncode == 0 and again.stderr == "" and "0 compiled" in again.stdout
+    assert len(ptoas_runs(old_ptoas)) == 2
+
+
+def test_an_edit_after_a_rejected_first_sight_still_fails_and_a_revert_builds_again(tmp_path, old_ptoas):
+    root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
+    assert pypto_build("build", str(root)).returncode == 0
+    pto = synth.pto_path(root, "main_incore_2_aic")
+    original = pto.read_bytes()
+    edit_pto(root, "5.0f")
+    kernel = (root / K2).read_bytes()
+    out = pypto_build("build", str(root))
+    assert out.returncode == 1                                    # an edited .pto that fails fails the build
+    assert "FAILED ptoas:main_incore_2_aic: ptoas rebuild failed for ptoas/main_incore_2_aic.pto" in out.stderr
+    assert (root / K2).read_bytes() == kernel
+    pto.write_bytes(original)                                     # back as first seen: the kernels are the truth
+    out = pypto_build("build", str(root))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "FAILED" not in out.stderr and "kernels as they are" in out.stderr
+
+
+def test_a_later_edit_is_applied_by_a_ptoas_that_can_compile_it(tmp_path, old_ptoas, monkeypatch):
+    root = synth.write_l2(tmp_path / "fresh", kernels=3, pto=True)
+    assert pypto_build("build", str(root)).returncode == 0
+    edit_pto(root, "7.0f")
+    good = tmp_path / "good-ptoas"
+    good.mkdir()
+    shutil.copy(FAKE_PTOAS, good / "ptoas")
+    monkeypatch.setenv("PTOAS_ROOT", str(good))
+    result = build(root)
+    assert result.spliced == (K2,) and "synth_scale(a[i], 7.0f)" in (root / K2).read_text()
+    assert result.compiled == ["compile:aic/main_incore_2_aic"]
+
+
+def test_an_upgraded_ptoas_that_rejects_an_unchanged_pto_warns_and_an_edit_still_fails(tmp_path, ptoas_env,
+                                                                                       monkeypatch):
+    root = synth.write_l2(tmp_path / "built", kernels=3, pto=True)
+    build(root)                                                   # ptoas (the stand-in) checked both units
+    monkeypatch.setenv("PTOAS_ROOT", str(make_fake_ptoas(tmp_path / "new-ptoas", version="0.50",
+                                                         reject=REJECTION).parent))
+    before = sources(root)
+    result = build(root)
+    assert result.ok and result.compiled == [] and sources(root) == before
+    assert result.names("ran", "ptoas:") == ["ptoas:main_group", "ptoas:main_incore_2_aic"]
+    assert [w for w in result.warnings if "cannot compile" in w and "ptoas 0.50" in w and REJECTION in w] \
+        and len(result.pto_rejected) == 2
+    edit_pto(root, "5.0f")
+    failed = build(root, check=False)
+    assert failed.names("failed") == ["ptoas:main_incore_2_aic"]
+    assert "fix the .pto" in failed.failures[0].headline

@@ -1,4 +1,4 @@
-"""pypto_build.pto.ptoas (lookup, level, argv, identity) and the test stand-in tests/tools/fake_ptoas."""
+"""pypto_build.pto.ptoas (lookup, level, argv, identity) and the labelled stand-in pypto_build/testing/fake_ptoas.py."""
 from __future__ import annotations
 
 import os
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from pypto_build import hashing
-from pypto_build.testing import synth
+from pypto_build.testing import fake_ptoas, synth
 from pypto_build.errors import ToolchainError
 from pypto_build.pto.ptoas import PtoasLookup, find_ptoas, infer_level, ptoas_argv, ptoas_identity
 from pypto_build.pto.splice import find_target, function_names, preprocess, splice, split
 
-FAKE = Path(__file__).resolve().parent / "tools" / "fake_ptoas"
+FAKE = Path(fake_ptoas.__file__).resolve()
 
 
 def make_exe(path: Path, text: str = "#!/bin/sh\nexit 0\n", mode: int = 0o755) -> Path:
@@ -275,3 +275,28 @@ def test_edited_pto_flows_into_both_group_wrappers(tmp_path):
         assert old != body
         new = splice(target.read_text(), body, str(target))
         assert split(new, str(target)) == (head, body, tail)
+
+
+def test_fake_ptoas_answers_version_as_ptoas_does_labelled():
+    r = run_fake("--version")
+    assert r.returncode == 0 and r.stdout == f"ptoas 0.0+standin ({fake_ptoas.LABEL})\n"
+
+
+def test_make_fake_ptoas_writes_a_labelled_copy_and_one_that_rejects_everything(tmp_path):
+    root = synth.write_l2(tmp_path / "b", kernels=3, pto=True)
+    pto = synth.pto_path(root, "main_incore_2_aic")
+    good = fake_ptoas.make_fake_ptoas(tmp_path / "good")
+    bad = fake_ptoas.make_fake_ptoas(tmp_path / "bad", version="0.50", reject="custom op 'pto.tload' is unknown")
+    for exe in (good, bad):
+        assert find_ptoas(str(exe)).path == str(exe) and fake_ptoas.LABEL in exe.read_text()
+        assert "nothing here is a real ptoas" in (exe.parent / "README.txt").read_text()
+    version = subprocess.run([str(bad), "--version"], capture_output=True, text=True, timeout=30)
+    assert version.returncode == 0 and version.stdout.startswith("ptoas 0.50 (")
+    out = tmp_path / "u.cpp"
+    argv = ptoas_argv("", str(pto), str(out), "level2")[1:]
+    rejected = subprocess.run([str(bad), *argv], capture_output=True, text=True, timeout=30)
+    assert rejected.returncode == 1 and not out.exists()
+    assert rejected.stderr == f"{argv[0]}:1:1: error: custom op 'pto.tload' is unknown\n"
+    made = subprocess.run([str(good), *argv], capture_output=True, text=True, timeout=30)
+    assert made.returncode == 0 and out.read_bytes() == (root / "ptoas" / "main_incore_2_aic.cpp").read_bytes()
+    assert ptoas_identity(str(good)) != ptoas_identity(str(bad))            # the copies differ by their CONFIG

@@ -2,7 +2,7 @@
 
 Real processes, real g++, real doit. The stand-ins are labelled test executables:
 `tools/hang_cxx` and `tools/flood_cxx` (a C++ compiler's command line, no compiler),
-`tools/fake_ptoas` (ptoas's command line).
+`pypto_build/testing/fake_ptoas.py` (ptoas's command line).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pypto_build import procs
-from pypto_build.testing import synth
+from pypto_build.testing import fake_ptoas, synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
 from pypto_build.markers import host_binary
@@ -27,7 +27,7 @@ from test_synth import call_kernel
 TOOLS = Path(__file__).parent / "tools"
 HANG_CXX = TOOLS / "hang_cxx"
 FLOOD_CXX = TOOLS / "flood_cxx"
-FAKE_PTOAS = TOOLS / "fake_ptoas"
+FAKE_PTOAS = Path(fake_ptoas.__file__).resolve()
 K0 = "kernels/aic/main_incore_0_aic.cpp"
 ORCH = "orchestration/main.cpp"
 

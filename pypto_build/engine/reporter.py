@@ -44,6 +44,8 @@ class BuildReporter:
         self.errors: list[str] = []
         self.not_applied: list[str] = []    # .pto units whose edits could not be applied
         self.spliced: list[str] = []        # kernel files re-spliced this run
+        self.pto_rejected: list[str] = []   # .pto never seen edited that ptoas could not compile: kernels kept
+        self.warnings: list[str] = []       # said by units that succeeded (`pypto-build: warning: ...` lines)
         self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
         self._lane: dict[str, int] = {}
         self._t0 = time.monotonic()
@@ -91,6 +93,11 @@ class BuildReporter:
         self.spliced += values.get("spliced") or []
         for line in values.get("lines") or []:
             self._line(line)
+        if values.get("rejected"):
+            self.pto_rejected.append(values["rejected"])
+        if values.get("warning"):
+            self.warnings.append(values["warning"])
+            self._line(f"pypto-build: warning: {values['warning']}", err=True)
 
     def add_failure(self, task, exception):
         if not task.actions and not isinstance(exception, UnmetDependency):
@@ -150,6 +157,9 @@ class BuildReporter:
             return []
         failed = sorted(n for n, o in self.outcomes.items() if n.startswith(stages.PTO) and o.status == "failed")
         lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)"] if self.spliced else []
+        if self.pto_rejected:
+            lines.append("[pto->cpp] kernels kept as they are (never seen edited; ptoas cannot compile): "
+                         + ", ".join(sorted(self.pto_rejected)))
         if self.not_applied:
             lines.append("[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): "
                          + ", ".join(sorted(self.not_applied)))

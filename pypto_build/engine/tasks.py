@@ -83,7 +83,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
 def _pto_tasks(groups: dict[str, list[dict]], graph: Graph) -> dict[str, list[str]]:
     """`ptoas:` and `splice:` per `.pto` unit; the splice tasks of each sub-build (its compiles wait for them).
     The `.pto` stage's code is loaded only for directories that have one."""
-    from ..pto import PtoasCheck, SpliceCheck, adopt_splice, record_adopted, run_ptoas, run_splice
+    from ..pto import PtoasCheck, SpliceCheck, adopt_splice, record_adopted, record_seen, run_ptoas, run_splice
 
     splices: dict[str, list[str]] = {}
     for u in graph.pto.units:
@@ -93,7 +93,7 @@ def _pto_tasks(groups: dict[str, list[dict]], graph: Graph) -> dict[str, list[st
             "actions": [(run_ptoas, [u])],
             "file_dep": [u.pto],
             "targets": [u.raw],
-            "uptodate": [PtoasCheck(u.pto, u.raw, u.ptoas_key)],
+            "uptodate": [PtoasCheck(u.pto, u.raw, u.ptoas_key, partial(record_seen, u))],
         })
         groups[stages.SPLICE].append({
             "name": u.name,

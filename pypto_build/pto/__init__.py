@@ -20,6 +20,7 @@ _EXPORTS = {
     "run_splice": "actions",
     "adopt_splice": "actions",
     "record_adopted": "actions",
+    "record_seen": "actions",
     "PtoasCheck": "uptodate",
     "SpliceCheck": "uptodate",
 }

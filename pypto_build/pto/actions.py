@@ -17,14 +17,15 @@ from doit.exceptions import TaskFailed
 
 from .. import atomic, procs
 from ..filestate import make_state
-from ..errors import PyptoBuildError, SpliceError
-from ..hashing import text_digest
+from ..errors import PyptoBuildError, SpliceError, one_line
+from ..hashing import file_digest, text_digest
 from ..confine import confine
 from ..local_slots import local_work
 from ..oserrors import one_line_failures
 from .plan import PtoUnit
 from .ptoas import infer_level, ptoas_argv
 from ..safeio import read_text
+from ..toolchain import VERSION_TIMEOUT_S
 from .splice import find_target, function_names, preprocess, signature_of, splice, split
 
 
@@ -35,7 +36,9 @@ def run_ptoas(unit: PtoUnit):
 
     The raw output is rewritten only when ptoas's output differs from it (after
     PyPTO's preprocessing): a first check of an unedited directory rewrites
-    nothing. A raw output we did not write ourselves is backed up first.
+    nothing. A raw output we did not write ourselves is backed up first. When
+    ptoas cannot compile a `.pto` never seen edited, the kernels as they are
+    stay the truth (`_cannot_compile`).
     """
     if unit.ptoas is None:
         if unit.allow_unapplied:
@@ -45,7 +48,9 @@ def run_ptoas(unit: PtoUnit):
                           "without this edit")
     sub = Path(unit.sub_rel)
     raw = Path(unit.raw)
+    seen = file_digest(unit.pto)            # the content ptoas is given (read before it runs)
     level = infer_level(read_text(unit.pto, errors="replace"))
+    values = {"ptoas": unit.ptoas_key, "level": level}
     atomic.remove_stale_temps(raw)
     tmp = atomic.temp_path_for(raw, suffix=".tmp.cpp")       # ptoas may want a .cpp name
     argv = ptoas_argv(unit.ptoas, os.path.relpath(unit.pto, sub), os.path.relpath(tmp, sub), level)
@@ -62,29 +67,62 @@ def run_ptoas(unit: PtoUnit):
                               f"retried next run\n{command}" + (f"\n{proc.output}" if proc.output else ""))
         if proc.returncode != 0 or not tmp.exists() or tmp.stat().st_size == 0:
             output = proc.output or f"{proc.how}, no output"
-            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: {output.splitlines()[0][:400]}; fix the .pto "
-                              f"(or restore it) and rebuild — kernel files untouched, retried next run\n"
-                              f"{command}\n{output}")
+            first = output.splitlines()[0][:400]
+            return _cannot_compile(unit, seen, values, first, f"{command}\n{output}", TaskFailed(
+                f"ptoas rebuild failed for {unit.pto}: {first}; fix the .pto (or restore it) and rebuild — kernel "
+                f"files untouched, retried next run\n{command}\n{output}"))
         new = read_text(tmp, errors="replace")
         if not function_names(new):
-            return TaskFailed(f"ptoas rebuild failed for {unit.pto}: the output defines no kernel function "
-                              f"(AICORE void <name>(...)); check ptoas (--ptoas, PTOAS_ROOT) and the .pto — "
-                              f"{unit.raw} and kernel files untouched\n{command}")
+            return _cannot_compile(unit, seen, values, "its output defines no kernel function", command, TaskFailed(
+                f"ptoas rebuild failed for {unit.pto}: the output defines no kernel function (AICORE void "
+                f"<name>(...)); check ptoas (--ptoas, PTOAS_ROOT) and the .pto — {unit.raw} and kernel files "
+                f"untouched\n{command}"))
         old = _read_or_none(raw)
-        values = {"ptoas": unit.ptoas_key, "level": level}
+        record = load_record(unit.record)
         if old is not None and preprocess(old) == preprocess(new):
+            if record.get("pto") != seen:
+                save_record(unit.record, {**record, "pto": seen})
             return {**values, "rewrote": False, "lines": [f"[pto->cpp] checked {unit.pto}: unchanged"]}
         lines = [f"[pto->cpp] regenerating from {unit.pto}"]
-        record = load_record(unit.record)
         if old is not None and record.get("raw") != text_digest(old):
             lines.append(f"[pto->cpp]   kept {unit.raw} as it was in {backup(unit, raw, old)}")
         if old is not None and "raw" not in record:      # first sight: kernels holding this body are not hand edits
             record["found"] = text_digest(preprocess(old))
         os.replace(tmp, raw)
-        save_record(unit.record, {**record, "raw": text_digest(new)})
+        save_record(unit.record, {**record, "raw": text_digest(new), "pto": seen})
     finally:
         tmp.unlink(missing_ok=True)
     return {**values, "rewrote": True, "lines": lines}
+
+
+def _cannot_compile(unit: PtoUnit, seen: str, values: dict, why: str, details: str, failure: TaskFailed):
+    """ptoas ran and could not compile the `.pto` (`why`): `failure` when the file was edited since it was last
+    seen; else — first sight, or the content of the last success under another ptoas — the kernels as they are
+    stay the truth: a warning naming the installed ptoas and its version, the unit recorded as built with the
+    raw output not rewritten (its kernels are taken as found), the `.pto` content recorded so a later edit is
+    compiled again and fails if it cannot be."""
+    record = load_record(unit.record)
+    if record and record.get("pto") != seen:
+        return failure
+    version = ptoas_version(unit.ptoas)
+    warning = (f"{unit.pto}: the installed ptoas ({version}: {unit.ptoas}) cannot compile this file as it stands "
+               f"({why}); it was never seen edited, so the build uses the kernels as they are "
+               "(PYPTO_REBUILD_FROM_PTO=0 builds from them without running ptoas; an edit of this .pto must compile)")
+    save_record(unit.record, {**record, "pto": seen})
+    return {**values, "rewrote": False, "rejected": unit.pto, "warning": warning,
+            "lines": [f"[pto->cpp] {version} cannot compile {unit.pto}; kernels kept as they are", details]}
+
+
+def ptoas_version(ptoas: str) -> str:
+    """The first line of `ptoas --version` (`ptoas 0.55`), or why there is none."""
+    try:
+        proc = procs.run([ptoas, "--version"], timeout=VERSION_TIMEOUT_S)
+    except OSError as exc:
+        return f"version unknown: {exc.strerror or exc}"
+    line = next((x.strip() for x in (proc.stdout or proc.stderr).splitlines() if x.strip()), "")
+    if proc.returncode != 0 or not line:
+        return f"version unknown: --version {proc.how}"
+    return one_line(line, 120)
 
 
 def _read_or_none(path: Path) -> str | None:
@@ -124,8 +162,8 @@ def run_splice(unit: PtoUnit):
             atomic.write_text(target, new_text, mode=target.stat().st_mode & 0o777)
             lines.append(f"[pto->cpp]   spliced -> {rel}")
             spliced.append(rel)
-        bodies[rel] = text_digest(body)
-        save_record(unit.record, {"raw": text_digest(raw), "bodies": bodies})     # per file: a failure keeps the rest
+        bodies[rel] = text_digest(body)         # recorded per file: a failure keeps the rest
+        save_record(unit.record, {**_seen_part(record), "raw": text_digest(raw), "bodies": bodies})
     return {"raw": raw_state, "spliced": spliced, "lines": lines}
 
 
@@ -157,7 +195,8 @@ def plan_splice(unit: PtoUnit, raw: str) -> list[tuple[Path, str, str, str]]:
 
 def load_record(path: str) -> dict:
     """`{"raw": digest of the raw output we wrote or took as found, "bodies": {kernel: body digest we
-    wrote or took as found}, "found": digest of the body of the raw output first found (first sight)}`.
+    wrote or took as found}, "found": digest of the body of the raw output first found (first sight),
+    "pto": digest of the .pto as last compiled, taken as found or found uncompilable (`_cannot_compile`)}`.
 
     Empty when none or unreadable; a record of the first format (kernel -> digest) is read as its bodies.
     """
@@ -167,7 +206,19 @@ def load_record(path: str) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
-    return data if {"bodies", "raw", "found"} & set(data) else {"bodies": data}
+    return data if {"bodies", "raw", "found", "pto"} & set(data) else {"bodies": data}
+
+
+def _seen_part(record: dict) -> dict:
+    """What the ptoas task keeps in a record the splice rewrites: the `.pto` content last seen."""
+    return {"pto": record["pto"]} if "pto" in record else {}
+
+
+def record_seen(unit: PtoUnit) -> None:
+    """Record the `.pto` as seen (a unit taken as found without ptoas), so that ptoas failing on this very
+    content later is not taken for a failing edit."""
+    record = load_record(unit.record)
+    save_record(unit.record, {**record, "pto": file_digest(unit.pto)})
 
 
 def save_record(path: str, record: dict) -> None:
@@ -209,4 +260,5 @@ def adopt_splice(unit: PtoUnit) -> dict:
 
 def record_adopted(unit: PtoUnit, values: dict) -> None:
     """The splice record of a unit taken as found (called by the building run that adopts it)."""
-    save_record(unit.record, {"raw": values.get("raw_digest"), "bodies": values.get("bodies") or {}})
+    save_record(unit.record, {**_seen_part(load_record(unit.record)), "raw": values.get("raw_digest"),
+                              "bodies": values.get("bodies") or {}})

@@ -29,8 +29,9 @@ class PtoasCheck:
 
     __signature__ = _CALL
 
-    def __init__(self, pto: str, raw: str, ptoas_key: str | None):
+    def __init__(self, pto: str, raw: str, ptoas_key: str | None, record_fn=None):
         self.pto, self.raw, self.key = pto, raw, ptoas_key
+        self._record_fn = record_fn
         self.reason = ""
         # Without ptoas the task only reports an edit it cannot apply and writes nothing, so after such a
         # failure a `.pto` back as its last success recorded it is up to date again (a reverted edit).
@@ -51,6 +52,11 @@ class PtoasCheck:
         if self.key is not None or not os.path.isfile(self.raw):
             return None                      # ptoas checks it once; no raw output: it must be made
         return {"ptoas": "adopted", "rewrote": False}
+
+    def adopted(self, _values: dict) -> None:
+        """Record the `.pto` content taken as found (a building run only)."""
+        if self._record_fn is not None:
+            self._record_fn()
 
     def __repr__(self) -> str:
         return self.reason or "ptoas unchanged"

@@ -1,8 +1,9 @@
 """Test support (not product code): synthetic PyPTO build directories, a stand-in compiler and platform.
 
 Door: `FakePlatform` (plan and build with the stand-in compiler: staleness tests without g++);
-`synth` (write_l2, write_l3, write_multi, ...), `fake_compiler` (the stand-in itself, a script) and
-`fake_cann` (make_fake_cann: a labelled stand-in CANN tree for a2a3/a5 device builds) and `loopback`
+`synth` (write_l2, write_l3, write_multi, ...), `fake_compiler` (the stand-in itself, a script),
+`fake_cann` (make_fake_cann: a labelled stand-in CANN tree for a2a3/a5 device builds), `fake_ptoas` (a
+labelled stand-in ptoas: the tests' and `pypto-build example --pto`'s; make_fake_ptoas) and `loopback`
 (real servers on 127.0.0.1: distccd), offered whole.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ from ..doors import door
 _EXPORTS = {
     "FakePlatform": "fake_platform",
 }
-_MODULES = ('synth', 'fake_compiler', 'fake_cann', 'loopback')
+_MODULES = ('synth', 'fake_compiler', 'fake_cann', 'fake_ptoas', 'loopback')
 
 __all__ = [*_EXPORTS, *_MODULES]
 __getattr__ = door(__name__, _EXPORTS, _MODULES)

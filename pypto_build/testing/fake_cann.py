@@ -15,8 +15,9 @@ comment; every `--version` says it is a stand-in.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+
+from .standin import python_tool, write_executable
 
 LABEL = "stand-in for CANN's ccec/ld.lld, for tests; not a real NPU toolchain"
 TOOLS_SCRIPT = Path(__file__).resolve().with_name("fake_cann_tools.py")
@@ -46,24 +47,11 @@ def make_fake_cann(root: Path, *, cxx: str = "g++", ld: str = "ld", std: str | N
         raise RuntimeError(f"{TOOLS_SCRIPT}: the line {_CONFIG_LINE!r} must occur exactly once")
     config = {"cxx": cxx, "ld": ld, "std": std, "unresolved": unresolved}
     script = script.replace(_CONFIG_LINE, f"CONFIG = {config!r}")
-    body = f"#!/bin/sh\n\"exec\" {_python_word()} \"$0\" \"$@\"\n# {LABEL} (pypto_build.testing.fake_cann)\n" + script
     for name in ("ccec", "ld.lld"):
-        _write_executable(root / "bin" / name, body)
+        python_tool(root / "bin" / name, script, f"{LABEL} (pypto_build.testing.fake_cann)")
     for name, host in _CROSS.items():
-        _write_executable(root / "tools" / "hcc" / "bin" / name,
-                          f"#!/bin/sh\n# {LABEL}: this {name} runs the host {host} (host objects, not aarch64 ones).\n"
-                          f"exec {host} \"$@\"\n")
+        write_executable(root / "tools" / "hcc" / "bin" / name,
+                         f"#!/bin/sh\n# {LABEL}: this {name} runs the host {host} (host objects, not aarch64 ones).\n"
+                         f"exec {host} \"$@\"\n")
     return root
 
-
-def _python_word() -> str:
-    """This interpreter's path as one word that both sh and Python read as a string literal."""
-    exe = sys.executable
-    if not exe or any(c in exe for c in "\\\n'\""):
-        raise RuntimeError(f"cannot write a stand-in CANN tool header for the interpreter path {exe!r}")
-    return f"'{exe}'"
-
-
-def _write_executable(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o755)

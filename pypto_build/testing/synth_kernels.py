@@ -8,7 +8,7 @@ kernel wrapper with the body framed by the ptoas sentinels.
 With `pto=True` a sub-build also has PyPTO's `ptoas/` stage (PyPTO build-output
 reference, section 5): per unit a `.pto` in a trivial stand-in format (an
 MLIR-looking module whose `// CPP: <text>` lines are the raw C++; see
-tests/tools/fake_ptoas, a test stand-in for ptoas) and the raw
+pypto_build/testing/fake_ptoas.py, a test stand-in for ptoas) and the raw
 `ptoas/<unit>.cpp` that stand-in produces, whose preprocessed form is exactly
 the body between the wrapper's sentinels. With two or more kernels, kernels 0
 (aic) and 1 (aiv) form the group unit `<orch>_group` and both wrappers embed
@@ -185,7 +185,7 @@ def _kernel_cpp(name: str, func_id: int, with_header: bool, body: str | None = N
 # ptoas/ stage (pto=True)
 # ---------------------------------------------------------------------------
 
-_RAW_PROLOGUE = '#include "pto/pto-inst.hpp"\nusing namespace pto;\n'  # as tests/tools/fake_ptoas emits
+_RAW_PROLOGUE = '#include "pto/pto-inst.hpp"\nusing namespace pto;\n'  # as pypto_build/testing/fake_ptoas.py emits
 
 
 def _write_ptoas(root: Path, orch_name: str, headers: list[bool]) -> dict[int, str]:
@@ -227,7 +227,7 @@ def _pto_text(unit: str, functions: list[str], raw: list[str], *, level3: bool) 
     addr = " addr = %c0" if level3 else ""  # a physical address: ptoas level3, else level2
     lines = [
         f"// ptoas/{unit}.pto -- synthetic .pto written by pypto_build.testing.synth. Not real PTO-IR: its",
-        "// `// CPP:` lines are the raw C++ that tests/tools/fake_ptoas (a test stand-in for ptoas) emits.",
+        "// `// CPP:` lines are the raw C++ that pypto_build/testing/fake_ptoas.py (a test stand-in for ptoas) emits.",
         'module attributes {pto.target_arch = "a2a3"} {',
     ]
     for name in functions:
