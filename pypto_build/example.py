@@ -24,6 +24,7 @@ from .graph import load_graph
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 STANDIN = Path("standin_ptoas") / "ptoas"       # the stand-in ptoas, inside a copy of the `--pto` example
 EDIT_MARK = "edited by `pypto-build example`"
+BYTECODE = "__pycache__"        # pip byte-compiles the examples' .py files on install: not part of an example
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Example:
     def files(self) -> list[str]:
         """Every file the copy starts with, relative to it."""
         return sorted({p.relative_to(EXAMPLES / f).as_posix() for f in self.folders
-                       for p in (EXAMPLES / f).rglob("*") if p.is_file()})
+                       for p in (EXAMPLES / f).rglob("*") if p.is_file() and BYTECODE not in p.parts})
 
 
 PLAIN = Example(("matmul_relu",), "out = relu(a @ b + bias)", "kernels/aiv/matmul_relu_incore_1_aiv.cpp",
@@ -105,7 +106,7 @@ def _copy(example: Example, dest: Path) -> None:
     tmp = dest.parent / f".{dest.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         for folder in example.folders:
-            shutil.copytree(EXAMPLES / folder, tmp, dirs_exist_ok=True)
+            shutil.copytree(EXAMPLES / folder, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(BYTECODE))
         if example.pto:
             from .testing import fake_ptoas
             fake_ptoas.make_fake_ptoas(tmp / STANDIN.parent)

@@ -25,10 +25,32 @@ PTO_STAGE = EXAMPLE.parent / "matmul_relu_ptoas"          # laid over a copy by 
 KERNELS = {"matmul_relu_incore_0_aic": "aic", "matmul_relu_incore_1_aiv": "aiv"}
 
 
+def _sources(root: Path) -> list[Path]:
+    """The files of a package example (pip byte-compiles its .py files on install: `__pycache__` is not one)."""
+    return [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+
+
 def _assert_no_build_products(root: Path) -> None:
     products = [p for p in root.rglob("*") if p.suffix in (".so", ".o", ".bin")
-                or p.name in ("cache", ".pypto_build", "__pycache__", "dfx_outputs")]
+                or p.name in ("cache", ".pypto_build", "dfx_outputs")]
     assert not products, f"build products in the package copy: {products}"
+
+
+def test_a_copy_leaves_the_packages_bytecode_behind(tmp_path, monkeypatch):
+    """A package installed by pip (or after any import of its examples) holds `__pycache__` beside golden.py:
+    the copy and the list of the example's files leave it out."""
+    from pypto_build import example
+
+    package = tmp_path / "examples"
+    shutil.copytree(EXAMPLE.parent, package)
+    for folder in ("matmul_relu", "matmul_relu_ptoas"):
+        (package / folder / "__pycache__").mkdir(exist_ok=True)
+        (package / folder / "__pycache__" / "golden.cpython-311.pyc").write_bytes(b"\x00")
+    monkeypatch.setattr(example, "EXAMPLES", package)
+    dest = tmp_path / "copy"
+    example._copy(example.WITH_PTO, dest)
+    assert not list(dest.rglob("__pycache__"))
+    assert "__pycache__" not in " ".join(example.WITH_PTO.files())
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +64,7 @@ def built(tmp_path_factory) -> tuple[Path, pypto_build.BuildResult]:
 def test_package_copy_holds_sources_only():
     _assert_no_build_products(EXAMPLE)
     _assert_no_build_products(PTO_STAGE)
-    files = sorted(p.relative_to(EXAMPLE).as_posix() for p in EXAMPLE.rglob("*") if p.is_file())
+    files = sorted(p.relative_to(EXAMPLE).as_posix() for p in _sources(EXAMPLE))
     assert files == [
         "compiled_meta.json",
         "golden.py",
@@ -51,7 +73,7 @@ def test_package_copy_holds_sources_only():
         "kernels/aiv/matmul_relu_incore_1_aiv.cpp",
         "orchestration/matmul_relu.cpp",
     ]
-    assert sorted(p.relative_to(PTO_STAGE).as_posix() for p in PTO_STAGE.rglob("*") if p.is_file()) == [
+    assert sorted(p.relative_to(PTO_STAGE).as_posix() for p in _sources(PTO_STAGE)) == [
         "ptoas/matmul_relu_incore_0_aic.cpp",
         "ptoas/matmul_relu_incore_0_aic.pto",
         "ptoas/matmul_relu_incore_1_aiv.cpp",
@@ -71,9 +93,8 @@ def test_build_compiles_two_kernels_and_the_orchestration(built):
         assert (root / host_binary(f"kernels/{core}/{name}.cpp")).is_file()
     assert (root / host_binary("orchestration/matmul_relu.cpp")).is_file()
     # Adopting the ptoas stage left every source byte-identical to the package copy.
-    for src in EXAMPLE.rglob("*"):
-        if src.is_file():
-            assert (root / src.relative_to(EXAMPLE)).read_bytes() == src.read_bytes(), src.name
+    for src in _sources(EXAMPLE):
+        assert (root / src.relative_to(EXAMPLE)).read_bytes() == src.read_bytes(), src.name
     _assert_no_build_products(EXAMPLE)
     again = pypto_build.build(root)
     assert again.compiled == []
