@@ -17,6 +17,7 @@ _EXPORTS = {
     "write_run_script": "compat",
     "shard_plan": "shards", "ShardPlan": "shards", "merge_reports": "ci_report", "MergedReport": "ci_report",
     "DistributedCompiledProgram": "compat", "DistributedConfig": "compat",
+    "rebuild_kernel_cpp_from_pto": "compat", "invalidate_binary_cache": "compat", "ArgumentError": "errors",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -51,6 +51,12 @@ class MetaError(PyptoBuildError, ValueError):
     """A metadata sidecar (`compiled_meta.json`, `distributed_meta.json`) is invalid."""
 
 
+class ArgumentError(PyptoBuildError, TypeError, ValueError):
+    """A program was called with arguments that do not fit the parameters its sidecar declares (count, dtype,
+    shape, contiguity, device); raised before any kernel runs. A TypeError and a ValueError too, as Python
+    says a wrong call."""
+
+
 class ToolchainError(PyptoBuildError):
     """A compiler or platform tool is missing or unusable."""
 

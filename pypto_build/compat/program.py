@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+from ..arguments import require_fit
+from ..errors import ArgumentError
 from ..markers import HOST_OUTPUTS, STATE_DIR
 from ..sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
 
@@ -72,29 +74,27 @@ class CompiledProgram:
 
     # -- arguments -------------------------------------------------------------
     def _full_args(self, args: Sequence) -> tuple[list, list[int]]:
-        """All arguments in call order, allocating `Out` tensors for a return-style call."""
-        import torch
-        from .runner import torch_dtype_name
-
+        """All arguments in call order, checked against the sidecar (`arguments.require_fit`), `Out` tensors
+        allocated for a return-style call. A misfit raises ArgumentError: nothing is built or run."""
         args = list(args)
-        if len(args) == len(self.params):
-            return args, []
         missing = len(self.params) - len(self.output_indices)
+        allocated: list[int] = []
         if self.output_indices and len(args) == missing:
+            import torch
+            from .runner import torch_dtype_name
+
             full, it = [], iter(args)
             for i, p in enumerate(self.params):
                 if i not in self.output_indices:
                     full.append(next(it))
                     continue
                 if p.shape is None or any(d < 0 for d in p.shape):
-                    raise TypeError(f"{self.output_dir}: output {p.name!r} has shape {p.shape}; pass it yourself "
-                                    "(its size is not known before the run)")
+                    raise ArgumentError(f"{self.meta.path}: output {p.name!r} has shape {p.shape}; pass it "
+                                        "yourself (its size is not known before the run)")
                 full.append(torch.zeros(p.shape, dtype=getattr(torch, torch_dtype_name(p.dtype)[6:])))
-            return full, list(self.output_indices)
-        names = ", ".join(p.name for p in self.params)
-        raise TypeError(f"{self.output_dir}: expected {len(self.params)} arguments ({names})"
-                        + (f" or {missing} without the outputs" if self.output_indices else "")
-                        + f", got {len(args)}")
+            args, allocated = full, list(self.output_indices)
+        require_fit(self.meta, args, outputs_optional=True)
+        return args, allocated
 
     # -- build + load ------------------------------------------------------------
     def _binaries(self) -> tuple:
@@ -140,7 +140,9 @@ class CompiledProgram:
         """Build what changed, then run on `args` (outputs written in place).
 
         Pass every parameter (returns None), or only the non-`Out` ones: the
-        outputs are then allocated and returned (one tensor, or a tuple).
+        outputs are then allocated and returned (one tensor, or a tuple). The
+        arguments are checked against compiled_meta.json first (count, dtype,
+        shape, contiguous, CPU): a misfit raises ArgumentError, nothing is built or run.
         `config` (a RunConfig) with swimlane / dump-args writes those under
         dfx_outputs/ as replay does.
         """
@@ -239,7 +241,7 @@ def benchmark(compiled, args: Sequence, *, rounds: int = 100, warmup: int = 3) -
     """Run `compiled` warmup + rounds times on a warm host executor; time each measured round.
 
     `compiled` is a CompiledProgram (or a build directory path); `args` as for
-    calling it. Builds once, before timing. A functional CPU reference, not
+    calling it (checked the same way first). Builds once, before timing. A functional CPU reference, not
     NPU performance (PyPTO's device timings do not exist on the host runtime).
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds <= 0:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+from ..arguments import require_fit
 from ..sidecars import DISTRIBUTED_META_FILENAME, DistributedConfigMeta, ProgramMeta, load_distributed_meta
 
 __all__ = ["DistributedConfig", "DistributedCompiledProgram"]
@@ -75,16 +76,18 @@ class DistributedCompiledProgram:
 
     def __call__(self, *tensors: Sequence, config=None) -> None:
         """Build what changed, then run on the platform the build chose (the recorded one, or host where simpler
-        cannot run it); outputs are written into `tensors` in place."""
+        cannot run it); outputs are written into `tensors` in place. The tensors are checked against
+        distributed_meta.json first (count, dtype, shape, contiguous, CPU): a misfit raises ArgumentError,
+        nothing is built or run."""
         from ..api import build
         from ..run import execute
         from ..runconfig import RunConfig
 
+        require_fit(self.meta, tensors)
         built = build(self.output_dir, platform=self.platform, progress=None)
         self.platform = built.platform
-        names = [p.name for p in self.params] if len(self.params) == len(tensors) else None
-        execute(self.output_dir, list(tensors), replace(config or RunConfig(), platform=built.platform), names=names,
-                say=lambda _line: None, device_ids=self.device_ids)
+        execute(self.output_dir, list(tensors), replace(config or RunConfig(), platform=built.platform),
+                names=[p.name for p in self.params], say=lambda _line: None, device_ids=self.device_ids)
 
     def __repr__(self) -> str:
         return f"DistributedCompiledProgram({self.output_dir}, device_ids={list(self.device_ids)})"

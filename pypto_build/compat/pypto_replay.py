@@ -11,7 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence, TextIO
 
+from ..arguments import require_fit
 from ..run import check_replayable
+from ..sidecars import load_sidecar
 from ..runconfig import RunConfig, RunSpec
 
 
@@ -31,8 +33,10 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
            allow_unapplied_pto: bool = False) -> ReplayResult:
     """Build what changed, run the program on `tensors` (outputs written in place), optionally validate.
 
-    The program runs in a child process (a crash, an exit or a hang past `run_timeout` raises
-    ProgramFailed; nothing is left running); the caller's tensors receive the outputs. With
+    `tensors` are checked against the directory's sidecar first (count, dtype, shape, contiguous, CPU):
+    a misfit raises ArgumentError before anything is built or run. The program runs in a child process
+    (a crash, an exit or a hang past `run_timeout` raises ProgramFailed; nothing is left running); the
+    caller's tensors receive the outputs. With
     `validate`, outputs named in golden.py's `__outputs__` are compared with `compute_golden`
     run on a copy of the inputs taken before the run (RTOL/ATOL); a mismatch raises
     AssertionError naming the output, a validation that would compare nothing raises
@@ -47,6 +51,8 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
         progress = sys.stdout           # looked up per call (tests and callers may replace sys.stdout)
     work_dir = check_replayable(Path(work_dir).resolve())
     say = (lambda line: print(line, file=progress, flush=True)) if progress else (lambda line: None)
+    if tensors:
+        require_fit(load_sidecar(work_dir), tensors)   # before anything is built or the child starts
     if validate:
         import torch
         for i, t in enumerate(tensors):

@@ -21,7 +21,7 @@ from doit.doit_cmd import DoitMain
 
 from . import noop
 from .loader import BuildDirLoader, opt_recompile
-from .session import guarded, locked
+from .session import force_rebuilds, guarded, locked
 from .workers import supervise
 
 
@@ -60,10 +60,7 @@ class BuildDirRun(BuildDirCommand, Run):
     def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",
                  num_process=0, par_type="process", single=False, auto_delayed_regex=False,
                  force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False):
-        if recompile:
-            # Persistent: an interrupted --recompile still rebuilds the rest next time.
-            for name in self.loader.graph.compile_tasks:
-                self.dep_manager.mark_forced(name, "--recompile")
+        force_rebuilds(self.dep_manager, self.loader, recompile)
         return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
                                 reporter=reporter, num_process=num_process, par_type=par_type,
                                 single=single, auto_delayed_regex=auto_delayed_regex,

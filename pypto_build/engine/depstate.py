@@ -114,6 +114,13 @@ class ContentDependency(Dependency):
         values["forced"] = why
         self._set(task_name, "_values_:", values)
 
+    def commit(self) -> bool:
+        """Write what is set so far now, when this state commits as it goes (a build); False otherwise."""
+        if not self.checkpoint:
+            return False
+        self._commit()
+        return True
+
     def _refresh(self, task, snapshot: dict) -> None:
         for dep, state in snapshot.items():
             if state != self._get(task.name, dep):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .. import stages
+from .. import invalidation, stages
 from ..graph import Graph
 
 
@@ -27,7 +27,8 @@ class Explanation:
 def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = False) -> list[Explanation]:
     """The status and reason of every task of the build (or of `only`), in dispatch order.
 
-    With `recompile`, what `build --recompile` would do: every compile unit runs.
+    With `recompile`, what `build --recompile` would do: every compile unit runs; so it does while an
+    `invalidate_binary_cache()` mark waits for the next build.
     """
     from .loader import BuildDirLoader, STATE_DB
     from ..markers import STATE_DIR
@@ -39,7 +40,8 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
              if t.actions and (t.name.startswith(stages.BUILD) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
     state = root / STATE_DIR / STATE_DB
-    forced = set(graph.compile_tasks) if recompile else set()
+    why = "--recompile" if recompile else invalidation.pending(root)
+    forced = set(graph.compile_tasks) if why else set()
     out: dict[str, Explanation] = {}
     if not state.exists():
         out = {t.name: Explanation(t.name, "run", "never built") for t in tasks}
@@ -49,8 +51,8 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
             try:
                 for t in _ordered(tasks, by_name):
                     out[t.name] = _one(dep, t, by_name)
-                    if recompile and t.name in forced and out[t.name].status == "up-to-date":
-                        out[t.name] = Explanation(t.name, "run", "forced by --recompile")
+                    if t.name in forced and out[t.name].status == "up-to-date":
+                        out[t.name] = Explanation(t.name, "run", f"forced by {why}")
                     if out[t.name].status == "up-to-date":
                         after = [d for d in t.task_dep if d in out and out[d].status == "run"]
                         if after and _propagates(t.name):

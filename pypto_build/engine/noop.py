@@ -18,8 +18,9 @@ The key is built from what the decision compares, looked up the same way:
 compiler) and ptoas found as `ptoas.find_ptoas` finds it. The binaries' content
 is compared by stat (never hashed here).
 
-Not used when PTO_ISA_ROOT is set (its identity needs git) or when a run
-selects tasks, forces a rebuild or could not apply a `.pto` edit.
+Not used when PTO_ISA_ROOT is set (its identity needs git), when a run
+selects tasks, forces a rebuild (`--recompile`, an `invalidate_binary_cache()`
+mark) or could not apply a `.pto` edit.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import __version__, atomic, safeio, stages
+from .. import __version__, atomic, invalidation, safeio, stages
 from ..errors import ToolchainError, warn
 from ..markers import STATE_DIR
 from ..pto import find_ptoas, identity_files
@@ -96,7 +97,10 @@ def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
     """The recorded summary when nothing changed since the last full build, else None.
 
     `make_key` runs last (it starts the compiler's `--version`), only when every stat still matches.
+    An `invalidate_binary_cache()` mark waiting for the next build is never a no-op.
     """
+    if invalidation.pending(root) is not None:
+        return None
     try:
         data = json.loads(safeio.read_text(Path(root) / STATE_DIR / RECORD))
         base = os.fspath(root)

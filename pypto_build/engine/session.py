@@ -23,7 +23,7 @@ from doit.globals import Globals
 from doit.runner import MRunner, MThreadRunner, Runner
 from doit.task import Stream
 
-from .. import hashing, local_slots, search_dirs
+from .. import hashing, invalidation, local_slots, search_dirs
 from ..errors import PyptoBuildError, error, interrupted, one_line
 from ..launcher import local_jobs
 from ..markers import STATE_DIR
@@ -114,15 +114,28 @@ def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: i
         return 3
 
 
+def force_rebuilds(dep: ContentDependency, loader: BuildDirLoader, recompile: bool) -> None:
+    """`--recompile`, or an `invalidate_binary_cache()` mark: every compile unit stale until it next succeeds.
+
+    Persistent: the forcing is kept in the state, so an interrupted or failed build still rebuilds the rest
+    next time. The mark is removed only once that state is committed (under the directory lock).
+    """
+    why = "--recompile" if recompile else None
+    mark = invalidation.pending(loader.root)
+    if why is None and mark is None:
+        return
+    for name in loader.graph.compile_tasks:
+        dep.mark_forced(name, why or mark)
+    if mark is not None and dep.commit():
+        invalidation.clear(loader.root)
+
+
 def _run(loader: BuildDirLoader, dep: ContentDependency, tasks: list[str], jobs: int, recompile: bool,
          keep_going: bool) -> tuple[int, list]:
     """doit's `run` command (cmd_run.Run._execute) with the values a build gives it."""
     Globals.dep_manager = dep
     task_list = loader.load_tasks(None, tasks)
-    if recompile:
-        # Persistent: an interrupted --recompile still rebuilds the rest next time.
-        for name in loader.graph.compile_tasks:
-            dep.mark_forced(name, "--recompile")
+    force_rebuilds(dep, loader, recompile)
     control = TaskControl(task_list)
     control.process(tasks or list(DEFAULT_TASKS))
     stream = Stream(None, False)

@@ -20,7 +20,8 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import PyptoBuildError, one_line
-from ..sidecars import ProgramMeta, known_torch_dtype
+from ..arguments import check_arguments
+from ..sidecars import ProgramMeta
 from ..pyexec import exec_file
 from ..safeio import refusal
 
@@ -90,32 +91,21 @@ class Golden:
         return pairs
 
     def check_inputs(self, pairs: list[tuple[str, object]], meta: ProgramMeta | None) -> None:
-        """Inputs against the sidecar's parameters (count; tensor or scalar; dtype; static dims), before a run."""
+        """Inputs against the sidecar's parameters, before a run: what every caller's arguments are held to
+        (`arguments.check_arguments`: count; tensor or scalar; dtype; static dims; contiguous, on the CPU)."""
         if meta is None:
             return
-        import torch
-
         side, params = meta.path.name, meta.params
-        if len(pairs) != len(params):
+        misfit = check_arguments(params, [value for _, value in pairs])
+        if misfit is None:
+            return
+        if misfit.param is None:
             raise GoldenError(f"{self.path}: generate_inputs() returns {len(pairs)} input(s) "
                               f"({', '.join(n for n, _ in pairs)}) but {side} declares {len(params)} parameter(s) "
                               f"({', '.join(p.name for p in params)}); fix golden.py (or recompile via ir.compile() "
                               "if the program changed)")
-        for (name, value), p in zip(pairs, params):
-            declared = f"{side} declares {p.name!r} as " + ("a scalar" if p.shape is None else
-                                                             f"{p.dtype} {list(p.shape)}")
-            if p.shape is None:
-                problem = "is a tensor" if isinstance(value, torch.Tensor) else None
-            elif not isinstance(value, torch.Tensor):
-                problem = f"is a {type(value).__name__}, not a tensor"
-            elif (want := known_torch_dtype(p.dtype)) and value.dtype != getattr(torch, want):
-                problem = f"is {value.dtype}"
-            elif len(value.shape) != len(p.shape) or any(d >= 0 and d != s for d, s in zip(p.shape, value.shape)):
-                problem = f"has shape {list(value.shape)}"
-            else:
-                problem = None
-            if problem:
-                raise GoldenError(f"{self.path}: input {name!r} {problem}, but {declared}; fix golden.py")
+        raise GoldenError(f"{self.path}: input {pairs[misfit.index][0]!r} {misfit.problem}, but {side} declares "
+                          f"{misfit.param.name!r} as {misfit.declared}; fix golden.py ({misfit.fix})")
 
     def check_outputs(self, names: list[str], values: dict[str, object], meta: ProgramMeta | None) -> list[str]:
         """`__outputs__`, each a tensor parameter the program writes (Out/InOut in the sidecar)."""
