@@ -147,7 +147,7 @@ def test_debug_shows_the_traceback(name, pristine, tmp_path):
 
 @pytest.mark.parametrize("name", ["kc_syntax_error", "state_db_garbage", "compile_error"])
 def test_doit_build_plugin_in_a_broken_dir(name, pristine, tmp_path):
-    """`doit build` inside the directory: one line (doit's `ERROR: ...` for bad input), nothing changed."""
+    """`doit pypto-build` inside the directory: one line (doit's `ERROR: ...` for bad input), nothing changed."""
     case = next(c for c in CASES if c.name == name)
     target = prepare(case, pristine, tmp_path)
     before = snapshot(target, with_state=case.planning)

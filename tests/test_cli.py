@@ -1,4 +1,4 @@
-"""The command line, `python -m`, the `doit build` plugin and doit's own commands on a graph."""
+"""The command line, `python -m`, the `doit pypto-build` plugin and doit's own commands on a graph."""
 from __future__ import annotations
 
 import os

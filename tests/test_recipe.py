@@ -118,7 +118,7 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), capture_output=True, text=True, timeout=600, cwd=cwd)
 
 
-@pytest.mark.parametrize("front_end", [("pypto-build", "build", "{dir}"), ("doit", "build"),
+@pytest.mark.parametrize("front_end", [("pypto-build", "build", "{dir}"), ("doit", "pypto-build"),
                                        ("pypto-build", "doit", "run", "{dir}")])
 def test_invalidate_deletes_nothing_and_the_next_build_of_any_front_end_rebuilds_every_binary(l2, front_end):
     from pypto_build import invalidate_binary_cache
