@@ -84,5 +84,5 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
 def start_afresh(path: Path) -> str:
     """The fix for a damaged state database (or companion file): remove that file only — the rest of the state
     folder holds the host binaries, the backups of hand-edited kernels and the kept golden results."""
-    return (f"remove {path} (only that file: keep the rest of {path.parent.name}/, which holds the binaries) "
-            "to start afresh; every unit then compiles once")
+    return (f"remove {path} (only that file: keep the rest of {path.parent.name}/, which holds the host binaries "
+            "and the backups of hand-edited kernels) to start afresh; every unit then compiles once")
