@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from conftest import FAKE_PTOAS
 from pypto_build.testing import synth
 
 pytest.importorskip("torch")
@@ -77,8 +78,7 @@ def test_ci_takes_the_options_its_messages_name(tmp_path):
     refused = ci(str(d))
     assert refused.returncode == 1 and "or --ptoas" in refused.stderr, refused.stderr
     report = tmp_path / "r.json"
-    fake_ptoas = Path(__file__).resolve().parent / "tools" / "fake_ptoas"       # the labelled ptoas stand-in
-    out = subprocess.run(["pypto-build", "ci", "--ptoas", str(fake_ptoas), "--platform", "host", "--json", str(report),
+    out = subprocess.run(["pypto-build", "ci", "--ptoas", str(FAKE_PTOAS), "--platform", "host", "--json", str(report),
                           str(d)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "pypto-build: platform host (--platform;" in out.stdout
