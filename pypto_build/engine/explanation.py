@@ -77,9 +77,9 @@ def read_only_state(root: Path, force: tuple[str, ...] = ()) -> Iterator[Content
 
 
 def evaluate(dep: ContentDependency | None, tasks: list, by_name: dict,
-             forced: set[str] | frozenset[str] = frozenset()) -> dict[str, Explanation]:
+             forced: set[str] | frozenset[str] = frozenset(), forced_by: str = "--recompile") -> dict[str, Explanation]:
     """Each of `tasks` (with actions) judged against the state `dep` (None: never built), in dispatch order;
-    `forced` tasks run whatever their state says (`--recompile`)."""
+    `forced` tasks run whatever their state says (`forced_by` says why)."""
     out: dict[str, Explanation] = {}
     for t in _ordered(tasks, by_name):
         if not t.actions:                   # a group: its members are judged
@@ -89,7 +89,7 @@ def evaluate(dep: ContentDependency | None, tasks: list, by_name: dict,
             continue
         out[t.name] = _one(dep, t, by_name)
         if t.name in forced and out[t.name].status == "up-to-date":
-            out[t.name] = Explanation(t.name, "run", "forced by --recompile")
+            out[t.name] = Explanation(t.name, "run", f"forced by {forced_by}")
         if out[t.name].status == "up-to-date":
             after = [d for d in t.task_dep if d in out and out[d].status == "run"]
             if after and _propagates(t.name):
