@@ -68,14 +68,16 @@ class CiResult:
 
 
 def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
-           allow_unapplied_pto: bool = False, run_timeout: float | None = None, launcher: str | None = None,
+           graph_options: dict | None = None, run_timeout: float | None = None,
            progress: TextIO | None = None) -> CiResult:
     """Build (and validate where there is a golden) every directory; never stops at a failure.
 
-    The remote cache is opened once for the whole run: one ping, one warning at most, and a
-    failure in any directory (any process) disables it for all the others. With a launcher
-    (`launcher`, else $PYPTO_BUILD_LAUNCHER or $CXX's) and `jobs` above this machine's CPUs, the
-    directories' local work (links, program runs) shares the CPUs' local slots.
+    `graph_options`: the keyword arguments of `graph.load_graph` for every directory (platform, `.pto`
+    options, include_stale, launcher: `options.graph_options`). The remote cache is opened once for the
+    whole run: one ping, one warning at most, and a failure in any directory (any process) disables it
+    for all the others. With a launcher (its `launcher`, else $PYPTO_BUILD_LAUNCHER or $CXX's) and `jobs`
+    above this machine's CPUs, the directories' local work (links, program runs) shares the CPUs' local
+    slots.
     """
     from .cache import open_remote, settings
     from .launcher import local_jobs
@@ -88,7 +90,7 @@ def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, rem
     roots = [Path(d).resolve() for d in dirs]
     parallel = jobs > 1 and len(roots) > 1
     remote = open_remote(remote_cache, for_spawn=parallel)
-    args = (cache_dir, remote, allow_unapplied_pto, run_timeout, launcher, local_jobs() if jobs > local_jobs() else 0)
+    args = (cache_dir, remote, dict(graph_options or {}), run_timeout, local_jobs() if jobs > local_jobs() else 0)
     if not parallel:
         results = [_one(r, *args, progress) for r in roots]
     else:
@@ -150,22 +152,20 @@ def _died(root: Path, proc, start: float) -> DirResult:
                            f"`pypto-build validate {root}` to see why")
 
 
-def _one(root: Path, cache_dir: str | None, remote: Remote | None, allow_unapplied: bool = False,
-         run_timeout: float | None = None, launcher: str | None = None, local_limit: int = 0,
-         progress: TextIO | None = None) -> DirResult:
+def _one(root: Path, cache_dir: str | None, remote: Remote | None, graph_options: dict,
+         run_timeout: float | None = None, local_limit: int = 0, progress: TextIO | None = None) -> DirResult:
     """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
     from . import local_slots
     from .api import run_graph
     from .cache import open_caches
     from .graph import load_graph, run_targets
-    from .pto import pto_options
     from .runconfig import RunSpec
 
     start = time.monotonic()
     if progress is not None:
         print(f"== {root}", file=progress, flush=True)
     try:
-        graph = load_graph(root, pto=pto_options(allow_unapplied=allow_unapplied), launcher=launcher)
+        graph = load_graph(root, **graph_options)
         if graph.launcher is not None and local_limit:
             local_slots.configure(local_limit)      # this directory's process: each runs its units one at a time
         caches = open_caches(cache_dir, remote, check_remote=False)     # opened once by run_ci
@@ -192,6 +192,7 @@ def ci_verb(args) -> int:
     from . import options
     from .shards import parse_shard, shard_plan
 
+    options.judge(args)
     shard = parse_shard(args.shard) if args.shard is not None else None
     if args.list:
         for line in shard_plan(args.dirs, shard.count if shard else 1).lines(shard.index if shard else None):
@@ -207,8 +208,8 @@ def ci_verb(args) -> int:
         print(f"pypto-build ci: shard {shard}: {len(dirs)} of {plan.total} directories (plan {plan.digest[:16]})"
               + ("; nothing to build here, reports say so" if not dirs else ""))
     result = run_ci(dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
-                    allow_unapplied_pto=args.allow_unapplied_pto, run_timeout=options.run_timeout(args),
-                    launcher=args.launcher, progress=None if args.quiet else sys.stdout)
+                    graph_options=options.graph_options(args), run_timeout=options.run_timeout(args),
+                    progress=None if args.quiet else sys.stdout)
     result.shard = record
     if args.junit_xml:
         write_junit(result, args.junit_xml)

@@ -19,7 +19,8 @@ from .verbs import guarded, run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
                    "cache_dir", "remote_cache")
-CI_OPTIONS = ("jobs", "quiet", "cache_dir", "remote_cache", "allow_unapplied_pto", "run_timeout", "launcher")
+CI_OPTIONS = ("jobs", "platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "quiet",
+              "cache_dir", "remote_cache", "run_timeout", "launcher")     # every option its messages name
 # What ci's -j counts (ci.run_ci): directories, each in its own process building one unit at a time.
 CI_JOBS_HELP = "run N directories at once, each in its own process, compiling one unit at a time (default 1)"
 # Where replay and validate run, as platforms/choice.py decides.

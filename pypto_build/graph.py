@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import hashing, search_dirs, stages
+from . import hashing, search_dirs, settings, stages
 from .launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from .layout import BuildKind, Layout, load_layout
 from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from .settings import check_environment
-from .platforms import Choice, Platform, cannot_serve, choose, load_platform
+from .platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, load_platform
 from .units import SubBuildPlan, plan
 
 
@@ -91,6 +91,7 @@ def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptio
     """
     started = time.time_ns()
     check_environment()                 # a bad value: one line, before anything is read or written
+    settings.platform(PLATFORMS)
     layout = load_layout(root, include_stale=include_stale)
     choice = None if isinstance(platform, Platform) else choose(root, platform, cannot_serve=cannot_serve)
     search_dirs.load(layout.root)       # the compiler's answers and the digests of the toolchain's files ...

@@ -19,8 +19,8 @@ from .confine import confine, confine_tree, forget_resolved_dirs
 from .errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
-from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, STATE_DIR, present_markers,
-                      next_level_names as _next_level_names)
+from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, STATE_DIR, is_build_dir,
+                      present_markers, next_level_names as _next_level_names)
 from .safeio import read_bytes
 
 
@@ -85,9 +85,35 @@ def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
                           "the build directory is incomplete — recompile via ir.compile()")
     if _next_level_names(root):
         return BuildKind.MULTI_ORCH, markers
+    inside = build_dirs_in(root)
+    if len(inside) == 1:
+        raise LayoutError(f"{root}: not a build directory itself, but {root / inside[0]} is one; pass that")
+    if inside:
+        shown = ", ".join(inside[:SHOWN]) + (f" and {len(inside) - SHOWN} more" if len(inside) > SHOWN else "")
+        raise LayoutError(f"{root}: not a build directory itself, but holds {len(inside)} ({shown}); pass one of "
+                          f"them, or build and validate them all with `pypto-build ci {root}/*/`")
     raise LayoutError(f"{root}: not a build_output directory (missing kernel_config.py and "
                       "orchestration/host_orch.py, and no next_levels/*/kernel_config.py); pass the directory "
                       "ir.compile() wrote (build_output/<jit_dir>/)")
+
+
+SHOWN = 5       # build directories named when a parent of several is given
+
+
+def build_dirs_in(parent: Path) -> list[str]:
+    """The names of `parent`'s subdirectories that are build directories (a build_output/ of jit dirs), sorted."""
+    try:
+        entries = sorted(e.name for e in os.scandir(parent) if e.is_dir())
+    except OSError:
+        return []
+    found = []
+    for name in entries:
+        try:
+            if is_build_dir(parent / name):
+                found.append(name)
+        except (LayoutError, OSError):          # a marker that is no regular file: not one to suggest
+            continue
+    return found
 
 
 def load_layout(root: Path, *, include_stale: bool = False) -> Layout:

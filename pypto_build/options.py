@@ -18,6 +18,7 @@ from .errors import PyptoBuildError
 from .runconfig import LOG_LEVELS, RunConfig, RunSpec
 
 DEFAULT_RUN_TIMEOUT = settings.RUN_TIMEOUT[1]
+DUMP_LEVELS = (0, 3)        # the args dump levels PyPTO's runtime has (simpler's CallConfig: 0-3)
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,16 @@ class Opt:
     default: Any = None
     metavar: str | None = None
     choices: tuple | None = None
+    limits: tuple[int, int | None] | None = None     # an int's least and greatest value (None: no greatest)
+
+    @property
+    def spelled(self) -> str:
+        """How the command line spells it: `-j/--jobs`, `--dump-args`."""
+        return (f"-{self.short}/" if self.short else "") + f"--{self.long}"
 
 
 BUILD = (
-    Opt("jobs", "jobs", "int", "run N compiles at once (default 1)", "j", 1, "N"),
+    Opt("jobs", "jobs", "int", "run N compiles at once (default 1)", "j", 1, "N", limits=(1, None)),
     Opt("platform", "platform", "str", "target platform: host, a2a3sim, a5sim, a2a3 or a5 (default: "
         "$PYPTO_BUILD_PLATFORM, else the one compiled_meta.json records — host when simpler cannot run it here)",
         metavar="NAME"),
@@ -72,9 +79,10 @@ RUN = (
         "chrome://tracing)"),
     Opt("swimlane_level", "swimlane-level", "int", "0..4, overrides --swimlane", metavar="LEVEL",
         choices=tuple(range(5))),
-    Opt("dump_args", "dump-args", "level", "write each task's arguments to dfx_outputs/args_dump/ (LEVEL 2: "
-        "full)", default=0, metavar="LEVEL"),
-    Opt("dump_args_level", "dump-args-level", "int", "args dump level; implies --dump-args", metavar="LEVEL"),
+    Opt("dump_args", "dump-args", "level", "write each task's arguments to dfx_outputs/args_dump/ (LEVEL 0..3; "
+        "2: full)", default=0, metavar="LEVEL", limits=DUMP_LEVELS),
+    Opt("dump_args_level", "dump-args-level", "int", "args dump level (0..3); implies --dump-args",
+        metavar="LEVEL", limits=DUMP_LEVELS),
     Opt("dep_gen", "dep-gen", "flag", "dependency generation (not on the host runtime)"),
     Opt("scope_stats", "scope-stats", "flag", "scope statistics (not on the host runtime)"),
     Opt("no_recompile", "no-recompile", "flag", "accepted for PyPTO compatibility (nothing is force-rebuilt "
@@ -90,7 +98,7 @@ VALIDATE = Opt("validate", "validate", "negatable", "compare outputs with golden
                "and record the verdict", default=False)
 WATCH = (
     Opt("runs", "runs", "int", "time the program over N runs per round (median and spread; default 5)",
-        default=5, metavar="N"),
+        default=5, metavar="N", limits=(1, None)),
     Opt("poll", "poll", "flag", "poll for changes instead of inotify (network file systems; also "
         "WATCHFILES_FORCE_POLLING=1)"),
 )
@@ -142,6 +150,23 @@ def normalize_argv(argv: list[str]) -> list[str]:
         if word == "--dump-args" and not out[i + 1].lstrip("-").isdigit():
             out[i] = "--dump-args=1"
     return out
+
+
+def judge(values: Any) -> None:
+    """Refuse an option value out of its declared range (`Opt.limits`): one line, exit 2, before anything runs.
+
+    argparse and doit parse the numbers; the range is judged here for both, so `-j 0` or `--dump-args 7`
+    is never taken silently.
+    """
+    for o in (*BUILD, *RUN, *WATCH):
+        value = _get(values, o.dest)
+        if o.limits is None or value is None or isinstance(value, bool):     # doit's --dump-args is a flag
+            continue
+        least, most = o.limits
+        if value < least or (most is not None and value > most):
+            allowed = f"a number from {least} to {most}" if most is not None else f"a number of at least {least}"
+            raise PyptoBuildError(f"{o.spelled} {value}: out of range; pass {allowed}"
+                                  + (f", or leave it out for {o.default}" if o.default is not None else ""))
 
 
 def _get(values: Any, name: str, default: Any = None) -> Any:

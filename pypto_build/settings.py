@@ -20,6 +20,9 @@ from .errors import PyptoBuildError
 COMPILER_TIMEOUT = ("PYPTO_COMPILER_TIMEOUT", 900.0)
 PTOAS_TIMEOUT = ("PYPTO_PTOAS_TIMEOUT", 60.0)
 RUN_TIMEOUT = ("PYPTO_RUN_TIMEOUT", 1800.0)        # a replayed program (run/child.py)
+PLATFORM = "PYPTO_BUILD_PLATFORM"                  # the target, over the one the directory records
+REBUILD_FROM_PTO = "PYPTO_REBUILD_FROM_PTO"
+_OFF, _ON = ("0", "false", "no"), ("1", "true", "yes")        # PyPTO turns the .pto stage off for the first three
 CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
 DEFAULT_CACHE_BYTES = 5 * 2**30
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -95,6 +98,31 @@ def cache_size(env: Mapping[str, str] | None = None) -> int:
                            "5G or 1.5G (binary units), or unset it for the default 5G") from None
 
 
+def pto_rebuild(env: Mapping[str, str] | None = None) -> bool:
+    """Whether `$PYPTO_REBUILD_FROM_PTO` lets edited `.pto` files regenerate kernels: False for 0 / false / no
+    (PyPTO's words, any case), True when unset, empty or 1 / true / yes; anything else is a `SettingError`
+    (PyPTO would take `off` or a typo as on and run ptoas)."""
+    raw = _env(env).get(REBUILD_FROM_PTO)
+    flag = (raw or "").strip().lower()
+    if flag in _OFF:
+        return False
+    if not flag or flag in _ON:
+        return True
+    raise SettingError(f"{REBUILD_FROM_PTO}={raw!r}: not a yes/no value; set it to 0 (or false, no) to leave edited "
+                       ".pto files out, or to 1 (or true, yes) or unset it to regenerate kernels from them")
+
+
+def platform(known: tuple[str, ...], env: Mapping[str, str] | None = None) -> str | None:
+    """`$PYPTO_BUILD_PLATFORM` (unset or empty: None) when it is one of `known`, else a `SettingError`."""
+    raw = _env(env).get(PLATFORM)
+    if not raw:
+        return None
+    if raw not in known:
+        raise SettingError(f"{PLATFORM}={raw!r}: not a platform; set it to one of {', '.join(known)}, or unset it "
+                           "to target the platform the directory records")
+    return raw
+
+
 def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = False) -> None:
     """Judge every variable a build reads (the cache size only when a cache is used); the first bad one raises."""
     env = _env(env)
@@ -103,5 +131,6 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
     seconds(*RUN_TIMEOUT, env=env)
     words("CXX", env, "g++")
     words("CXXFLAGS", env)
+    pto_rebuild(env)
     if cache:
         cache_size(env)

@@ -8,15 +8,17 @@ everything. What each platform compiles with (its argv) is the platform's
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import search_dirs, settings
-from .errors import ToolchainError
+from .errors import ToolchainError, one_line
 from .hashing import file_digest, text_digest
 from .launcher import peel
-from .procs import run, which
+from .procs import describe, run, which
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 VERSION_TIMEOUT_S = 30.0
@@ -117,6 +119,7 @@ def system_include_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[
     return found
 
 
+_ERROR_LINE = re.compile(r"\b(fatal )?error\b", re.IGNORECASE)       # `g++: error: ...`, `cc1plus: fatal error: ...`
 _NAMED = ('ignoring nonexistent directory "', 'ignoring duplicate directory "', "Found candidate GCC installation: ",
           "Selected GCC installation: ")
 
@@ -148,8 +151,13 @@ def _ask_search_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[tup
         elif not listing and line.startswith(_NAMED):
             named.append(line.split('"')[1] if '"' in line else line.partition(": ")[2].strip())
     said = [ln.strip() for ln in (out.stderr or out.stdout).splitlines() if ln.strip()]
+    if out.returncode != 0:         # it refused: its own error line says why (a bad flag, a missing cc1plus)
+        own = next((ln for ln in said if _ERROR_LINE.search(ln)), said[-1] if said else "it said nothing")
+        given = f"CXXFLAGS={shlex.join(cxxflags)!r} or $CXX" if cxxflags else "$CXX"
+        raise ToolchainError(f"{compiler.path}: {describe(out.returncode)} when asked for its include directories "
+                             f"(-x c++ -E -v): {one_line(own, 300)}; fix {given} and run again")
     raise ToolchainError(f"{compiler.path}: '-E -v' did not list its include directories "
-                         f"({said[0][:200] if said else f'exit status {out.returncode}'}); check $CXX and $CXXFLAGS")
+                         f"({said[0][:200] if said else 'it said nothing'}); check $CXX and $CXXFLAGS")
 
 
 def host_compiler(env: dict | None = None) -> Compiler:

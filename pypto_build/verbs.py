@@ -18,17 +18,18 @@ from .markers import find_root
 
 
 def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
-    """Run a verb: bad input is one line and exit 2, an interrupt exit 130; tracebacks only with `debug`."""
+    """Run a verb: bad input is one line and exit 2, an interrupt exit 130. `debug` adds the traceback
+    before that line and changes nothing else (the exit status is the same)."""
     try:
         return call()
     except BuildError as exc:
         if debug:
-            raise
+            _traceback()
         print(f"pypto-build: {exc}", file=sys.stderr)
         return 1
     except (PyptoBuildError, OSError) as exc:
         if debug:
-            raise
+            _traceback()
         from .oserrors import describe
         error(describe(exc) if isinstance(exc, OSError) else exc)
         if isinstance(exc, WorkerDied):     # as after an interrupt: skip multiprocessing's exit-time joins
@@ -41,8 +42,14 @@ def guarded(call: Callable[[], int], *, debug: bool = False) -> int:
         exit_now(130)
 
 
+def _traceback() -> None:
+    import traceback
+    traceback.print_exc()
+
+
 def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | None = None) -> int:
     """Do `verb` on the build directory containing `directory` (found as git finds its root)."""
+    options.judge(values)
     root = find_root(Path(directory))
     get = (lambda name, default=None: options._get(values, name, default))
     if verb == "explain" or (verb == "build" and get("dry_run", False)):

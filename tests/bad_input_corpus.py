@@ -9,6 +9,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,7 @@ HUGE = 65 * 2**20          # past the documented 16 MiB limit of metadata files 
 
 # Every message says how to fix the problem; these are the remedies the tool's messages use.
 FIX_RE = re.compile(r"recompile via ir\.compile\(\)|replay one of"
-                    r"|\b(fix|restore|remove|add|pass|raise|check|replace|set|unset|free|copy) ", re.IGNORECASE)
+                    r"|\b(fix|restore|remove|add|pass|raise|check|replace|set|unset|free|copy|install) ", re.IGNORECASE)
 
 
 # ---------------------------------------------------------------------------
@@ -191,6 +193,32 @@ def fifo(rel: str) -> Callable[[Path], None]:
     return apply
 
 
+def parent_of_two(d: Path) -> Path:
+    """A build_output/ holding two jit directories (copies of `d`): the parent is passed instead of either."""
+    parent = d.parent / "build_output"
+    parent.mkdir()
+    shutil.copytree(d, parent / "_jit_b", symlinks=True)
+    d.rename(parent / "_jit_a")
+    return parent
+
+
+def python_without(where: Path, *left_out: str) -> Path:
+    """A Python like this one, whose installed packages are this one's but those whose names start with one
+    of `left_out` (a real environment without them: `pip install .` without an extra); its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    ours, theirs = (Path(subprocess.run([exe, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                        check=True, capture_output=True, text=True).stdout.strip())
+                    for exe in (sys.executable, str(python)))
+    for entry in ours.iterdir():
+        if entry.name != "__pycache__" and not entry.name.lower().startswith(left_out):
+            (theirs / entry.name).symlink_to(entry)
+    return python
+
+
+NO_RUN_EXTRA = ("torch", "functorch", "numpy")        # what `pypto_build[run]` brings (torch's wheel has functorch)
+
+
 def chain(*steps: Callable[[Path], object]) -> Callable[[Path], None]:
     def apply(d: Path) -> None:
         for step in steps:
@@ -216,6 +244,7 @@ class Case:
     planning: bool = True                       # refused before anything runs: state folder untouched too
     args: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
+    python: str = ""                            # "no_run_extra": `python -m pypto_build` of a Python without torch
 
 
 def _meta_cases() -> list[Case]:
@@ -320,6 +349,10 @@ def _kernel_config_cases() -> list[Case]:
     ]
 
 
+# a damaged state database: remove that file, never the state folder (it holds the host binaries)
+ONLY_DB = rf".*; remove \S+/{re.escape(STATE)}/state\.sqlite3 \(only that file: keep the rest of {re.escape(STATE)}/"
+
+
 def _run_cases() -> list[Case]:
     """Cases that get past planning: a unit runs and fails (the state folder may change)."""
     pto = ("--ptoas", FAKE_PTOAS)
@@ -345,10 +378,11 @@ def _run_cases() -> list[Case]:
         Case("compile_error", "l2", compile_error, "build", KERNEL1, r"error: expected", planning=False),
         Case("orch_compile_error", "l2", orch_compile_error, "build", "orchestration/main.cpp",
              r"error: .undeclared_name. was not declared", planning=False),
-        Case("state_db_garbage", "l2", corrupt_state, "build", "state.sqlite3", r"not a (valid )?.*database",
+        Case("state_db_garbage", "l2", corrupt_state, "build", "state.sqlite3", r"not a (valid )?.*database" + ONLY_DB,
              planning=False),
-        Case("state_db_truncated", "l2", truncate_state, "build", "state.sqlite3", r"database", planning=False),
-        Case("state_db_explain", "l2", corrupt_state, "explain", "state.sqlite3", r"unreadable"),
+        Case("state_db_truncated", "l2", truncate_state, "build", "state.sqlite3", r"database" + ONLY_DB,
+             planning=False),
+        Case("state_db_explain", "l2", corrupt_state, "explain", "state.sqlite3", r"unreadable" + ONLY_DB),
         Case("host_orch_syntax_error", "l3", lambda d: replace(d / "orchestration/host_orch.py", "def host_orch(",
                                                                "def host_orch(("), "validate",
              "orchestration/host_orch.py", r"SyntaxError", planning=False),
@@ -378,6 +412,14 @@ def _golden_cases() -> list[Case]:
              r"item 0 is .*expected a \(name, value\)", planning=False),
         Case("golden_compute_raises", "l2", golden('tensors["out"][:] = out', 'tensors["missing"][:] = out'), v, g,
              r"compute_golden\(\) raised KeyError", planning=False),
+        # issue 22 item 8: torch not installed is the run extra missing, not golden.py's fault ...
+        Case("torch_not_installed", "l2", lambda d: None, v, "module 'torch' is not installed",
+             r"replay and validate need the run extra: pip install 'pypto_build\[run\]'$", planning=False,
+             python="no_run_extra"),
+        # ... while a module of the user's own that is missing stays golden.py's to fix
+        Case("golden_own_module_missing", "l2", golden("import torch", "import torch\nimport my_golden_helpers"), v, g,
+             r"importing golden\.py raised ModuleNotFoundError: No module named 'my_golden_helpers'; fix golden\.py$",
+             planning=False),
     ]
 
 
@@ -396,6 +438,9 @@ def _layout_cases() -> list[Case]:
         Case("example_other_build_directory", "l2", lambda d: None, "example", "{dir}",
              r"exists and is not a copy of the example .*\(no kernels/aic/matmul_relu_incore_0_aic\.cpp\)"),
         Case("multi_orch_validate", "multi", lambda d: None, "validate", "{dir}", r"multi-orchestration parent"),
+        Case("parent_of_build_dirs", "l2", parent_of_two, "build", "{dir}",
+             r"not a build directory itself, but holds 2 \(_jit_a, _jit_b\); pass one of them, or build and validate "
+             r"them all with `pypto-build ci \S+/build_output/\*/`"),
     ]
 
 
@@ -426,6 +471,25 @@ def _environment_cases() -> list[Case]:
              r"is infinite", env={"PYPTO_PTOAS_TIMEOUT": "-inf"}),
         Case("env_cache_size", "l2", lambda d: None, b, "PYPTO_BUILD_CACHE_SIZE='lots'", r"not a size",
              env={"PYPTO_BUILD_CACHE_SIZE": "lots", "PYPTO_BUILD_CACHE": never}),
+        # issue 22 item 8: the compiler's own error line, the variable named, values refused instead of taken
+        Case("env_cxxflags_bad_flag", "l2", lambda d: None, b, "CXXFLAGS='-fno-such-flag'",
+             r"when asked for its include directories .*: \S*g\+\+\S*: error: unrecognized command-line option",
+             env={"CXXFLAGS": "-fno-such-flag"}),
+        Case("env_platform_unknown", "l2", lambda d: None, b, "PYPTO_BUILD_PLATFORM='bar'", r"not a platform; set it "
+             "to one of host, a2a3sim, a5sim, a2a3, a5", env={"PYPTO_BUILD_PLATFORM": "bar"}),
+        Case("env_rebuild_from_pto_maybe", "l2", lambda d: None, b, "PYPTO_REBUILD_FROM_PTO='maybe'",
+             r"not a yes/no value", env={"PYPTO_REBUILD_FROM_PTO": "maybe"}),
+    ]
+
+
+def _option_cases() -> list[Case]:
+    """Option values out of range: refused in one line, never taken silently (issue 22, item 8)."""
+    return [
+        Case("jobs_zero", "l2", lambda d: None, "build", "-j/--jobs 0", r"out of range; pass a number of at least 1",
+             args=("-j", "0")),
+        Case("jobs_negative", "l2", lambda d: None, "validate", "-j/--jobs -3", r"out of range", args=("-j", "-3")),
+        Case("dump_args_level", "l2", lambda d: None, "replay", "--dump-args 7", r"out of range; pass a number from "
+             "0 to 3", args=("--dump-args", "7")),
     ]
 
 
@@ -451,5 +515,5 @@ def _odd_file_cases() -> list[Case]:
 
 
 CASES = [*_meta_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(), *_golden_cases(), *_layout_cases(),
-         *_environment_cases(), *_odd_file_cases()]
+         *_environment_cases(), *_option_cases(), *_odd_file_cases()]
 assert len({c.name for c in CASES}) == len(CASES)

@@ -31,7 +31,7 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.markers import HOST_OUTPUTS
 
-from bad_input_corpus import CASES, FIX_RE, STATE, Case
+from bad_input_corpus import CASES, FIX_RE, NO_RUN_EXTRA, STATE, Case, python_without
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,8 @@ def make_pristine(base: Path) -> dict[str, Path]:
     l3 = synth.write_l3(base / "l3", golden=True)
     for root in (l2, l3):
         build(root)
-    return {"l2": l2, "l3": l3, "multi": synth.write_multi_orch(base / "multi", kernels=1, golden=True)}
+    return {"l2": l2, "l3": l3, "multi": synth.write_multi_orch(base / "multi", kernels=1, golden=True),
+            "no_run_extra": python_without(base / "no-run-extra", *NO_RUN_EXTRA)}
 
 
 @pytest.fixture(scope="session")
@@ -103,8 +104,10 @@ def prepare(case: Case, pristine: dict[str, Path], tmp_path: Path) -> Path:
     return copy if target is None else target
 
 
-def run_case(case: Case, target: Path, *, debug: bool = False) -> subprocess.CompletedProcess:
-    return cli("pypto-build", *(["--debug"] if debug else []), case.verb, *case.args, str(target), env=case.env)
+def run_case(case: Case, target: Path, *, debug: bool = False, pristine: dict | None = None
+             ) -> subprocess.CompletedProcess:
+    program = [str(pristine[case.python]), "-m", "pypto_build"] if case.python else ["pypto-build"]
+    return cli(*program, *(["--debug"] if debug else []), case.verb, *case.args, str(target), env=case.env)
 
 
 def check_line(case: Case, out: subprocess.CompletedProcess, target: Path) -> str:
@@ -125,7 +128,7 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, pristine, tmp_pat
     target = prepare(case, pristine, tmp_path)
     before = snapshot(target, with_state=case.planning)
     had_state = (target / STATE).exists()
-    out = run_case(case, target)
+    out = run_case(case, target, pristine=pristine)
     assert out.returncode != 0, out.stdout + out.stderr
     check_line(case, out, target)
     assert snapshot(target, with_state=case.planning) == before, "a file in the directory changed"
@@ -134,15 +137,22 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, pristine, tmp_pat
 
 
 DEBUG_CASES = ["kc_syntax_error", "meta_param_dtype_unknown", "multi_orch_replay", "state_db_garbage",
-               "empty_directory"]
+               "empty_directory", "jobs_zero", "env_platform_unknown"]
 
 
 @pytest.mark.parametrize("name", DEBUG_CASES)
-def test_debug_shows_the_traceback(name, pristine, tmp_path):
+def test_debug_only_adds_the_traceback(name, pristine, tmp_path):
+    """--debug shows the traceback, then the same one line, with the same exit status (issue 22, item 8)."""
     case = next(c for c in CASES if c.name == name)
-    out = run_case(case, prepare(case, pristine, tmp_path), debug=True)
-    assert out.returncode != 0
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "debug").mkdir()
+    plain = run_case(case, prepare(case, pristine, tmp_path / "plain"), pristine=pristine)
+    target = prepare(case, pristine, tmp_path / "debug")
+    out = run_case(case, target, debug=True, pristine=pristine)
     assert "Traceback (most recent call last)" in out.stderr, out.stderr
+    assert out.returncode == plain.returncode, out.stderr
+    line = plain.stderr.strip().replace(str(tmp_path / "plain"), str(tmp_path / "debug"))
+    assert out.stderr.strip().splitlines()[-1] == line
 
 
 @pytest.mark.parametrize("name", ["kc_syntax_error", "state_db_garbage", "compile_error"])
@@ -158,6 +168,21 @@ def test_doit_build_plugin_in_a_broken_dir(name, pristine, tmp_path):
     assert len(lines) == 1 and lines[0].startswith(("ERROR: ", "pypto-build: ")), out.stderr
     assert case.file in lines[0] and re.search(case.what, lines[0]) and FIX_RE.search(lines[0]), lines[0]
     assert snapshot(target, with_state=case.planning) == before
+
+
+def test_numpy_missing_is_the_run_extra_not_golden_py(pristine, tmp_path):
+    """golden.py imports numpy, which this Python lacks (torch is there): the line names numpy and the run extra
+    (issue 22, item 8), where it used to say "fix golden.py"."""
+    python = python_without(tmp_path / "no-numpy", "numpy")
+    target = prepare(next(c for c in CASES if c.name == "torch_not_installed"), pristine, tmp_path)
+    golden = target / "golden.py"
+    golden.write_text("import numpy\n" + golden.read_text())
+    out = cli(str(python), "-m", "pypto_build", "validate", str(target))
+    assert out.returncode == 1
+    failed = [line for line in out.stderr.splitlines() if line.startswith("pypto-build: FAILED")]
+    assert failed == [f"pypto-build: FAILED validate:.: validation of {target} failed: {golden}: importing golden.py: "
+                      f"module 'numpy' is not installed for {python}; replay and validate need the run extra: "
+                      "pip install 'pypto_build[run]'"], out.stderr
 
 
 def test_the_corpus_is_large_enough():
@@ -176,6 +201,6 @@ if __name__ == "__main__":      # print the corpus: case -> message
             work = base / f"c{i}"
             work.mkdir()
             target = prepare(case, dirs, work)
-            out = run_case(case, target)
+            out = run_case(case, target, pristine=dirs)
             err = out.stderr.strip().replace(str(target), "DIR")
             print(f"{case.name} [{out.returncode}] -> {err}")

@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from conftest import FAKE_PTOAS
 from pypto_build.testing import synth
 
 pytest.importorskip("torch")
@@ -65,3 +66,21 @@ def test_ci_runs_directories_in_parallel_with_the_same_verdicts(dirs, tmp_path):
     data = json.loads(report.read_text())
     assert [d["ok"] for d in data["directories"]] == [True, True, False, False]
     assert [d["path"] for d in data["directories"]] == [str(p) for p in dirs]
+
+
+def test_ci_takes_the_options_its_messages_name(tmp_path):
+    """An edited .pto without ptoas: ci's line says to pass --ptoas, and ci takes it, and --platform (issue 22,
+    item 8: ci refused both)."""
+    d = synth.write_l2(tmp_path / "d", kernels=2, golden=True, pto=True)
+    assert ci(str(d)).returncode == 0            # first sight: the .pto is taken as found
+    with open(d / "ptoas" / "main_group.pto", "a", encoding="utf-8") as handle:
+        handle.write("// edited\n")
+    refused = ci(str(d))
+    assert refused.returncode == 1 and "or --ptoas" in refused.stderr, refused.stderr
+    report = tmp_path / "r.json"
+    out = subprocess.run(["pypto-build", "ci", "--ptoas", str(FAKE_PTOAS), "--platform", "host", "--json", str(report),
+                          str(d)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "pypto-build: platform host (--platform;" in out.stdout
+    units = {u["task"]: u["status"] for u in json.loads(report.read_text())["directories"][0]["units"]}
+    assert units["ptoas:main_group"] == "ran" and units["validate:."] == "ran"

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.slow
 
 STAMP = HOST_STAMP
 NOOP = ".pypto_build/noop.json"
-K1 = "kernels/aiv/main_incore_1_aiv.cpp"
+K1_UNIT = "main_incore_1_aiv"
+K1 = f"kernels/aiv/{K1_UNIT}.cpp"
 
 
 # ---------------------------------------------------------------------------
@@ -142,9 +143,61 @@ def test_read_only_dir_explain_and_dry_run_work_build_and_replay_refuse(referenc
         for verb in ("build", "replay", "validate"):
             line = one_line(out := cli(verb, str(view)))
             assert out.returncode == 2
-            assert line == (f"pypto-build: error: {view}: is on a read-only filesystem; a build writes binaries "
-                            f"and its state there — copy it somewhere writable (cp -a {view} NEWDIR) and build "
-                            "there, or use explain / build --dry-run, which write nothing")
+            assert line == refusal(view, "is on a read-only filesystem", f"compile:aiv/{K1_UNIT} needs to run "
+                                   f"(changed: {K1})")
+    assert tree(src) == before
+
+
+def refusal(view: Path, what: str, needs: str) -> str:
+    """The one line of a run that must write into a directory it cannot write."""
+    return (f"pypto-build: error: {view}: {what}, and {needs}; a build writes binaries and its state there — copy "
+            f"it somewhere writable (cp -a {view} NEWDIR) and build there, or use explain / build --dry-run, which "
+            "write nothing")
+
+
+@contextlib.contextmanager
+def unwritable(src: Path, way: str, where: Path):
+    """`src` as a directory this process cannot write: chmod'ed read-only (not for root, whom permission bits
+    do not stop) or bind-mounted read-only (needs mount); yields it and what its refusal line says."""
+    if way == "chmod":
+        if os.geteuid() == 0:
+            pytest.skip("root writes through permission bits: chmod proves nothing (the read-only mount case runs)")
+        subprocess.run(["chmod", "-R", "a-w", str(src)], check=True)
+        try:
+            yield src, f"is not writable by you (Permission denied: {src}/.pypto_build/lock)"
+        finally:
+            subprocess.run(["chmod", "-R", "u+w", str(src)], check=True)
+    else:
+        with read_only_view(src, where) as view:
+            yield view, "is on a read-only filesystem"
+
+
+@pytest.mark.parametrize("way", ["chmod", "read-only mount"])
+def test_unwritable_dir_answers_an_up_to_date_validate_read_only(reference, tmp_path, way):
+    """Issue 22 item 8: a directory you cannot write still answers a cached validate (the verdict, exit 0) and an
+    up-to-date build without the no-op record, writing nothing; with work to do, one line says what would run."""
+    src = copy_dir(reference, tmp_path / "src")
+    assert cli("validate", str(src)).returncode == 0                 # the verdict, recorded
+    (src / NOOP).unlink(missing_ok=True)             # a build decided from the state, not by the no-op record
+    before = tree(src)
+    with unwritable(src, way, tmp_path / "view") as (view, what):
+        out = cli("validate", str(view))
+        assert out.returncode == 0 and out.stderr == "", out.stderr
+        assert ("validate:.  Golden validation: PASSED (cached: binaries, golden.py, its data and the run "
+                "configuration are unchanged)") in out.stdout
+        assert out.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 4 up to date"
+        out = cli("build", str(view))
+        assert out.returncode == 0 and out.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 4 up to date"
+        line = one_line(out := cli("replay", "--validate", str(view)))     # a fresh verdict: it must run
+        assert out.returncode == 2
+        assert line == refusal(view, what, "validate:. needs to run (replay --validate makes a fresh verdict)")
+    assert tree(src) == before
+    edit(src / K1)
+    before = tree(src)
+    with unwritable(src, way, tmp_path / "view2") as (view, what):
+        line = one_line(out := cli("validate", str(view)))
+        assert out.returncode == 2
+        assert line == refusal(view, what, f"compile:aiv/{K1_UNIT} needs to run (changed: {K1})")
     assert tree(src) == before
 
 

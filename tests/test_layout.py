@@ -48,6 +48,23 @@ def test_not_a_build_dir(tmp_path):
         classify(tmp_path)
 
 
+def test_a_parent_of_build_dirs_names_them(tmp_path):
+    """build_output/ itself (issue 22, item 8): the build directories in it, at most five named, and `ci DIR/*/`."""
+    parent = tmp_path / "build_output"
+    synth.write_l2(parent / "_jit_a", kernels=1)
+    (parent / "notes").mkdir()                      # not a build directory: never named
+    with pytest.raises(LayoutError) as info:
+        classify(parent)
+    assert str(info.value) == f"{parent}: not a build directory itself, but {parent / '_jit_a'} is one; pass that"
+    for name in ("_jit_b", "_jit_c", "_jit_d", "_jit_e", "_jit_f", "_jit_g"):
+        synth.write_l3(parent / name) if name == "_jit_g" else synth.write_l2(parent / name, kernels=1)
+    with pytest.raises(LayoutError) as info:
+        classify(parent)
+    assert str(info.value) == (f"{parent}: not a build directory itself, but holds 7 (_jit_a, _jit_b, _jit_c, _jit_d, "
+                               f"_jit_e and 2 more); pass one of them, or build and validate them all with "
+                               f"`pypto-build ci {parent}/*/`")
+
+
 def _set_kernel_source(root: Path, old: str, new_expr: str) -> None:
     cfg = root / "kernel_config.py"
     text = cfg.read_text()

@@ -1,6 +1,6 @@
 """A drop-in for the seed's benchmarking recipe (issue 22 item 9): `rebuild_kernel_cpp_from_pto` runs the `.pto`
 stage only; `invalidate_binary_cache` makes the next build, whatever front end starts it, rebuild every binary
-without deleting anything. With the stand-in ptoas (tests/tools/fake_ptoas) and real g++."""
+without deleting anything. With the stand-in ptoas (pypto_build.testing.fake_ptoas) and real g++."""
 from __future__ import annotations
 
 import os

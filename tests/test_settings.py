@@ -58,3 +58,26 @@ def test_bad_value_stops_the_api_before_anything_is_written(tmp_path, monkeypatc
     with pytest.raises(SettingError, match="CXXFLAGS=\"-DX='\""):
         build(root)
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+@pytest.mark.parametrize("raw, expected", [(None, True), ("", True), ("1", True), ("TRUE", True), (" yes ", True),
+                                           ("0", False), ("False", False), ("no", False)])
+def test_pto_rebuild_takes_yes_and_no(raw, expected):
+    assert settings.pto_rebuild({} if raw is None else {"PYPTO_REBUILD_FROM_PTO": raw}) is expected
+
+
+@pytest.mark.parametrize("raw", ["maybe", "off", "2", "nope"])
+def test_pto_rebuild_refuses_anything_else(raw):
+    """Issue 22 item 8: PyPTO would read these as on (and run ptoas); here they are one line."""
+    with pytest.raises(SettingError) as info:
+        settings.check_environment({"PYPTO_REBUILD_FROM_PTO": raw})
+    assert str(info.value).startswith(f"PYPTO_REBUILD_FROM_PTO={raw!r}: not a yes/no value; set it to 0 ")
+
+
+def test_platform_variable_is_named_when_unknown():
+    known = ("host", "a2a3sim")
+    assert settings.platform(known, {}) is None and settings.platform(known, {"PYPTO_BUILD_PLATFORM": "host"}) == "host"
+    with pytest.raises(SettingError) as info:
+        settings.platform(known, {"PYPTO_BUILD_PLATFORM": "bar"})
+    assert str(info.value) == ("PYPTO_BUILD_PLATFORM='bar': not a platform; set it to one of host, a2a3sim, or unset "
+                               "it to target the platform the directory records")

@@ -9,10 +9,16 @@ at all (no state folder is created).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import invalidation, stages
 from ..graph import Graph
+
+if TYPE_CHECKING:
+    from .depstate import ContentDependency
 
 
 @dataclass(frozen=True)
@@ -30,36 +36,17 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
     With `recompile`, what `build --recompile` would do: every compile unit runs; so it does while an
     `invalidate_binary_cache()` mark waits for the next build.
     """
-    from .loader import BuildDirLoader, STATE_DB
-    from ..markers import STATE_DIR
-    from .lock import dir_lock
-    from .statedb import open_state
+    from .loader import BuildDirLoader
 
     root = graph.layout.root
     tasks = [t for t in BuildDirLoader(root, graph=graph, quiet=True).load_tasks(None, [])
              if t.actions and (t.name.startswith(stages.BUILD) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
-    state = root / STATE_DIR / STATE_DB
     why = "--recompile" if recompile else invalidation.pending(root)
-    forced = set(graph.compile_tasks) if why else set()
-    out: dict[str, Explanation] = {}
-    if not state.exists():
-        out = {t.name: Explanation(t.name, "run", "never built") for t in tasks}
-    else:
-        with dir_lock(root / STATE_DIR, quiet=True, shared=True), contextlib.chdir(root):
-            dep = open_state(state, adopt=False, read_only=True)
-            try:
-                for t in _ordered(tasks, by_name):
-                    out[t.name] = _one(dep, t, by_name)
-                    if t.name in forced and out[t.name].status == "up-to-date":
-                        out[t.name] = Explanation(t.name, "run", f"forced by {why}")
-                    if out[t.name].status == "up-to-date":
-                        after = [d for d in t.task_dep if d in out and out[d].status == "run"]
-                        if after and _propagates(t.name):
-                            out[t.name] = Explanation(t.name, "run", f"after {after[0]}")
-            finally:
-                dep.backend._conn.close()          # discard refreshed states: explaining writes nothing
-    names = [t.name for t in _ordered(tasks, by_name)]
+    with read_only_state(root) as dep:
+        out = evaluate(dep, tasks, by_name, forced=set(graph.compile_tasks) if why else set(),
+                       forced_by=why or "--recompile")
+    names = list(out)
     if only:
         missing = [n for n in only if n not in by_name]
         if missing:
@@ -68,6 +55,49 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
                                   f"{root}` lists them")
         names = [n for n in names if n in only]
     return [out[n] for n in names]
+
+
+@contextlib.contextmanager
+def read_only_state(root: Path, force: tuple[str, ...] = ()) -> Iterator[ContentDependency | None]:
+    """The directory's state opened read-only (sqlite `mode=ro`) under the shared lock taken on a read-only
+    descriptor, with the root as working directory; None when it was never built (nothing is created).
+    Whatever a check refreshes in it is discarded: reading writes nothing."""
+    from .loader import STATE_DB
+    from ..markers import STATE_DIR
+    from .lock import dir_lock
+    from .statedb import open_state
+
+    state = root / STATE_DIR / STATE_DB
+    if not state.exists():
+        yield None
+        return
+    with dir_lock(root / STATE_DIR, quiet=True, shared=True), contextlib.chdir(root):
+        dep = open_state(state, adopt=False, read_only=True, force=force)
+        try:
+            yield dep
+        finally:
+            dep.backend._conn.close()          # discard refreshed states: reading writes nothing
+
+
+def evaluate(dep: ContentDependency | None, tasks: list, by_name: dict,
+             forced: set[str] | frozenset[str] = frozenset(), forced_by: str = "--recompile") -> dict[str, Explanation]:
+    """Each of `tasks` (with actions) judged against the state `dep` (None: never built), in dispatch order;
+    `forced` tasks run whatever their state says (`forced_by` says why)."""
+    out: dict[str, Explanation] = {}
+    for t in _ordered(tasks, by_name):
+        if not t.actions:                   # a group: its members are judged
+            continue
+        if dep is None:
+            out[t.name] = Explanation(t.name, "run", "never built")
+            continue
+        out[t.name] = _one(dep, t, by_name)
+        if t.name in forced and out[t.name].status == "up-to-date":
+            out[t.name] = Explanation(t.name, "run", f"forced by {forced_by}")
+        if out[t.name].status == "up-to-date":
+            after = [d for d in t.task_dep if d in out and out[d].status == "run"]
+            if after and _propagates(t.name):
+                out[t.name] = Explanation(t.name, "run", f"after {after[0]}")
+    return out
 
 
 _PROPAGATING = tuple(map(stages.prefix, (stages.SPLICE, stages.STAMP, stages.REPLAY)))
@@ -80,19 +110,21 @@ def _propagates(name: str) -> bool:
 
 
 def _ordered(tasks: list, by_name: dict) -> list:
-    seen: dict[str, object] = {}
+    """`tasks` and what they depend on, each after its dependencies (as doit dispatches them)."""
+    seen: set[str] = set()
+    order: list = []
 
     def visit(t) -> None:
         if t.name in seen:
             return
-        seen[t.name] = None
+        seen.add(t.name)
         for d in t.task_dep:
             if d in by_name:
                 visit(by_name[d])
-        seen[t.name] = t
+        order.append(t)
     for t in tasks:
         visit(t)
-    return [t for t in seen.values() if t is not None]
+    return order
 
 
 def _one(dep, task, by_name: dict) -> Explanation:

@@ -7,8 +7,9 @@ crashed run never blocks the next one. Worker processes forked during a run
 otherwise `kill -9` of the leader alone leaves orphans holding the lock.
 
 A reader (explain, --dry-run) takes the shared lock on a read-only descriptor
-and creates nothing, so it works on a read-only directory; a run there stops
-with one line before anything is written. A FIFO or device named `lock` is
+and creates nothing, so it works on a read-only directory; a run there is
+answered read-only when nothing needs to run, else stops with one line
+(`NotWritable`) before anything is written. A FIFO or device named `lock` is
 refused (opened without blocking, never read or locked).
 """
 from __future__ import annotations
@@ -50,13 +51,26 @@ def held() -> bool:
     return bool(_held)
 
 
-def not_writable(root: Path, exc: OSError) -> PyptoBuildError:
+class NotWritable(PyptoBuildError):
+    """A run cannot take the lock: the build directory is not writable (`root`, what is wrong in `what`).
+    A run with nothing to do is still answered, read-only (`session.run_build`)."""
+
+    def __init__(self, root: Path, what: str, needs: str = ""):
+        self.root, self.what = root, what
+        super().__init__(f"{root}: {what}{needs}; a build writes binaries and its state there — copy it somewhere "
+                         f"writable (cp -a {root} NEWDIR) and build there, or use explain / build --dry-run, "
+                         "which write nothing")
+
+    def needing(self, task: str, reason: str) -> NotWritable:
+        """The same line, saying which task would have to run and why."""
+        return NotWritable(self.root, self.what, f", and {task} needs to run ({reason})")
+
+
+def not_writable(root: Path, exc: OSError) -> NotWritable:
     """The one line for a build directory a run cannot write into."""
     what = ("is on a read-only filesystem" if exc.errno == errno.EROFS else
             f"is not writable by you ({exc.strerror}: {exc.filename})")
-    return PyptoBuildError(f"{root}: {what}; a build writes binaries and its state there — copy it somewhere "
-                           f"writable (cp -a {root} NEWDIR) and build there, or use explain / build --dry-run, "
-                           "which write nothing")
+    return NotWritable(root, what)
 
 
 def _open(state_dir: Path, shared: bool) -> int | None:

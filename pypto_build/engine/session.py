@@ -32,7 +32,8 @@ from . import noop
 from .depstate import ContentDependency
 from .doit_core import realize
 from .loader import BuildDirLoader
-from .lock import dir_lock, sigterm_as_interrupt
+from .explanation import evaluate, read_only_state
+from .lock import NotWritable, dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
 from .statedb import open_state
 from .tasks import DEFAULT_TASKS
@@ -97,12 +98,17 @@ def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: i
     no-op record is written.
     """
     def body() -> int:
-        with locked(loader, adopts=True) as dep:
-            run = functools.partial(_run, loader, dep, list(tasks or []), jobs, recompile, keep_going)
-            rc, task_list = supervise(run, watch=jobs > 1, where=str(loader.root))
-            if rc == 0 and not tasks:
-                noop.record_graph(loader.graph, task_list)
-            return rc
+        try:
+            with locked(loader, adopts=True) as dep:
+                run = functools.partial(_run, loader, dep, list(tasks or []), jobs, recompile, keep_going)
+                rc, task_list = supervise(run, watch=jobs > 1, where=str(loader.root))
+                if rc == 0 and not tasks:
+                    noop.record_graph(loader.graph, task_list)
+                return rc
+        except NotWritable as refused:          # raised taking the lock: nothing was written
+            if recompile or invalidation.pending(loader.root) is not None:
+                raise
+            return _answer_read_only(loader, list(tasks or []), refused)
 
     try:
         return guarded(loader, {}, body)
@@ -128,6 +134,36 @@ def force_rebuilds(dep: ContentDependency, loader: BuildDirLoader, recompile: bo
         dep.mark_forced(name, why or mark)
     if mark is not None and dep.commit():
         invalidation.clear(loader.root)
+
+
+def _answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWritable) -> int:
+    """A run on a directory it cannot write: when nothing needs to run, what the run would say (every task up
+    to date, a kept verdict), read from the state without writing anything, status 0; else `refused`, naming
+    the first task that would have to run and why."""
+    task_list = loader.load_tasks(None, tasks)
+    control = TaskControl(task_list)
+    control.process(tasks or list(DEFAULT_TASKS))        # task names as a run takes them (unknown: one line)
+    by_name = control.tasks
+    wanted, todo = {}, list(control.selected_tasks)
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted[name] = by_name[name]
+            todo.extend(by_name[name].task_dep)
+    with read_only_state(loader.root, force=loader.force) as dep:
+        found = evaluate(dep, [t for t in wanted.values() if t.actions], by_name)
+        for e in found.values():
+            if e.status == "error":
+                raise PyptoBuildError(e.reason)
+            if e.status != "up-to-date":
+                raise refused.needing(e.task, e.reason)
+        Globals.dep_manager = dep
+        reporter = loader.reporter if loader.reporter is not None else BuildReporter()
+        reporter.initialize(by_name, control.selected_tasks)
+        for name in found:
+            reporter.skip_uptodate(by_name[name])
+        reporter.complete_run()
+    return 0
 
 
 def _run(loader: BuildDirLoader, dep: ContentDependency, tasks: list[str], jobs: int, recompile: bool,

@@ -5,7 +5,7 @@ FIFO there would block sqlite's first read forever. Readers (explain,
 --dry-run) open the database read-only (`mode=ro`), so they work on a
 read-only directory and can never change it. Every failure is one line that
 says what to do: free space, copy the directory somewhere writable, or remove
-the state folder.
+the damaged database file (never the whole state folder: it holds the host binaries).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def check_state_files(dep_file: Path) -> None:
             continue
         except OSError as exc:
             raise PyptoBuildError(f"{path}: the build state cannot be read ({one_line(exc.strerror)}); "
-                                  f"remove {dep_file.parent} to start afresh") from None
+                                  f"{start_afresh(path)}") from None
         if not stat.S_ISREG(mode):
             after = ("the build state starts afresh: sources and binaries are kept, every unit rebuilds once"
                      if path == dep_file else "sqlite creates it again when it needs one")
@@ -77,5 +77,12 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
         if line:
             raise PyptoBuildError(line) from None
         reason = one_line(str(exc).rsplit("Original error:", 1)[-1])
-        raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); remove {dep_file.parent} "
-                              "to start afresh (sources and binaries are kept; every unit rebuilds once)") from None
+        raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); "
+                              f"{start_afresh(dep_file)}") from None
+
+
+def start_afresh(path: Path) -> str:
+    """The fix for a damaged state database (or companion file): remove that file only — the rest of the state
+    folder holds the host binaries, the backups of hand-edited kernels and the kept golden results."""
+    return (f"remove {path} (only that file: keep the rest of {path.parent.name}/, which holds the host binaries "
+            "and the backups of hand-edited kernels) to start afresh; every unit then compiles once")

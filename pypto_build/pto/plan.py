@@ -16,9 +16,7 @@ from ..confine import OUTPUT_FIX, SOURCE_FIX, confine
 from ..layout import Layout
 from ..markers import STATE_DIR
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
-from ..settings import PTOAS_TIMEOUT, seconds
-
-DISABLE_VALUES = ("0", "false", "no")
+from ..settings import PTOAS_TIMEOUT, REBUILD_FROM_PTO, pto_rebuild, seconds
 
 
 @dataclass(frozen=True)
@@ -83,11 +81,11 @@ def pto_options(rebuild_from_pto: bool | None = None, ptoas: str | None = None,
     """Options from the API/CLI flag and `PYPTO_REBUILD_FROM_PTO`, in PyPTO's words."""
     env = os.environ if env is None else env
     timeout = seconds(*PTOAS_TIMEOUT, env=env)
+    by_env = pto_rebuild(env)                   # judged even when the flag decides: a bad value is one line
     if rebuild_from_pto is False:
         return PtoOptions(False, "rebuild_from_pto=False", ptoas, timeout, allow_unapplied)
-    flag = (env.get("PYPTO_REBUILD_FROM_PTO") or "").strip().lower()
-    if flag in DISABLE_VALUES:
-        return PtoOptions(False, "PYPTO_REBUILD_FROM_PTO=0", ptoas, timeout, allow_unapplied)
+    if not by_env:
+        return PtoOptions(False, f"{REBUILD_FROM_PTO}=0", ptoas, timeout, allow_unapplied)
     return PtoOptions(True, "", ptoas, timeout, allow_unapplied)
 
 

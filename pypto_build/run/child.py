@@ -186,8 +186,9 @@ def _child(inbox: Connection, outbox: Connection) -> None:
 
 def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     send("at", "importing torch")
+    from .golden import compare, copies, load_golden, require_run_extra
+    require_run_extra()                 # every run needs torch (golden.py's tensors, the runtime): say so first
     from . import golden_cache
-    from .golden import compare, copies, load_golden
     from ..sidecars import load_sidecar
     from .execution import execute, save_outputs
 

@@ -166,6 +166,24 @@ def copies(named: dict) -> dict:
     return {n: v.detach().clone() if isinstance(v, torch.Tensor) else v for n, v in named.items()}
 
 
+RUN_EXTRA = ("torch", "numpy")          # what `pip install 'pypto_build[run]'` installs
+
+
+def extra_missing(exc: BaseException) -> str | None:
+    """The fix when `exc` says a module of the `run` extra is not installed (not golden.py's fault), else None."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name in RUN_EXTRA:
+        return (f"module {exc.name!r} is not installed for {sys.executable}; replay and validate need the run "
+                "extra: pip install 'pypto_build[run]'")
+    return None
+
+
+def require_run_extra() -> None:
+    """Refuse to start a run when torch is not installed (`extra_missing`'s line), before anything else fails
+    on it (a kept golden result, golden.py's own import). Looks it up only: imports nothing."""
+    if importlib.util.find_spec("torch") is None:
+        raise PyptoBuildError(extra_missing(ModuleNotFoundError("No module named 'torch'", name="torch")))
+
+
 def _raised(exc: BaseException) -> str:
     return one_line(f"{type(exc).__name__}: {exc}", 300)
 
@@ -185,6 +203,9 @@ def load_golden(work_dir: Path) -> Golden:
     try:
         exec_file(module, path)
     except Exception as exc:
+        fix = extra_missing(exc)
+        if fix is not None:
+            raise GoldenError(f"{path}: importing golden.py: {fix}") from None
         raise GoldenError(f"{path}: importing golden.py raised {_raised(exc)}; fix golden.py") from None
     finally:
         sys.modules.pop(name, None)

@@ -22,15 +22,13 @@ def watch_verb(values: Any, directory: Path | str) -> int:
     from .session import Settings
 
     get = (lambda name, default=None: options._get(values, name, default))
+    options.judge(values)
     root = check_replayable(find_root(Path(directory)))
     if not (root / "golden.py").is_file():
         raise PyptoBuildError(f"{root / 'golden.py'} not found; watch takes the program's inputs from golden.py — "
                               "add one (generate_inputs/compute_golden), or use `pypto-build build` after each edit")
-    runs = int(get("runs", 5))
-    if runs < 1:
-        raise PyptoBuildError(f"--runs {runs}: the program must run at least once per round; pass --runs 1 or more")
-    settings = Settings(validate=bool(get("validate", False)), run=options.run_spec(values), runs=runs,
-                        jobs=int(get("jobs", 1)), graph_options=options.graph_options(values),
+    settings = Settings(validate=bool(get("validate", False)), run=options.run_spec(values),
+                        runs=int(get("runs", 5)), jobs=int(get("jobs", 1)), graph_options=options.graph_options(values),
                         cache_options=options.cache_options(values))
     return watch(root, settings, poll=True if get("poll", False) else None)
 
