@@ -255,8 +255,9 @@ VERBS = (
          "list, .pto files, kernel_config.py, golden.py and what it reads, the compiler. Each round prints what "
          "changed, what was rebuilt, the verdict, the program's run time (median of --runs, with its change "
          "against the previous and the first round) and the round's time split. Golden values are cached; the "
-         "program runs in a fresh process forked from a warm one (torch imported once). A compile error or a "
-         "crash is shown and the watch goes on. Ctrl-C ends it (exit 130). `doit pypto-watch` does the same inside DIR.",
+         "program runs in a fresh process forked from a warm one (torch imported once). A burst of writes is one "
+         "round, for its final content. A compile error, a crash or bad input is shown and the watch goes on. "
+         "Ctrl-C or SIGTERM ends it (exit 130). `doit pypto-watch` does the same inside DIR.",
          _watch_arguments, _watch),
     Verb("history", "list the program variants watch tried: verdict and run time per content of the binaries",
          "One line per variant (a digest of every binary the program runs) that `pypto-build watch` ran in DIR, "

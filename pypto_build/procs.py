@@ -11,7 +11,9 @@ program itself exits, then reaps it. A `-j` worker that leaves on the user's
 signal without unwinding calls `kill_running()` first (workers.py).
 
 `path_arg` is how a path becomes an argument of any tool: it can never be read
-as an option (`-main.cpp`) or a response file (`@k0.cpp`).
+as an option (`-main.cpp`) or a response file (`@k0.cpp`). `die_with_parent` is how a
+process we fork or start (a `-j` worker, a program's run, the warm run server) never
+outlives the one that started it.
 """
 from __future__ import annotations
 
@@ -229,6 +231,22 @@ def _session_children(argv: tuple[str, ...] | None = None) -> set[int]:
 def _cmdline(pid: str) -> bytes:
     with open(f"/proc/{pid}/cmdline", "rb") as handle:
         return handle.read().rstrip(b"\0")
+
+
+def die_with_parent(parent: int | None) -> None:
+    """Be SIGKILLed when the parent dies (Linux's PR_SET_PDEATHSIG), and leave at once if `parent` (its pid,
+    when known) is already gone: the signal comes only for a death after it was set.
+
+    The kernel sends it when the *thread* that forked this process ends, so a process must be started from a
+    thread that lives as long as it should.
+    """
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):       # not Linux: nothing to set
+        pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 def kill_group(pgid: int) -> None:

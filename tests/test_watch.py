@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import copy_dir, inject
-from watching import WAIT_S, Watcher
+from watching import WAIT_S, Watcher, processes, wait_gone
 from pypto_build.testing.synth import kernel_path
 from pypto_build.watch.history import History, variant_digest
 from pypto_build.watch.inputs import Inputs, Snapshot, ignored
@@ -129,6 +131,140 @@ def test_doit_pypto_watch_polling_crash_and_golden_edit(built_golden, tmp_path):
     finally:
         w.stop()
     assert rc == 130 and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_run_errors_are_error_rounds_and_the_watch_goes_on(built_golden, tmp_path):
+    """An orchestration that submits a func_id kernel_config.py does not list — a typo, or a multi-file edit
+    saved orchestration first — is an ERROR round; the next consistent save gives the right verdict."""
+    root = copy_dir(built_golden, tmp_path / "g")
+    orch, config, golden = root / "orchestration" / "main.cpp", root / "kernel_config.py", root / "golden.py"
+    good = orch.read_text()
+    last_task = "        rt_submit_aic_task(2, params_t2);\n"
+    w = Watcher(watch_cmd("--runs", "1"), root)
+    try:
+        assert "   verdict  PASSED (out)" in w.block(1)
+        w.wait_for(r"^\[watch\] watching ")
+        orch.write_text(good.replace("rt_submit_aic_task(2,", "rt_submit_aic_task(7,"))          # a typo
+        typo = w.block(2)
+        assert any(line.startswith("   verdict  ERROR: ") and "func_id 7" in line and "kernel_config.py" in line
+                   for line in typo), typo
+        orch.write_text(good)
+        assert "   verdict  PASSED (out)" in w.block(3)
+        k1 = kernel_path(root, 1)                      # a new kernel 3: out *= 2, in four files
+        (k1.parent / "main_incore_3_aiv.cpp").write_text(
+            k1.read_text().replace("main_incore_1_aiv", "main_incore_3_aiv")
+            .replace("out[i] * 0.5f + a[i] * 2.0f", "out[i] * 2.0f"))
+        golden.write_text(golden.read_text().replace("  # func_id 2\n", "  # func_id 2\n    out = out * 2.0\n"))
+        orch.write_text(good.replace(last_task, last_task + last_task.replace("aic", "aiv").replace("2", "3")
+                                     .replace("(3, params_t3)", "(3, params_t2)")))
+        early = w.block(4)                             # saved before kernel_config.py
+        assert any(line.startswith("   verdict  ERROR: ") and "func_id 3" in line for line in early), early
+        entry = next(line for line in config.read_text().splitlines() if '"func_id": 1,' in line)
+        config.write_text(config.read_text().replace(entry, entry + "\n" + entry.replace('"func_id": 1', '"func_id": 3')
+                                                     .replace("main_incore_1_aiv", "main_incore_3_aiv")))
+        complete = w.block(5)
+        assert "   rebuilt  compile:aiv/main_incore_3_aiv" in complete, complete
+        assert "   verdict  PASSED (out)" in complete, complete    # golden's out * 2 holds: kernel 3 ran
+        rc, err = w.interrupt()
+    finally:
+        w.stop()
+    assert rc == 130 and "Traceback" not in err
+
+
+def hang(kernel: Path, started: Path, until: str = "") -> None:
+    """Make `kernel` create `started` and then wait: for a signal, or until the file `until` exists."""
+    wait = f"while (access(\"{until}\", F_OK) != 0) usleep(10000);" if until else "pause();"
+    inject(kernel, f'{{ std::FILE* f = std::fopen("{started}", "w"); if (f) std::fclose(f); {wait} }}',
+           includes="#include <cstdio>\n#include <unistd.h>")
+
+
+def wait_for_file(path: Path) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_watch_killed_mid_run_leaves_no_process_behind(built_golden, tmp_path, signum):
+    """`kill PID` of a watch whose program hangs in a kernel ends it as Ctrl-C does (summary, history and build
+    state kept, exit 130); after `kill -9` too, nothing it started lives on: its process group (the run server,
+    multiprocessing's resource tracker) and their descendants (the run, in its own session), by `ps`."""
+    root = copy_dir(built_golden, tmp_path / "g")
+    started = tmp_path / "in-kernel"
+    w = Watcher(watch_cmd("--runs", "1"), root)
+    family: dict[int, str] = {}
+    try:
+        assert "   verdict  PASSED (out)" in w.block(1)
+        w.wait_for(r"^\[watch\] watching ")
+        hang(kernel_path(root, 0), started)
+        w.wait_for(r"^── round 2 ")
+        wait_for_file(started)                         # the run is in the kernel, blocked
+        family = w.family()
+        table = processes()
+        runs = [pid for pid in family if pid != w.proc.pid and table[pid][1] == pid]    # leads its own group
+        assert len(runs) == 1 and table[runs[0]][0] in family, (family, table)
+        rc, err = w.interrupt(signum, group=False)
+        left = wait_gone(family)
+    finally:
+        w.stop(family)                                 # what it left behind, when it did
+    assert left == {}, left
+    if signum == signal.SIGKILL:
+        assert rc == -signal.SIGKILL
+        return
+    assert rc == 130 and "Traceback" not in err, err
+    assert w.lines[-1].startswith("[watch] stopped after 1 round(s); history in "), w.lines
+    assert len(History(root).variants) == 1
+    built = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(root)], capture_output=True, text=True,
+                           timeout=WAIT_S)
+    assert built.returncode == 0 and "0 compiled" in built.stdout, built.stdout     # round 2's compile was kept
+
+
+@pytest.mark.slow
+def test_a_burst_of_writes_is_one_round_for_its_final_content(built_golden, tmp_path):
+    """20 quick writes of a kernel (half-written, wrong, then right) are one round, with the verdict of the last
+    content and none for the others; a burst that ends while a round runs makes that round run again, in its
+    block, and its only verdict is the final content's."""
+    root = copy_dir(built_golden, tmp_path / "g")
+    k1 = kernel_path(root, 1)
+    original = k1.read_text()
+    right = original.replace("out[i] * 0.5f", "out[i] / 2.0f")                 # the same numbers: PASSED
+    wrong = original.replace("out[i] * 0.5f", "out[i] * 0.25f")                # FAILED
+    w = Watcher(watch_cmd("--runs", "1"), root)
+    try:
+        assert "   verdict  PASSED (out)" in w.block(1)
+        w.wait_for(r"^\[watch\] watching ")
+        for i in range(19):                            # what an editor's or a generator's writes leave between
+            k1.write_text(wrong if i % 2 else right[: len(right) * (i + 1) // 20])
+            time.sleep(0.01)
+        k1.write_text(right)
+        burst = w.block(2)
+        assert [line for line in burst if line.startswith("   verdict ")] == ["   verdict  PASSED (out)"], burst
+        assert ratio(root) == pytest.approx(4.25)
+        released = tmp_path / "release"
+        hang(k1, tmp_path / "in-kernel", until=str(released))
+        wait_for_file(tmp_path / "in-kernel")         # round 3 is running the program
+        for i in range(19):
+            k1.write_text(right if i % 2 else wrong[: len(wrong) * (i + 1) // 20])
+            time.sleep(0.01)
+        k1.write_text(wrong)
+        released.touch()
+        during = w.block(3)
+        assert any(line.startswith("   again    kernels/aiv/") for line in during), during
+        verdicts = [line for line in during if line.startswith("   verdict ")]
+        assert len(verdicts) == 1 and verdicts[0].startswith("   verdict  FAILED: "), during
+        assert ratio(root) == pytest.approx(4.125)                             # the final content ran
+        k2 = kernel_path(root, 2)
+        k2.write_text(k2.read_text() + "\n// a comment\n")                     # no round came in between
+        after = w.block(4)
+        assert after[0].endswith("changed: kernels/aic/" + k2.name), after
+        rc, err = w.interrupt()
+    finally:
+        w.stop()
+    assert rc == 130 and "Traceback" not in err
+    assert sum(1 for line in w.lines if line.startswith("── round ")) == 4
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""A running `pypto-build watch` for tests: its output lines as they come, one round's block, Ctrl-C."""
+"""A running `pypto-build watch` for tests: its output lines as they come, one round's block, Ctrl-C, and every
+process it started (`family`)."""
 from __future__ import annotations
 
 import os
@@ -51,14 +52,65 @@ class Watcher:
         self.wait_for(r"^   time ")
         return self.lines[start:]
 
-    def interrupt(self) -> tuple[int, str]:
-        os.killpg(self.proc.pid, signal.SIGINT)
+    def interrupt(self, signum: int = signal.SIGINT, *, group: bool = True) -> tuple[int, str]:
+        """Ctrl-C (the terminal signals the whole group), or `signum` to the watch alone (`kill PID`)."""
+        if group:
+            os.killpg(self.proc.pid, signum)
+        else:
+            os.kill(self.proc.pid, signum)
         rc = self.proc.wait(timeout=60)
-        while (line := self._queue.get(timeout=60)) is not None:     # the rest of its output
-            self.lines.append(line)
+        try:
+            while (line := self._queue.get(timeout=60)) is not None:     # the rest of its output
+                self.lines.append(line)
+        except queue.Empty:             # a process it left behind holds its output open: `family` says which
+            return rc, ""
         return rc, self.proc.stderr.read()
 
-    def stop(self) -> None:
+    def family(self) -> dict[int, str]:
+        """Every live process the watch started, by `ps`: its process group (it leads one: the run server, the
+        resource tracker) and their descendants (a program's run leads its own session); pid -> command."""
+        return family(self.proc.pid)
+
+    def stop(self, family: dict[int, str] | None = None) -> None:
+        """SIGKILL its process group while it runs, and the processes of `family` still alive."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        table = processes()
+        for pid, what in (family or {}).items():
+            if pid in table and table[pid][2] == what:
+                os.kill(pid, signal.SIGKILL)
+
+
+def processes() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, process group, command) of every live process (zombies are dead)."""
+    out = subprocess.run(["ps", "-e", "-ww", "-o", "pid=,ppid=,pgid=,stat=,args="], capture_output=True, text=True,
+                         check=True).stdout
+    found = {}
+    for line in out.splitlines():
+        pid, ppid, pgid, stat, *args = line.split(None, 4)
+        if not stat.startswith("Z"):
+            found[int(pid)] = (int(ppid), int(pgid), " ".join(args))
+    return found
+
+
+def family(pgid: int) -> dict[int, str]:
+    """The live processes of process group `pgid` and all their descendants: pid -> command."""
+    table = processes()
+    members = {pid for pid, (_, group, _) in table.items() if group == pgid}
+    while True:
+        more = {pid for pid, (ppid, _, _) in table.items() if ppid in members} - members
+        if not more:
+            return {pid: table[pid][2] for pid in members}
+        members |= more
+
+
+def wait_gone(pids: dict[int, str]) -> dict[int, str]:
+    """Wait (WAIT_S at most) until none of `pids` lives; those still there (pid -> command)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        table = processes()
+        left = {pid: what for pid, what in pids.items() if pid in table and table[pid][2] == what}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)

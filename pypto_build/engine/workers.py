@@ -75,12 +75,7 @@ def _after_fork_in_child() -> None:
     for signum in _SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:      # nohup'ed / background: stay ignored
             signal.signal(signum, _exit_quietly)
-    import ctypes
-    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)      # Linux only
-    if prctl is not None:
-        prctl(1, signal.SIGKILL)            # PR_SET_PDEATHSIG: killed when the parent dies
-    if os.getppid() != owner:               # the parent died before prctl took effect
-        os._exit(1)
+    procs.die_with_parent(owner)            # killed when the leader dies; gone already: leave
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 

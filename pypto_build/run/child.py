@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import stat
 import sys
 import time
@@ -156,7 +155,7 @@ def _child(inbox: Connection, outbox: Connection) -> None:
     from ..runtime import ExecutorError
 
     request = pickle.loads(inbox.recv_bytes())
-    _die_with(request["parent"])
+    procs.die_with_parent(request["parent"])
     sys.path[:] = request["sys_path"]
 
     def send(kind: str, payload) -> None:
@@ -345,17 +344,6 @@ class _Reads:
 
     def paths(self) -> list[str]:
         return sorted(p for p in self.found if os.path.isfile(p))
-
-
-def _die_with(parent: int | None) -> None:
-    """Die when the parent dies (Linux), and leave at once if it is already gone."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ shared object in one process is exactly what this avoids), and a crash, an
 `exit()` or a hang kills only that run's process.
 
 The forked process takes its own session (so a stop kills its L3 rank workers
-with it) and dies with the server (PR_SET_PDEATHSIG), which dies with us.
+with it) and dies with the server (PR_SET_PDEATHSIG), which dies with us: started by
+`start_server` from the thread that outlives the runs, it sets PR_SET_PDEATHSIG itself
+(`warm_server`, its first import), so even a `kill -9` of ours leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -24,9 +26,11 @@ from typing import Callable
 
 from .. import procs
 
-# Imported once by the server: what every run of the host runtime needs (an ImportError is skipped).
-PRELOAD = ("torch", "pypto_build.run.child", "pypto_build.run.golden", "pypto_build.run.execution",
-           "pypto_build.sidecars", "pypto_build.platforms.host", "pypto_build.runtime.executor")
+# Imported once by the server: its guard first, then what every run of the host runtime needs (an ImportError
+# is skipped).
+PRELOAD = ("pypto_build.run.warm_server", "torch", "pypto_build.run.child", "pypto_build.run.golden",
+           "pypto_build.run.execution", "pypto_build.sidecars", "pypto_build.platforms.host",
+           "pypto_build.runtime.executor")
 SIMPLER_PRELOAD = ("pypto_build.platforms.simpler_run", "pypto_build.platforms.simpler_l3", "simpler._log",
                    "simpler.task_interface", "simpler.worker", "simpler_setup.log_config",
                    "simpler_setup.torch_interop", "simpler_setup.environment")
@@ -61,6 +65,20 @@ class WarmLauncher:
         self.context = multiprocessing.get_context("forkserver")
         preload = PRELOAD + (SIMPLER_PRELOAD if platform != "host" else ())
         self.context.set_forkserver_preload(list(preload) + _main_script())
+
+    def start_server(self) -> None:
+        """Start the server now, from this thread: it dies when this thread ends (or the process is killed),
+        so call it from the thread that outlives the runs — the main thread. The first run would start it
+        from whichever thread runs first (a warm-up thread's death would kill it)."""
+        from multiprocessing import forkserver
+
+        from .warm_server import PARENT
+
+        os.environ[PARENT] = str(os.getpid())       # for the server only (it reads it at once)
+        try:
+            forkserver.ensure_running()
+        finally:
+            os.environ.pop(PARENT, None)
 
     def warm_up(self) -> float:
         """Start the server and wait until it has imported torch (one empty run); the seconds that took."""
@@ -130,7 +148,11 @@ class Spawned:
 
 def _forked(entry: Callable[[Connection, Connection], None], sub_dir: str, inbox: Connection,
             outbox: Connection) -> None:
-    """The forked process: own session, the sub-build as working directory, then the child's protocol."""
+    """The forked process: dies with the server, own session, the sub-build as working directory, then the
+    child's protocol."""
+    from .warm_server import SERVER
+
+    procs.die_with_parent(SERVER)
     try:
         os.setsid()
     except OSError:

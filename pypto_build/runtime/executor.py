@@ -304,7 +304,8 @@ class HostExecutor:
         if kernel is None:
             known = ", ".join(str(f) for f in sorted(self._kernels)) or "none"
             raise ExecutorError(f"task {index}: the orchestration submitted func_id {func_id}, which "
-                                f"kernel_config.py does not list (func_ids: {known})")
+                                f"kernel_config.py does not list (func_ids: {known}); add its kernel to KERNELS there, "
+                                "or submit a listed func_id")
         label = f"task {index} ({kernel.name}, func_id {func_id})"
         core_name = abi.CORE_TYPES.get(core, f"core#{core}")
         if core_name != kernel.core_type:

@@ -4,7 +4,11 @@ A round builds what changed (doit, in this process: the graph is re-planned only
 when a planning input changed), runs the program in a process forked from the warm
 launcher (torch and the runtime already imported; a fresh address space every time,
 so a rebuilt kernel is always the one that runs), validates it, times it, and prints
-one compact block. A compile error or a crash is reported and the session goes on.
+one compact block. Whatever stops a round — bad input at any stage (planning, the
+build, the run: an error a one-shot command reports in one line), a compile error, a
+crash — is its verdict, and the session goes on. A round whose inputs moved before
+its verdict (a burst of writes it started in the middle of) says so instead of a
+verdict and runs again, in the same block, once the writes settle (`pending`).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect
 
 TAIL_LINES = 30           # of a compiler's or a program's output, shown when a round fails
+Change = tuple[str, str]  # (absolute path, "modified" | "added" | "removed")
 
 
 @dataclass
@@ -70,9 +75,10 @@ class Session:
         self.golden_reads: list[str] = []
         self.history = History(root)
         self.rounds: list[Round] = []
+        self.pending: tuple[int, list[Change]] | None = None    # a round its inputs' moves cut short: runs again
         self.first: float | None = None
         self.previous: float | None = None
-        self._refresh(None)            # the inputs the last build recorded: an edit during round 1 counts
+        self._refresh()            # the inputs the last build recorded: an edit during round 1 counts
 
     def plan(self, report: Round | None = None) -> bool:
         """(Re-)plan the graph; on bad input the round is an ERROR (nothing built or run). Whether it planned."""
@@ -80,39 +86,77 @@ class Session:
 
         try:
             self.graph = load_graph(self.root, **self.settings.graph_options)
-        except PyptoBuildError as exc:
+        except (PyptoBuildError, OSError) as exc:
             if report is None:
                 raise
-            report.verdict, report.detail = "ERROR", f"{one_line(exc, 400)} (nothing built; fix it and save again)"
+            report.verdict, report.detail = "ERROR", f"{_said(exc)} (nothing built; fix it and save again)"
             return False
         for line in self.graph.notices()[0]:
             self.say(line)
         return True
 
-    def needs_plan(self, changed: list[tuple[str, str]]) -> bool:
+    def needs_plan(self, changed: list[Change]) -> bool:
         return any(self.inputs.roles.get(path, PLANNING) == PLANNING or how != "modified" for path, how in changed)
 
-    def round(self, changed: list[tuple[str, str]]) -> Round:
-        """Build, run, validate and time once, printing the block as it goes; record the variant."""
+    def round(self, changed: list[Change]) -> Round:
+        """Build, run, validate and time once, printing the block as it goes; record the variant.
+
+        When an input the round read moved before its verdict, the block says so (`again`) and the round is
+        left `pending`: the next call runs it again, in the same block, with what changed since."""
+        resumed = self.pending is not None
+        number, changed = self._resume(changed)
         names = [_rel(self.root, p) + ("" if how == "modified" else f" ({how})") for p, how in changed]
-        report = Round(len(self.rounds) + 1, names or ["(first round)"])
-        self.say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
-        self.snapshot.take(self.inputs.roles)          # what this round reads, as it starts
+        report = Round(number, names or ["(first round)"])
+        if not resumed:
+            self.say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
+        read = list(self.inputs.roles)
+        self.snapshot.take(read)                       # what this round reads, as it starts
         began = time.perf_counter()
-        planned = self.plan(report) if changed and self.needs_plan(changed) else True
-        result = self._build(report) if planned else None
-        report.split["compile"] = time.perf_counter() - began
-        self.say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
-        if result is not None and not result.failures and result.ok:
-            report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
-            self._run(report)
-            if report.variant:
-                self._record(report)
-        self._refresh(result)
+        result = None
+        try:
+            planned = self.plan(report) if changed and self.needs_plan(changed) else True
+            result = self._build(report) if planned else None
+            if result is not None:
+                self.snapshot.take([str(self.root / p) for p in result.spliced])    # our writes
+            report.split["compile"] = time.perf_counter() - began
+            self.say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
+            self._unmoved(read)
+            if result is not None and not result.failures and result.ok:
+                report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
+                self._run(report, read)
+            if not report.said:
+                self._unmoved(read)
+        except _Moved as moved:
+            self.pending = (number, changed)
+            self.say(f"   again    {_few([_rel(self.root, p) for p, _ in moved.changes])} changed while the round "
+                     "ran: no verdict for what it read; it runs again on the new content")
+            self._refresh()
+            return report
+        if report.variant:
+            self._record(report)
+        self._refresh()
         report.split["round"] = time.perf_counter() - began
         self.rounds.append(report)
         self._print(report)
         return report
+
+    def _resume(self, changed: list[Change]) -> tuple[int, list[Change]]:
+        """This round's number and changes: the pending round's, with what changed since, or a new one."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return len(self.rounds) + 1, changed
+        number, before = pending
+        merged = dict(before)
+        for path, how in changed:
+            if path not in merged or how != "modified":
+                merged[path] = how
+        return number, sorted(merged.items())
+
+    def _unmoved(self, read: list[str]) -> None:
+        """Raise `_Moved` when an input the round read has changed since it started."""
+        moved = self.snapshot.changed(read)
+        if moved:
+            raise _Moved(moved)
 
     def _build(self, report: Round):
         from ..api import run_graph
@@ -121,8 +165,8 @@ class Session:
         try:
             result = run_graph(self.graph, caches=open_caches(**self.settings.cache_options), jobs=self.settings.jobs,
                                progress=None, check=False)
-        except PyptoBuildError as exc:
-            report.verdict, report.detail = "BUILD FAILED", one_line(exc, 400)
+        except (PyptoBuildError, OSError) as exc:
+            report.verdict, report.detail = "BUILD FAILED", _said(exc)
             return None
         report.rebuilt = [n for n in result.names("ran") + result.from_cache
                           if not n.startswith(stages.prefix(stages.STAMP))]
@@ -133,9 +177,10 @@ class Session:
             report.detail = f"{first.task}: {_tail(first.message)}" if first else f"doit exit status {result.returncode}"
         return result
 
-    def _run(self, report: Round) -> None:
+    def _run(self, report: Round, read: list[str]) -> None:
         from ..engine import dir_lock
         from ..run import check_replayable, run_program
+        from ..runtime import ExecutorError
 
         config = dataclasses.replace(self.settings.run.config, platform=self.graph.platform.name)
         lines: list[str] = []
@@ -144,6 +189,7 @@ class Session:
 
         def phase(what: str) -> None:
             if what.startswith("compared ") and what.endswith(": passed"):      # the verdict, before timing runs
+                self._unmoved(read)         # moved: the run is stopped (run_program's way out), no verdict
                 report.verdict, report.detail = "PASSED", what[len("compared "):-len(": passed")]
                 self._verdict(report)
             for key in ("running the program", "saving the outputs", "calling golden.py compute_golden",
@@ -164,8 +210,8 @@ class Session:
             report.verdict, report.detail = "FAILED", str(exc).partition("\n")[0]
         except ProgramFailed as exc:
             report.verdict, report.detail = "CRASHED", f"{one_line(exc, 400)}{_tail_of(lines)}"
-        except PyptoBuildError as exc:
-            report.verdict, report.detail = "ERROR", f"{one_line(exc, 400)}{_tail_of(lines)}"
+        except (PyptoBuildError, ExecutorError, OSError) as exc:   # bad input: golden.py, func_ids, a kernel's entry
+            report.verdict, report.detail = "ERROR", f"{_said(exc)}{_tail_of(lines)}"
         end = time.perf_counter()
         start = marks.get("running the program", end)
         timing = marks.get("timing the program", end)
@@ -175,8 +221,9 @@ class Session:
             report.split["compare"] = timing - compared
         report.split["start"] = start - began
 
-    def _refresh(self, result) -> None:
-        """The inputs as this round left them: new headers join (as they are now), our splices are ours."""
+    def _refresh(self) -> None:
+        """The inputs as this round left them: new headers join (as they are now; our splices were taken as
+        ours right after the build)."""
         from ..engine import STATE_DB, open_state
 
         values: dict[str, dict] = {}
@@ -192,8 +239,6 @@ class Session:
             pass
         self.inputs = collect(self.graph, values, self.golden_reads)
         self.snapshot.take(self.inputs.roles, keep=True)
-        if result is not None:
-            self.snapshot.take([str(self.root / p) for p in result.spliced])
 
     def _verdict(self, r: Round) -> None:
         """The verdict line, once per round: as soon as the comparison passed (timing runs come after)."""
@@ -230,6 +275,22 @@ class Session:
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
+
+
+class _Moved(Exception):
+    """An input a round read changed before its verdict: the round has none for what it read."""
+
+    def __init__(self, changes: list[Change]) -> None:
+        super().__init__(changes)
+        self.changes = changes
+
+
+def _said(exc: BaseException) -> str:
+    """An error as the one line a one-shot command would print for it."""
+    if isinstance(exc, OSError):
+        from ..oserrors import describe
+        return one_line(describe(exc), 400)
+    return one_line(exc, 400)
 
 
 def _rel(root: Path, path: str) -> str:
