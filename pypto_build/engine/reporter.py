@@ -44,6 +44,8 @@ class BuildReporter:
         self.errors: list[str] = []
         self.not_applied: list[str] = []    # .pto units whose edits could not be applied
         self.spliced: list[str] = []        # kernel files re-spliced this run
+        self.stamped: list[str] = []        # stamp tasks that wrote binary_context.json (run_stamp's values say)
+        self.unstamped: list[str] = []      # ... that ran and wrote none (an identity unknown: stale one removed)
         self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
         self._lane: dict[str, int] = {}
         self._t0 = time.monotonic()
@@ -88,6 +90,8 @@ class BuildReporter:
             self._finish(task.name, "skipped", "ptoas not found (--allow-unapplied-pto)")
             return
         self._finish(task.name, "from-cache" if values.get("cache") == "hit" else "ran")
+        if task.name.startswith(stages.prefix(stages.STAMP)):
+            (self.stamped if values.get("stamp") else self.unstamped).append(task.name)
         self.spliced += values.get("spliced") or []
         for line in values.get("lines") or []:
             self._line(line)
@@ -172,8 +176,10 @@ class BuildReporter:
         for status in ("failed", "skipped"):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")
-        if self.count("ran", stages.prefix(stages.STAMP)):
-            parts.append(f"{self.count('ran', stages.prefix(stages.STAMP))} stamp(s) written")
+        if self.stamped:
+            parts.append(f"{len(self.stamped)} stamp(s) written")
+        if self.unstamped:
+            parts.append(f"{len(self.unstamped)} sub-build(s) not stamped (identity unknown)")
         return "pypto-build: " + ", ".join(parts)
 
     def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:
