@@ -117,6 +117,7 @@ def test_the_pto_lines_count_the_kernel_files_spliced_and_name_the_edits_not_app
     assert {p: p.read_bytes() for p in (root / "kernels").rglob("*.cpp")} == kernels     # nothing applied ...
     assert "[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): " \
            "ptoas/main_incore_2_aic.pto" in lines                                         # ... and said so
+    assert [w for w in result.warnings if "NOT applied" in w] == [next(x for x in lines if "NOT applied" in x)]
     assert not any(line.startswith("[pto->cpp] updated") for line in lines)
     shutil.copy(FAKE_PTOAS, empty / "ptoas")                                              # now it lands
     lines, result = built(root)
