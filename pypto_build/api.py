@@ -74,13 +74,15 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
           keep_going: bool = False, tasks: list[str] | None = None, progress: TextIO | None = None,
           rebuild_from_pto: bool | None = None, ptoas: str | None = None, allow_unapplied_pto: bool = False,
           include_stale: bool = False, trace: str | Path | None = None, cache_dir: str | Path | None = None,
-          remote_cache: str | None = None, check: bool = True, pto=None, launcher: str | None = None) -> BuildResult:
+          remote_cache: str | None = None, check: bool = True, pto=None, launcher: str | None = None,
+          quiet: bool = False) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
     failed unit raises `BuildError` naming the unit, the command and the
     compiler's message; bad input raises a `PyptoBuildError` subclass.
-    `progress` is a stream for one line per unit run and a summary (None: silent).
+    `progress` is a stream for one line per unit run and a summary (None: silent); with `quiet` (-q) it
+    gets only what is never hidden: verdicts and `.pto` edits not applied.
     `rebuild_from_pto=False` (or PYPTO_REBUILD_FROM_PTO=0) disables the .pto stage;
     `ptoas` names the ptoas executable (default: PTOAS_ROOT, then PATH); a `.pto` edit that cannot be
     applied (no ptoas) fails its unit unless `allow_unapplied_pto` (then `result.not_applied` lists it).
@@ -108,13 +110,13 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
         chosen = choose(root, platform, cannot_serve=cannot_serve).name
         hit = noop.check(root, lambda: noop.key(chosen, pto.enabled, pto.ptoas))
         if hit is not None:
-            return _noop_result(root, chosen, hit, progress)
+            return _noop_result(root, chosen, hit, None if quiet else progress)
     from .cache import open_caches
     from .graph import load_graph
     graph = load_graph(root, platform, pto, include_stale=include_stale, launcher=launcher)
     caches = open_caches(os.fspath(cache_dir) if cache_dir else None, remote_cache)
     return run_graph(graph, caches=caches, tasks=tasks, jobs=jobs, recompile=recompile, keep_going=keep_going,
-                     progress=progress, check=check, trace=trace)
+                     progress=progress, check=check, trace=trace, quiet=quiet)
 
 
 def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) -> BuildResult:
@@ -152,19 +154,20 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
 
 def run_graph(graph, *, caches=None, run=None, tasks: list[str] | None = None, jobs: int = 1,
               recompile: bool = False, keep_going: bool = False, progress: TextIO | None = None,
-              check: bool = True, trace: str | Path | None = None, force: tuple[str, ...] = ()) -> BuildResult:
+              check: bool = True, trace: str | Path | None = None, force: tuple[str, ...] = (),
+              quiet: bool = False) -> BuildResult:
     """Run (part of) a planned graph (`graph.load_graph`) through doit and collect what happened.
 
     `caches` (`cache.open_caches`): where compiles restore from and store to (default none); `run`
     (`runconfig.RunSpec`): how replay/validate tasks run the program (default config and timeout).
 
     `force`: task-name prefixes that run whatever their state says (`replay --validate` makes a fresh
-    verdict and records it).
+    verdict and records it). `quiet`: `progress` gets only verdicts and `.pto` edits not applied.
     """
     from .engine import BuildDirLoader, BuildReporter, run_build
 
     root = graph.layout.root
-    quiet = progress is None
+    quiet = quiet or progress is None
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
     loader = BuildDirLoader(root, graph=graph, caches=caches, run=run, reporter=reporter, quiet=quiet,
                             keep_errors=True, force=force)
@@ -178,7 +181,7 @@ def run_graph(graph, *, caches=None, run=None, tasks: list[str] | None = None, j
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
     (header, *said), warned = graph.notices()
-    warnings = [*said, *reporter.warnings, *reporter.pto_summary()[1:], *warned]
+    warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
                          tuple(reporter.not_applied), header, tuple(reporter.pto_rejected))
     if rc == 3:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from xml.etree import ElementTree as ET
@@ -170,7 +170,7 @@ def _one(root: Path, cache_dir: str | None, remote: Remote | None, graph_options
             local_slots.configure(local_limit)      # this directory's process: each runs its units one at a time
         caches = open_caches(cache_dir, remote, check_remote=False)     # opened once by run_ci
         validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
-        run = RunSpec.given(timeout=run_timeout)
+        run = replace(RunSpec.given(timeout=run_timeout), quiet=progress is None)     # -q reaches the program
         result = run_graph(graph, caches=caches, run=run,
                            tasks=[stages.VALIDATE] if validating else None, keep_going=True, progress=progress,
                            check=False)
@@ -218,6 +218,8 @@ def ci_verb(args) -> int:
     for d in result.dirs:
         verdict = "ok" if d.ok else "FAILED"
         extra = " (verdict reused)" if d.cached_verdict else ""
+        if d.ok and d.unapplied_pto:           # accepted by --allow-unapplied-pto: said even with -q
+            extra += f"; .pto edits NOT applied: {', '.join(d.unapplied_pto)}"
         line = f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.headline}")
         print(line, file=sys.stdout if d.ok else sys.stderr)
     failed = sum(1 for d in result.dirs if not d.ok)

@@ -57,7 +57,8 @@ BUILD = (
     Opt("include_stale", "include-stale", "flag", "also build next_levels/ sub-builds that "
         "orchestration/host_orch.py never references"),
     Opt("keep_going", "keep-going", "flag", "go on building other units after a failure", "k"),
-    Opt("quiet", "quiet", "flag", "print only errors", "q"),
+    Opt("quiet", "quiet", "flag", "print only errors, the verdict and any .pto edit not applied (never hidden); "
+        "the program's own log lines follow --log-level", "q"),
     Opt("cache_dir", "cache-dir", "str", "artefact cache: restore binaries whose inputs match instead of "
         "compiling, store fresh ones (default $PYPTO_BUILD_CACHE; size $PYPTO_BUILD_CACHE_SIZE, default 5G)",
         metavar="DIR"),
@@ -202,8 +203,8 @@ def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> flo
 
 
 def run_spec(values: Any) -> RunSpec:
-    """The RunConfig and timeout of parsed RUN option values (missing ones: the defaults)."""
-    return RunSpec(run_config(values), run_timeout(values))
+    """The RunConfig, timeout and -q of parsed option values (missing ones: the defaults)."""
+    return RunSpec(run_config(values), run_timeout(values), bool(_get(values, "quiet", False)))
 
 
 def graph_options(values: Any) -> dict:

@@ -60,11 +60,13 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """How replay/validate run a program: the RunConfig, and the seconds a run may take before it is
-    stopped (`--run-timeout`; `options.run_spec` builds it from parsed flags)."""
+    """How replay/validate run a program: the RunConfig, the seconds a run may take before it is
+    stopped (`--run-timeout`), and whether it prints its progress (-q); `options.run_spec` builds it
+    from parsed flags."""
 
     config: RunConfig = RunConfig()
     timeout: float = field(default_factory=lambda: seconds(*RUN_TIMEOUT))    # $PYPTO_RUN_TIMEOUT or 1800 s
+    quiet: bool = False     # -q: the run says only its verdict and the program's own log lines, not its progress
 
     @classmethod
     def given(cls, config: RunConfig | None = None, timeout: float | None = None) -> RunSpec:

@@ -54,16 +54,16 @@ def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | N
     get = (lambda name, default=None: options._get(values, name, default))
     if verb == "explain" or (verb == "build" and get("dry_run", False)):
         return explain_verb(values, root, tasks or [], all_tasks=bool(get("all", False)))
-    progress = None if get("quiet", False) else sys.stdout
+    quiet = bool(get("quiet", False))      # -q: only errors, verdicts and .pto edits not applied
     if verb == "build":
         from .api import build
-        result = build(root, tasks=tasks or None, progress=progress, check=False,
+        result = build(root, tasks=tasks or None, progress=sys.stdout, check=False, quiet=quiet,
                        **options.graph_options(values), **options.cache_options(values), **options.run_options(values))
-        return _status(result, progress is None)
-    return _run_golden(verb, values, root, progress)
+        return _status(result, quiet)
+    return _run_golden(verb, values, root, quiet)
 
 
-def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
+def _run_golden(verb: str, values: Any, root: Path, quiet: bool) -> int:
     """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
     from .api import run_graph
     from .cache import open_caches
@@ -76,15 +76,15 @@ def _run_golden(verb: str, values: Any, root: Path, progress) -> int:
     if not (root / "golden.py").is_file():
         raise PyptoBuildError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
                               "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
-    if get("log_sync_pypto", False):
+    if get("log_sync_pypto", False) and not quiet:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
     validating = verb == "validate" or bool(get("validate", False))
     graph = load_graph(root, **options.graph_options(values))
     result = run_graph(graph, caches=open_caches(**options.cache_options(values)), run=run,
-                       tasks=[stages.VALIDATE if validating else stages.REPLAY], progress=progress, check=False,
+                       tasks=[stages.VALIDATE if validating else stages.REPLAY], progress=sys.stdout, check=False,
                        force=(stages.prefix(stages.VALIDATE),) if verb == "replay" and validating else (),
-                       **options.run_options(values))
-    return _status(result, progress is None)
+                       quiet=quiet, **options.run_options(values))
+    return _status(result, quiet)
 
 
 def _status(result, quiet: bool) -> int:

@@ -283,6 +283,28 @@ def _meta_cases() -> list[Case]:
     ]
 
 
+def _platform_sidecar_cases() -> list[Case]:
+    """A damaged sidecar is refused by every verb that reads the platform, never read as "no platform recorded"
+    (a silent switch to host; issue 22 item 5). The l2 copy is built: the no-op record must not answer either."""
+    meta, dmeta, sub = "compiled_meta.json", "distributed_meta.json", "next_levels/orch_a/compiled_meta.json"
+    torn = lambda rel, keep=0.5: (lambda d: truncate(d / rel, keep))    # noqa: E731
+    return [
+        Case("meta_truncated_build", "l2", torn(meta), "build", meta, r"not valid JSON"),
+        Case("meta_truncated_build_platform", "l2", torn(meta), "build", meta, r"not valid JSON",
+             args=("--platform", "host")),
+        Case("meta_truncated_explain", "l2", torn(meta), "explain", meta, r"not valid JSON"),
+        Case("meta_truncated_compdb", "l2", torn(meta), "compdb", meta, r"not valid JSON"),
+        Case("meta_truncated_watch", "l2", torn(meta), "watch", meta, r"not valid JSON"),
+        Case("meta_empty_build", "l2", write(meta, ""), "build", meta, r"not valid JSON"),
+        Case("meta_platform_type_build", "l2", set_meta("platform", ["a2a3sim"]), "build", meta,
+             r"platform: must be a string"),
+        Case("meta_params_type_explain", "l2", set_meta("params", "a, b"), "explain", meta, r"params: must be a list"),
+        Case("fifo_compiled_meta_build", "l2", fifo(meta), "build", meta, r"is a FIFO \(named pipe\)"),
+        Case("dmeta_truncated_build", "l3", torn(dmeta, 0.7), "build", dmeta, r"not valid JSON"),
+        Case("multi_sub_meta_truncated_build", "multi", torn(sub), "build", sub, r"not valid JSON"),
+    ]
+
+
 def _dmeta_cases() -> list[Case]:
     dmeta, v = "distributed_meta.json", "validate"
     return [
@@ -514,6 +536,6 @@ def _odd_file_cases() -> list[Case]:
     ]
 
 
-CASES = [*_meta_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(), *_golden_cases(), *_layout_cases(),
-         *_environment_cases(), *_option_cases(), *_odd_file_cases()]
+CASES = [*_meta_cases(), *_platform_sidecar_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(),
+         *_golden_cases(), *_layout_cases(), *_environment_cases(), *_option_cases(), *_odd_file_cases()]
 assert len({c.name for c in CASES}) == len(CASES)

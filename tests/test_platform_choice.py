@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.errors import ToolchainError
+from pypto_build.errors import MetaError, ToolchainError
 from pypto_build.graph import load_graph
 from pypto_build.markers import HOST_STAMP, host_binary
 from pypto_build.platforms import choose
@@ -22,7 +22,8 @@ SIMPLER_HERE = importlib.util.find_spec("simpler") is not None
 
 def _meta(root: Path, platform, name: str = "compiled_meta.json") -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / name).write_text(json.dumps({"schema": 1, "params": [], "platform": platform}))
+    schema = 2 if name == "distributed_meta.json" else 1
+    (root / name).write_text(json.dumps({"schema": schema, "params": [], "platform": platform}))
     return root
 
 
@@ -63,10 +64,28 @@ def test_nothing_or_nonsense_recorded_means_host_and_says_so(tmp_path):
     assert choose(tmp_path, env={}).why() == "no platform recorded in the directory"
     odd = choose(_meta(tmp_path / "odd", "gpu9"), env={})
     assert odd.name == "host" and odd.why().startswith("not the recorded gpu9: not a platform PyPTO has")
+
+
+@pytest.mark.parametrize("name, text, what", [
+    ("compiled_meta.json", '{"schema": 1, "params": [], "platform": "a2a3', "not valid JSON"),
+    ("compiled_meta.json", '{"schema": 1, "params": [], "platform": 5}', "platform: must be a string"),
+    ("distributed_meta.json", '{"schema": 2, "params": {}, "platform": "a2a3"}', "params: must be a list"),
+])
+def test_a_damaged_sidecar_is_refused_never_read_as_no_platform(tmp_path, name, text, what):
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "compiled_meta.json").write_text("{not json")
-    assert choose(broken, env={}).name == "host"        # the full read of the sidecar says what is wrong
+    (broken / name).write_text(text)
+    for requested in (None, "host"):        # an explicit platform does not make a damaged directory whole
+        with pytest.raises(MetaError) as info:
+            choose(broken, requested, env={})
+        assert str(info.value).startswith(f"Invalid {name} in {broken / name}: {what}")
+        assert "recompile via ir.compile()" in str(info.value) and "\n" not in str(info.value)
+    multi = tmp_path / "multi" / "next_levels"
+    _meta(multi / "a", "a5sim")
+    (multi / "b").mkdir()
+    (multi / "b" / "compiled_meta.json").write_text('{"schema": 1, "par')
+    with pytest.raises(MetaError, match=r"next_levels/b/compiled_meta\.json: not valid JSON"):
+        choose(multi.parent, env={})
 
 
 @pytest.mark.skipif(SIMPLER_HERE, reason="the fallback wording is for a machine without simpler")

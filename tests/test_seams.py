@@ -38,6 +38,7 @@ def test_run_spec_is_made_from_flags_in_one_place(monkeypatch):
     spec = options.run_spec(parser.parse_args(["--swimlane", "--dump-args-level", "2", "--device-id", "3"]))
     assert spec == RunSpec(RunConfig(device_id=3, enable_chip_swimlane=4, enable_dump_args=2), 7.0)
     assert options.run_spec({"run_timeout": 2.5}).timeout == 2.5             # doit's dict, same names
+    assert options.run_spec(parser.parse_args(["-q"])).quiet and options.run_spec({"quiet": True}).quiet
     assert RunSpec().timeout == 7.0                                            # the default reads the env too
     with pytest.raises(PyptoBuildError, match="log_level"):
         options.run_spec({"log_level": "loud"})
@@ -83,13 +84,13 @@ def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
     root = synth.write_l2(tmp_path / "d", kernels=2)
     graph = load_graph(root, platform=FakePlatform())
     caches = Caches(str(tmp_path / "cache"), None)
-    groups = task_dicts(graph, caches, RunSpec(RunConfig(enable_dump_args=1), 9.0))
+    groups = task_dicts(graph, caches, RunSpec(RunConfig(enable_dump_args=1), 9.0, quiet=True))
     assert list(groups) == list(stages.ALL)
     compiles = groups[stages.COMPILE] + groups[stages.ORCH]
     assert sorted(f"{d['actions'][0][1][0].task}" for d in compiles) == sorted(graph.compile_tasks)
     assert [d["actions"][0][1][3:] for d in compiles] == [[caches.directory, None, None]] * len(compiles)   # no launcher
     (replay,) = groups[stages.REPLAY]
-    assert replay["actions"][0][1][1:] == [RunConfig(platform="fake", enable_dump_args=1), 9.0]   # the graph's
+    assert replay["actions"][0][1][1:] == [RunConfig(platform="fake", enable_dump_args=1), 9.0, True]  # the graph's; -q
     assert replay["task_dep"] == [stages.task(stages.STAMP, ".")]
     default = task_dicts(graph)                                 # no caches, the default run settings
     assert all(d["actions"][0][1][3:] == [None, None, None] for d in default[stages.COMPILE])

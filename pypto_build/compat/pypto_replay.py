@@ -30,7 +30,7 @@ class ReplayResult:
 def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool = False,
            rebuild_from_pto: bool = True, validate: bool = False, jobs: int = 1,
            progress: TextIO | None | str = "stdout", run_timeout: float | None = None,
-           allow_unapplied_pto: bool = False) -> ReplayResult:
+           allow_unapplied_pto: bool = False, quiet: bool = False) -> ReplayResult:
     """Build what changed, run the program on `tensors` (outputs written in place), optionally validate.
 
     `tensors` are checked against the directory's sidecar first (count, dtype, shape, contiguous, CPU):
@@ -40,7 +40,8 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
     `validate`, outputs named in golden.py's `__outputs__` are compared with `compute_golden`
     run on a copy of the inputs taken before the run (RTOL/ATOL); a mismatch raises
     AssertionError naming the output, a validation that would compare nothing raises
-    NothingCompared. Progress goes to `progress` (default: the current sys.stdout; None: silent).
+    NothingCompared. Progress goes to `progress` (default: the current sys.stdout; None: silent); with
+    `quiet` (-q) only the verdict, the program's log lines and any `.pto` edit not applied.
     """
     from ..api import build
     from ..run import run_program
@@ -60,9 +61,10 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
                 raise TypeError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
     result = build(work_dir, platform=config.platform, recompile=recompile,
                    rebuild_from_pto=None if rebuild_from_pto else False, allow_unapplied_pto=allow_unapplied_pto,
-                   jobs=jobs, progress=progress)
+                   jobs=jobs, progress=progress, quiet=quiet)
     config = replace(config, platform=result.platform)       # what the build chose (the directory's own by default)
-    outcome = run_program(work_dir, config, validate=validate, say=say, tensors=tensors, timeout=run.timeout)
+    outcome = run_program(work_dir, config, validate=validate, say=say, tensors=tensors, timeout=run.timeout,
+                          quiet=quiet)
     _copy_back(tensors, outcome.outputs or [])
     return ReplayResult(work_dir, result, outcome.checked, outcome.dfx)
 

@@ -82,12 +82,12 @@ def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[]
     if missing:
         raise PyptoBuildError(f"inline input(s) {missing} are None (scalar parameters): set their values in "
                               "_inline_inputs() of debug/run.py")
-    if args.log_sync_pypto:
+    if args.log_sync_pypto and not args.quiet:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
     run = options.run_spec(args)
     replay(work_dir, *tensors, config=run.config, recompile=args.recompile,
            rebuild_from_pto=not args.no_rebuild_from_pto, jobs=args.jobs, progress=sys.stdout,
-           run_timeout=run.timeout, allow_unapplied_pto=args.allow_unapplied_pto)
+           run_timeout=run.timeout, allow_unapplied_pto=args.allow_unapplied_pto, quiet=args.quiet)
     if user_compare is not None:
         user_compare(*tensors)
     return 0

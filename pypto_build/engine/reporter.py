@@ -31,7 +31,8 @@ class Outcome:
 
 
 class BuildReporter:
-    """Collects `outcomes`; prints one line per unit run and a summary."""
+    """Collects `outcomes`; prints one line per unit run and a summary. `quiet` (-q): only the lines that
+    must never be hidden — a verdict, a `.pto` edit not applied (failures are said by the caller)."""
 
     desc = "pypto_build: one line per unit run, then a summary"
 
@@ -46,6 +47,8 @@ class BuildReporter:
         self.spliced: list[str] = []        # kernel files re-spliced this run
         self.pto_rejected: list[str] = []   # .pto never seen edited that ptoas could not compile: kernels kept
         self.warnings: list[str] = []       # said by units that succeeded (`pypto-build: warning: ...` lines)
+        self.stamped: list[str] = []        # stamp tasks that wrote binary_context.json (run_stamp's values say)
+        self.unstamped: list[str] = []      # ... that ran and wrote none (an identity unknown: stale one removed)
         self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
         self._lane: dict[str, int] = {}
         self._t0 = time.monotonic()
@@ -88,8 +91,12 @@ class BuildReporter:
         if values.get("not_applied"):
             self.not_applied.append(values["not_applied"])
             self._finish(task.name, "skipped", "ptoas not found (--allow-unapplied-pto)")
+            if self.quiet:      # said at once, before any verdict: an edit that did not land is never hidden
+                self._line(_not_applied([values["not_applied"]]), always=True)
             return
         self._finish(task.name, "from-cache" if values.get("cache") == "hit" else "ran")
+        if task.name.startswith(stages.prefix(stages.STAMP)):
+            (self.stamped if values.get("stamp") else self.unstamped).append(task.name)
         self.spliced += values.get("spliced") or []
         for line in values.get("lines") or []:
             self._line(line)
@@ -123,7 +130,7 @@ class BuildReporter:
         if task.name.startswith(stages.prefix(stages.VALIDATE)):
             values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
             self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} (cached: binaries, "
-                       "golden.py, its data and the run configuration are unchanged)")
+                       "golden.py, its data and the run configuration are unchanged)", always=True)
 
     def skip_ignore(self, task):
         if task.actions:
@@ -143,29 +150,34 @@ class BuildReporter:
     def complete_run(self):
         if self.tty:
             self.out.write("\r\x1b[K")
-        if not self.quiet:
-            for name, o in sorted(self.outcomes.items()):
-                if o.status == "skipped":
-                    print(f"skipped {name}: {o.reason}", file=self.out)
-            for line in self.pto_summary():
-                print(line, file=self.out)
-            print(self.summary(), file=self.out, flush=True)
+        if self.quiet:
+            return
+        for name, o in sorted(self.outcomes.items()):
+            if o.status == "skipped":
+                print(f"skipped {name}: {o.reason}", file=self.out)
+        for line in self.pto_summary():
+            print(line, file=self.out)
+        print(self.summary(), file=self.out, flush=True)
 
     def pto_summary(self) -> list[str]:
         """PyPTO's closing lines of the .pto stage, plus every edit that did not reach the kernels."""
         if not any(n.startswith(stages.PTO) for n in self.outcomes):
             return []
-        failed = sorted(n for n, o in self.outcomes.items() if n.startswith(stages.PTO) and o.status == "failed")
         lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)"] if self.spliced else []
         if self.pto_rejected:
             lines.append("[pto->cpp] kernels kept as they are (never seen edited; ptoas cannot compile): "
                          + ", ".join(sorted(self.pto_rejected)))
-        if self.not_applied:
-            lines.append("[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): "
-                         + ", ".join(sorted(self.not_applied)))
+        lines += self.unapplied()
+        return lines or ["[pto->cpp] no .pto changes detected"]
+
+    def unapplied(self) -> list[str]:
+        """The lines naming each `.pto` edit that did not reach the kernel files this run (none: []): accepted
+        by --allow-unapplied-pto, or whose ptoas or splice failed."""
+        failed = sorted(n for n, o in self.outcomes.items() if n.startswith(stages.PTO) and o.status == "failed")
+        lines = [_not_applied(self.not_applied)] if self.not_applied else []
         if failed:
             lines.append(f"[pto->cpp] edits NOT applied: {', '.join(failed)} failed (see above)")
-        return lines or ["[pto->cpp] no .pto changes detected"]
+        return lines
 
     # ---------------------------------------------------------------------
     def count(self, status: str, kind: str = "") -> int:
@@ -182,8 +194,10 @@ class BuildReporter:
         for status in ("failed", "skipped"):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")
-        if self.count("ran", stages.prefix(stages.STAMP)):
-            parts.append(f"{self.count('ran', stages.prefix(stages.STAMP))} stamp(s) written")
+        if self.stamped:
+            parts.append(f"{len(self.stamped)} stamp(s) written")
+        if self.unstamped:
+            parts.append(f"{len(self.unstamped)} sub-build(s) not stamped (identity unknown)")
         return "pypto-build: " + ", ".join(parts)
 
     def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:
@@ -205,9 +219,14 @@ class BuildReporter:
             self.out.write(f"\r\x1b[K[{self.done}/{max(self.total, self.done)}] {name}")
             self.out.flush()
 
-    def _line(self, text: str, err: bool = False) -> None:
-        if self.quiet:
+    def _line(self, text: str, err: bool = False, always: bool = False) -> None:
+        if self.quiet and not always:
             return
         if self.tty:
             self.out.write("\r\x1b[K")
         print(text, file=sys.stderr if err else self.out, flush=True)
+
+
+def _not_applied(units: list[str]) -> str:
+    return "[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): " + \
+        ", ".join(sorted(units))

@@ -112,7 +112,7 @@ def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget) -> Non
     groups[stages.REPLAY].append({
         "name": t.name,
         "doc": f"run {t.rel} on golden.py's inputs ({run.config.platform})",
-        "actions": [(run_replay, [t.rel, run.config, run.timeout])],
+        "actions": [(run_replay, [t.rel, run.config, run.timeout, run.quiet])],
         "task_dep": list(t.stamps),
         "uptodate": [False],
         "verbosity": 2,
@@ -120,7 +120,7 @@ def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget) -> Non
     groups[stages.VALIDATE].append({
         "name": t.name,
         "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
-        "actions": [(run_validate, [t.rel, run.config, run.timeout])],
+        "actions": [(run_validate, [t.rel, run.config, run.timeout, run.quiet])],
         "task_dep": list(t.stamps),
         "file_dep": list(t.inputs),
         "uptodate": [VerdictCheck(run.config.key())],

@@ -108,4 +108,5 @@ class Platform(ABC):
                 say: Callable[[str], None], device_ids: Sequence[int] | None,
                 on_task: Callable[[str], None] | None) -> list[str]:
         """Run the built directory `sub_dir` on `args` (outputs written in place); the diagnostics files
-        written. Needs no toolchain: it runs in the replay child."""
+        written. Needs no toolchain: it runs in the replay child. `say` takes each line for the user: the
+        platform's own progress starts with `[execute] ` (hidden by -q), any other is the program's log."""

@@ -9,7 +9,6 @@ falls back (asked for on purpose, refused with one line when it cannot run).
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -48,21 +47,39 @@ class Choice:
 
 
 def recorded_platform(root: Path) -> tuple[str | None, str | None]:
-    """(platform, sidecar name) as the directory records it, or (None, None). A sidecar that cannot be read
-    records nothing here: the run that reads it in full says what is wrong with it."""
-    candidates = [root / COMPILED_META, root / DISTRIBUTED_META]
+    """(platform, sidecar name) as the directory records it, or (None, None) when no sidecar records one.
+
+    Every sidecar read here is validated (`sidecars.py`; distributed_config is left to the run that uses it):
+    one that exists but is damaged (torn JSON, a field of the wrong type, a FIFO) raises MetaError naming it
+    and the fix, so a damaged sidecar is never read as "no platform recorded" (a silent switch to host). A
+    missing one records nothing. A multi-
+    orchestration parent (neither sidecar at its root) records it in its sub-builds' compiled_meta.json.
+    """
+    from ..sidecars import load_compiled_meta, load_distributed_meta
+
+    def load_l3(path: Path):               # its distributed_config is the runner's to judge (a caller may replace it)
+        return load_distributed_meta(path, validate_config=False)
+
+    root = Path(root)
+    for path, load in ((root / COMPILED_META, load_compiled_meta), (root / DISTRIBUTED_META, load_l3)):
+        if os.path.lexists(path):          # the directory's own sidecar decides (both: the layout refuses it)
+            return _recorded(path, load)
+    found: tuple[str | None, str | None] = (None, None)
     nested = root / "next_levels"
-    if nested.is_dir():          # a multi-orchestration parent: its sub-builds record it
-        candidates += sorted(nested.glob(f"*/{COMPILED_META}"))
-    for path in candidates:
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        name = meta.get("platform") if isinstance(meta, dict) else None
-        if isinstance(name, str) and name:
-            return name, path.name
-    return None, None
+    for path in sorted(nested.glob(f"*/{COMPILED_META}")) if nested.is_dir() else ():
+        platform, name = _recorded(path, load_compiled_meta)      # each validated; the first platform decides
+        if found[0] is None:
+            found = (platform, name)
+    return found
+
+
+def _recorded(path: Path, load) -> tuple[str | None, str | None]:
+    """The platform `path` records (validated by `load`: a damaged file raises MetaError), or (None, None)."""
+    try:
+        platform = load(path).platform
+    except FileNotFoundError:              # a dangling link: nothing there records a platform
+        return None, None
+    return (platform, path.name) if platform else (None, None)
 
 
 def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | None = None,

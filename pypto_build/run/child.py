@@ -41,6 +41,7 @@ from ..safeio import refusal
 DEFAULT_TIMEOUT = 1800.0
 _POLL_S = 0.2
 _GRACE_S = 10.0             # a child that reported may take this long to leave by itself
+PROGRESS = "[execute] "     # how a platform's progress lines start (Platform.execute); its other lines are the program's
 
 
 @dataclass
@@ -57,12 +58,13 @@ class RunOutcome:
 def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: float = DEFAULT_TIMEOUT,
                 say: Callable[[str], None] = print, tensors: Sequence | None = None,
                 names: Sequence[str] | None = None, launcher: Callable | None = None, timing_runs: int = 1,
-                on_phase: Callable[[str], None] | None = None) -> RunOutcome:
+                on_phase: Callable[[str], None] | None = None, quiet: bool = False) -> RunOutcome:
     """Run `sub_dir` in a child process (inputs from golden.py, or `tensors`); raise on any failure.
 
     `launcher` starts the process (`launch.spawn`, a new interpreter, by default; `launch.WarmLauncher.start`
     forks a warm one); `timing_runs` runs the program that many times (fresh inputs each time) and reports
-    each run's seconds; `on_phase` hears what the child is doing as it starts each step.
+    each run's seconds; `on_phase` hears what the child is doing as it starts each step. With `quiet` (-q)
+    the child says only the verdict and the program's own log lines, none of its progress.
 
     Raises ProgramFailed (crash, exit, timeout), GoldenError/NothingCompared, ExecutorError, or
     AssertionError for an output that does not match — the same types the in-process steps raise.
@@ -72,7 +74,7 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
     started = (launcher or spawn)(sub_dir, _child)
     request = {"sub": str(sub_dir), "config": config, "validate": validate, "names": list(names or []),
                "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
-               "parent": started.parent, "timing_runs": timing_runs}
+               "parent": started.parent, "timing_runs": timing_runs, "quiet": quiet}
     inbox, outbox = started.inbox, started.outbox
     what = f"the program of {sub_dir}"
     doing = "starting"
@@ -200,6 +202,10 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         send("at", what)
 
     say = (lambda line: send("line", line))
+    note, said_by_run = say, say                    # progress: ours, and the platform's `[execute] ` lines
+    if request.get("quiet"):
+        note = (lambda line: None)
+        said_by_run = (lambda line: None if line.startswith(PROGRESS) else say(line))
     tensors, names = request["tensors"], request["names"]
     from_golden = tensors is None                   # only a result of golden.py's own inputs is kept
     golden = cached = None
@@ -210,11 +216,11 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         if cached is not None and not from_golden and not cached.same_inputs(tensors):
             cached, stale = None, None              # the caller's own inputs: compute_golden runs on them
         if cached is not None:
-            say(f"golden: cached (computed {cached.when}); golden.py not run")
+            note(f"golden: cached (computed {cached.when}); golden.py not run")
             golden, pairs = cached.golden(), list(zip(cached.names, cached.inputs))
         else:
             if stale and request["validate"] and from_golden:
-                say(f"golden: computing again ({stale})")
+                note(f"golden: computing again ({stale})")
             at("loading golden.py")
             with reads:
                 golden = load_golden(sub)
@@ -239,9 +245,9 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     pristine = copies(named) if runs > 1 else {}
     at(f"running the program on {config.platform}")
     began = time.perf_counter()
-    dfx = execute(sub, tensors, config, names=list(named), say=say, on_task=lambda what: at(f"running {what}"))
+    dfx = execute(sub, tensors, config, names=list(named), say=said_by_run, on_task=lambda what: at(f"running {what}"))
     seconds = [time.perf_counter() - began]
-    say(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
+    note(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
     at("saving the outputs")
     save_outputs(sub, named)
     checked: list[str] = []
@@ -254,7 +260,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
                 expected = golden.expected(snapshot, outputs)
             if from_golden:
                 at("keeping the golden result")
-                _keep_golden(say, sub, golden, names, snapshot, expected, reads, started_ns)
+                _keep_golden(note, sub, golden, names, snapshot, expected, reads, started_ns)
         at("comparing the outputs")
         checked = compare(golden, named, expected)
         say("Golden validation: PASSED")

@@ -31,13 +31,13 @@ def _failures() -> tuple[type[BaseException], ...]:
 
 @one_line_failures
 @local_work
-def run_replay(sub_rel: str, config: RunConfig, timeout: float):
-    """Run the sub-build on golden.py's inputs; print PyPTO's lines as they come."""
+def run_replay(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = False):
+    """Run the sub-build on golden.py's inputs; print PyPTO's lines as they come (`quiet`: not the progress)."""
     from .child import run_program
 
     failures = _failures()
     try:
-        run_program(Path(sub_rel), config, validate=False, timeout=timeout, say=_say)
+        run_program(Path(sub_rel), config, validate=False, timeout=timeout, say=_say, quiet=quiet)
     except failures as exc:
         return TaskFailed(_failure(sub_rel, "replay", exc))
     return {}
@@ -45,14 +45,14 @@ def run_replay(sub_rel: str, config: RunConfig, timeout: float):
 
 @one_line_failures
 @local_work
-def run_validate(sub_rel: str, config: RunConfig, timeout: float):
+def run_validate(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = False):
     """Run and validate; the verdict (and what golden.py read) is recorded only when it passes."""
     from .child import run_program
 
     failures = _failures()
     start_ns = time.time_ns()
     try:
-        outcome = run_program(Path(sub_rel), config, validate=True, timeout=timeout, say=_say)
+        outcome = run_program(Path(sub_rel), config, validate=True, timeout=timeout, say=_say, quiet=quiet)
     except failures as exc:
         return TaskFailed(_failure(sub_rel, "validation", exc))
     root = os.getcwd()                       # actions run in the build root
