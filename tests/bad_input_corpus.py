@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pypto_build.markers import HOST_STAMP, host_binary
+from pypto_build.markers import HOST_STAMP, STATE_DB, host_binary, state_folder
 from pypto_build.testing import synth
 
 FAKE_PTOAS = str(Path(__file__).resolve().parent / "tools" / "fake_ptoas")
 STATE = ".pypto_build"
+HOST_STATE_DB = f"{state_folder('host')}/{STATE_DB}"     # the host platform's doit state (the corpus builds host)
 HUGE = 65 * 2**20          # past the documented 16 MiB limit of metadata files (docs/guide.md)
 
 # Every message says how to fix the problem; these are the remedies the tool's messages use.
@@ -127,12 +128,12 @@ def orch_compile_error(d: Path) -> None:
 
 
 def corrupt_state(d: Path) -> None:
-    (d / STATE / "state.sqlite3").write_bytes(b"this is not an sqlite database\n" * 40)
+    (d / HOST_STATE_DB).write_bytes(b"this is not an sqlite database\n" * 40)
     os.utime(d / KERNEL1)           # something to look at, so the run reaches the state
 
 
 def truncate_state(d: Path) -> None:
-    truncate(d / STATE / "state.sqlite3", 0.3)
+    truncate(d / HOST_STATE_DB, 0.3)
     os.utime(d / KERNEL1)
 
 
@@ -432,9 +433,9 @@ def _odd_file_cases() -> list[Case]:
         Case("fifo_compiled_meta", "l2", fifo("compiled_meta.json"), "validate", "compiled_meta.json", fifo_re),
         Case("fifo_host_orch", "l3", fifo("orchestration/host_orch.py"), b, "host_orch.py", fifo_re),
         Case("fifo_kernel_source", "l2", fifo(KERNEL1), b, KERNEL1, fifo_re),
-        Case("fifo_state_db", "l2", chain(fifo(f"{STATE}/state.sqlite3"), lambda d: os.utime(d / KERNEL1)), b,
+        Case("fifo_state_db", "l2", chain(fifo(HOST_STATE_DB), lambda d: os.utime(d / KERNEL1)), b,
              "state.sqlite3", fifo_re, planning=False),         # checked under the lock (its pid is written)
-        Case("fifo_state_journal_explain", "l2", fifo(f"{STATE}/state.sqlite3-journal"), "explain",
+        Case("fifo_state_journal_explain", "l2", fifo(f"{HOST_STATE_DB}-journal"), "explain",
              "state.sqlite3-journal", fifo_re),
         Case("fifo_lock", "l2", chain(fifo(f"{STATE}/lock"), lambda d: os.utime(d / KERNEL1)), b, "lock",
              fifo_re),

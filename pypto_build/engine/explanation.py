@@ -29,8 +29,8 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
 
     With `recompile`, what `build --recompile` would do: every compile unit runs.
     """
-    from .loader import BuildDirLoader, STATE_DB
-    from ..markers import STATE_DIR
+    from .loader import BuildDirLoader
+    from ..markers import STATE_DB, STATE_DIR, current_state_folder
     from .lock import dir_lock
     from .statedb import open_state
 
@@ -38,7 +38,7 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
     tasks = [t for t in BuildDirLoader(root, graph=graph, quiet=True).load_tasks(None, [])
              if t.actions and (t.name.startswith(stages.BUILD) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
-    state = root / STATE_DIR / STATE_DB
+    state = root / current_state_folder(root, graph.platform.name) / STATE_DB     # what a build would take
     forced = set(graph.compile_tasks) if recompile else set()
     out: dict[str, Explanation] = {}
     if not state.exists():

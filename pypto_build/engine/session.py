@@ -34,7 +34,7 @@ from .doit_core import realize
 from .loader import BuildDirLoader
 from .lock import dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
-from .statedb import open_state
+from .statedb import open_state, take_over
 from .tasks import DEFAULT_TASKS
 from .workers import exit_now, supervise
 
@@ -76,12 +76,16 @@ def guarded(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
 @contextlib.contextmanager
 def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
     """The directory lock, the root as working directory, SIGTERM as an interrupt, the no-op record
-    removed (the state is about to change, or be read by doit) and the state opened (`adopts`: a build,
+    removed (the state is about to change, or be read by doit), the state of before taken over for the
+    graph's platform (`statedb.take_over`) and the platform's state opened (`adopts`: a build,
     which also keeps the compiler's answers planning asked for, `search_dirs`, and the digests of files
     outside the directory, `hashing.keep`)."""
     root = loader.root
     with dir_lock(root / STATE_DIR, quiet=loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
         noop.invalidate(root)
+        moved = take_over(root, loader.graph.platform.name)
+        if moved and not loader.quiet:
+            print(moved, flush=True)
         yield open_state(loader.dep_file, adopts, force=loader.force)
         if adopts:
             search_dirs.save(root)

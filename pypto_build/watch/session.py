@@ -19,7 +19,7 @@ from typing import TextIO
 
 from .. import stages
 from ..errors import ProgramFailed, PyptoBuildError, one_line
-from ..markers import STATE_DIR
+from ..markers import STATE_DB, STATE_DIR, current_state_folder
 from ..runconfig import RunSpec
 from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect
@@ -177,11 +177,12 @@ class Session:
 
     def _refresh(self, result) -> None:
         """The inputs as this round left them: new headers join (as they are now), our splices are ours."""
-        from ..engine import STATE_DB, open_state
+        from ..engine import open_state
 
         values: dict[str, dict] = {}
         try:
-            state = open_state(self.root / STATE_DIR / STATE_DB, adopt=False, read_only=True)
+            state = open_state(self.root / current_state_folder(self.root, self.graph.platform.name) / STATE_DB,
+                               adopt=False, read_only=True)
             try:
                 for plan in self.graph.plans:
                     for unit in plan.units:
