@@ -68,7 +68,9 @@ class Session:
         self.snapshot = Snapshot()
         self.inputs = Inputs(root)
         self.golden_reads: list[str] = []
-        self.history = History(root)
+        self.history, aside = History.set_aside(root)      # a damaged history does not stop the session
+        if aside:
+            self.say(f"[watch] {aside}")
         self.rounds: list[Round] = []
         self.first: float | None = None
         self.previous: float | None = None
