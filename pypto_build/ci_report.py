@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from . import atomic
+from . import atomic, safeio
 from .ci import junit_suite, write_xml
 from .errors import PyptoBuildError
-from .shards import plan_digest
+from .shards import MAX_SHARDS, plan_digest
 
 FIX = "pass the files `pypto-build ci --shard K/N --json FILE` wrote, one per shard"
 _DIRECTORY_FIELDS = {"path": str, "key": str, "ok": bool, "kind": str, "seconds": (int, float), "error": str,
@@ -118,8 +118,8 @@ def _shape_error(data: object) -> str:
     if not isinstance(shard, dict):
         return "the report of a whole `ci` run, not of a shard (no \"shard\" record)"
     bad = [k for k, t in _SHARD_FIELDS.items() if not _is(shard.get(k), t)]
-    if bad or not 1 <= shard["index"] <= shard["count"]:
-        return f"its \"shard\" record is malformed ({', '.join(bad) or 'index'})"
+    if bad or not 1 <= shard["index"] <= shard["count"] <= MAX_SHARDS:
+        return f"its \"shard\" record is malformed ({', '.join(bad) or 'index or count'})"
     for i, d in enumerate(data["directories"]):
         wrong = [k for k, t in _DIRECTORY_FIELDS.items() if not isinstance(d, dict) or not _is(d.get(k), t)]
         if wrong:
@@ -130,11 +130,14 @@ def _shape_error(data: object) -> str:
 def load_shard_report(path: Path) -> ShardReport:
     """Read and check one shard's JSON report (one line naming the file when it is not one)."""
     try:
-        data = json.loads(Path(path).read_bytes())
+        data = json.loads(safeio.read_bytes(path))
     except OSError as exc:
         raise PyptoBuildError(f"{path}: cannot be read ({exc.strerror or exc}); {FIX}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise PyptoBuildError(f"{path}: not JSON ({str(exc).splitlines()[0]}); {FIX}") from None
+    except RecursionError:
+        raise PyptoBuildError(f"{path}: JSON nested deeper than Python's parser goes, not a report ci wrote; "
+                              f"{FIX}") from None
     why = _shape_error(data)
     if why:
         raise PyptoBuildError(f"{path}: {why}; {FIX}")

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 @one_line_failures
-def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_dir: str | None = None,
+def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state: str, cache_dir: str | None = None,
                 remote: Remote | None = None, launcher: Launcher | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
@@ -43,7 +43,8 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     state of the output. On failure returns TaskFailed with the command and the
     compiler's message; other outputs are untouched. With an artefact cache (and
     a known identity) a matching binary is restored instead of compiled, and a
-    fresh one is stored.
+    fresh one is stored. `state`: the platform's state folder, where the states of headers outside the
+    build directory are kept (`header_sets`).
     """
     sub = Path(unit.cwd or unit.sub_rel)      # the compiler's working directory; argv paths are relative to it
     remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
@@ -61,7 +62,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
             if isinstance(states, str):
                 out.unlink(missing_ok=True)
                 return TaskFailed(states)
-            values = _values(unit, compiler_id, context, states)
+            values = _values(unit, compiler_id, context, state, states)
             return values if isinstance(values, TaskFailed) else {**values, "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
@@ -113,7 +114,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, cache_
     within, outside = states
     if cache is not None and all(digest_of(state) is not None for state in (*within.values(), *outside.values())):
         store_compile(cache, base, unit.sub_rel, [*within, *outside], out)
-    return _values(unit, compiler_id, context, states)
+    return _values(unit, compiler_id, context, state, states)
 
 
 def _with_outputs(unit: CompileUnit, sub: Path, argv: tuple[str, ...] | list[str], out: Path, depfile: Path,
@@ -152,11 +153,13 @@ def _run_tool(unit: CompileUnit, argv: list[str], sub: Path, doing: str = "compi
     return proc
 
 
-def _values(unit: CompileUnit, compiler_id: str, context: str | None, states: tuple[dict, dict]) -> dict | TaskFailed:
-    """What the next check compares; the headers outside the build directory as a shared set (header_sets)."""
+def _values(unit: CompileUnit, compiler_id: str, context: str | None, state: str,
+            states: tuple[dict, dict]) -> dict | TaskFailed:
+    """What the next check compares; the headers outside the build directory as a shared set (header_sets, in
+    the state folder `state`)."""
     within, outside = states
     try:
-        shared = header_sets.store(outside) if outside else None
+        shared = header_sets.store(outside, state) if outside else None
     except OSError as exc:
         return TaskFailed(_failure(unit, f"cannot record the headers it read ({exc})"))
     return {"argv": unit.argv_key, "compiler": compiler_id, "context": context, "tracking": TRACKING,

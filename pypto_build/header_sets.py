@@ -6,8 +6,11 @@ directory's own headers, but hundreds of units read the same dozens of them. A
 state per header per unit made the state database 8x larger and the no-op
 through doit 2x slower on 2,048 kernels (docs/architecture.md). So a unit's
 values name its set — a digest of the paths and contents — and the states live
-once in `.pypto_build/headers/<name>.json`, written (atomically) by the first
-compile that reads that set; `SetChecker` checks each set once per run.
+once in `headers/<name>.json` of the platform's state folder
+(`markers.state_folder`: `.pypto_build/state/<platform>/`), written (atomically)
+by the first compile that reads that set; `SetChecker` checks each set once per
+run. Every function takes that folder (relative to the build root): a platform's
+full build prunes the sets its own units no longer name, never another's.
 """
 from __future__ import annotations
 
@@ -18,9 +21,7 @@ from pathlib import Path
 from . import atomic
 from .filestate import digest_of, first_changed
 from .hashing import text_digest
-from .markers import STATE_DIR
-
-SETS_DIR = f"{STATE_DIR}/headers"      # relative to the build root (every action's working directory)
+SETS = "headers"       # in a platform's state folder (relative to the build root: every action's working directory)
 
 
 def name_of(states: dict[str, list]) -> str:
@@ -28,22 +29,27 @@ def name_of(states: dict[str, list]) -> str:
     return text_digest(*(f"{path}\0{digest_of(state)}" for path, state in sorted(states.items())))
 
 
-def record_path(name: str, root: Path | str = ".") -> Path:
-    return Path(root) / SETS_DIR / f"{name}.json"
+def sets_dir(folder: str) -> str:
+    """The records' folder in the state folder `folder`."""
+    return f"{folder}/{SETS}"
 
 
-def store(states: dict[str, list]) -> str:
+def record_path(name: str, folder: str, root: Path | str = ".") -> Path:
+    return Path(root) / sets_dir(folder) / f"{name}.json"
+
+
+def store(states: dict[str, list], folder: str) -> str:
     """Write the set unless an intact copy is there (another unit read the same); its name."""
     name = name_of(states)
-    if read(name) is None:
-        atomic.write_text(record_path(name), json.dumps({"headers": states}, sort_keys=True))
+    if read(name, folder) is None:
+        atomic.write_text(record_path(name, folder), json.dumps({"headers": states}, sort_keys=True))
     return name
 
 
-def read(name: str, root: Path | str = ".") -> dict[str, list] | None:
+def read(name: str, folder: str, root: Path | str = ".") -> dict[str, list] | None:
     """The states of set `name`; None when its record is missing, damaged or not that set."""
     try:
-        states = json.loads(record_path(name, root).read_text(encoding="utf-8"))["headers"]
+        states = json.loads(record_path(name, folder, root).read_text(encoding="utf-8"))["headers"]
         if all(isinstance(s, list) and len(s) == 6 for s in states.values()) and name_of(states) == name:
             return states
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -51,14 +57,14 @@ def read(name: str, root: Path | str = ".") -> dict[str, list] | None:
     return None
 
 
-def files_of(names: set[str]) -> list[str] | None:
+def files_of(names: set[str], folder: str) -> list[str] | None:
     """The records of sets `names` and the headers in them (for the no-op record); None if one is unreadable."""
     files: list[str] = []
     for name in sorted(names):
-        states = read(name)
+        states = read(name, folder)
         if states is None:
             return None
-        files += [record_path(name).as_posix(), *states]
+        files += [record_path(name, folder).as_posix(), *states]
     return files
 
 
@@ -69,27 +75,28 @@ class SetChecker:
     system header is stat'ed once per run, not once per unit.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
         self._verdicts: dict[str, str] = {}
 
     def stale(self, name: str) -> str:
         if name not in self._verdicts:
-            self._verdicts[name] = _check(name)
+            self._verdicts[name] = _check(name, self.folder)
         return self._verdicts[name]
 
 
-def _check(name: str) -> str:
-    states = read(name)
+def _check(name: str, folder: str) -> str:
+    states = read(name, folder)
     if states is None:
-        return f"{record_path(name)} (states of headers outside the build directory) missing or damaged"
+        return f"{record_path(name, folder)} (states of headers outside the build directory) missing or damaged"
     changed = first_changed(states)
     return f"header {changed}" if changed else ""
 
 
-def prune(root: Path, keep: set[str]) -> None:
-    """Remove the records (and a killed writer's temp files) no unit names any more."""
+def prune(root: Path, keep: set[str], folder: str) -> None:
+    """Remove the records (and a killed writer's temp files) in `folder` that no unit names any more."""
     try:
-        entries = list(os.scandir(Path(root) / SETS_DIR))
+        entries = list(os.scandir(Path(root) / sets_dir(folder)))
     except OSError:
         return
     for entry in entries:

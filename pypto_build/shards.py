@@ -3,8 +3,9 @@
 Every machine of a CI matrix is given the same directories and computes the
 same plan, whatever order they come in and wherever the checkout lives: a
 directory's key is its path as given, normalised (posix; relative to the
-current directory when inside it, absolute otherwise), and a path given twice
-counts once.
+current directory when inside it, whichever name reaches it — its real path or
+a symbolic link, as `$PWD/...` in a checkout reached through one — absolute
+otherwise), and a path given twice counts once.
 
 The plan is rendezvous (highest-random-weight) hashing with bounded loads:
 each (directory, shard) pair has a weight, a digest of both (xxh3, never
@@ -32,6 +33,11 @@ import xxhash
 
 from .errors import PyptoBuildError
 
+# N of `--shard K/N` is a number of CI jobs, and `ci-report` merges one report from each of them. CI services cap
+# the jobs of one run far below this (GitHub Actions: 256 per matrix; GitLab: 200 per `parallel`), so a larger N
+# is a typo (a job index pasted as N, a missing slash), refused in one line instead of planned.
+MAX_SHARDS = 10_000
+
 
 @dataclass(frozen=True)
 class Shard:
@@ -54,6 +60,9 @@ def parse_shard(text: str) -> Shard:
         raise PyptoBuildError(f"--shard {text!r}: not K/N; {fix}") from None
     if count < 1:
         raise PyptoBuildError(f"--shard {text!r}: the number of shards must be at least 1; {fix}")
+    if count > MAX_SHARDS:
+        raise PyptoBuildError(f"--shard {text!r}: {count:,} shards, more than the {MAX_SHARDS:,} a plan takes (each "
+                              f"shard is one CI job and one report); pass K/N with N at most {MAX_SHARDS:,}")
     if index is not None and not 1 <= index <= count:
         what = "shards are numbered from 1" if index < 1 else f"there is no shard {index} of {count}"
         raise PyptoBuildError(f"--shard {text!r}: {what}; {fix}")
@@ -61,13 +70,37 @@ def parse_shard(text: str) -> Shard:
 
 
 def directory_key(path: str | os.PathLike, cwd: str | os.PathLike | None = None) -> str:
-    """The key a directory is planned by: its normalised posix path, relative to `cwd` (default the
-    current directory) when inside it, else absolute — so checkouts at different roots agree."""
-    base = os.fspath(cwd) if cwd is not None else os.getcwd()
+    """The key a directory is planned by: its normalised posix path below the current directory (`cwd`) when
+    inside it — by any name of that directory: its real path, a symbolic link to it ($PWD in a checkout reached
+    through one) — else its normalised absolute path. So checkouts at different roots agree."""
+    base = os.path.normpath(os.fspath(cwd) if cwd is not None else os.getcwd())
     full = os.path.normpath(os.path.join(base, os.fspath(path)))
     inside = os.path.relpath(full, base)
-    key = full if inside == ".." or inside.startswith("../") else inside
-    return PurePath(key).as_posix()
+    if inside == ".." or inside.startswith("../"):
+        inside = _below(full, base)
+    return PurePath(inside or full).as_posix()
+
+
+def _below(full: str, base: str) -> str | None:
+    """`full` relative to its nearest ancestor (itself included) that is the directory `base` — the same device
+    and inode, whatever the name — or None when none is."""
+    try:
+        want = os.stat(base)
+    except OSError:
+        return None
+    head, below = full, []
+    while True:
+        try:
+            st = os.stat(head)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino):
+            return os.path.join(*reversed(below)) if below else "."
+        parent, name = os.path.split(head)
+        if parent == head:
+            return None
+        below.append(name)
+        head = parent
 
 
 def _weight(key: str, shard: int) -> int:
@@ -121,19 +154,22 @@ class ShardPlan:
 def shard_plan(dirs: Iterable[str | os.PathLike], count: int, *,
                cwd: str | os.PathLike | None = None) -> ShardPlan:
     """Split `dirs` over `count` shards (see the module's text); independent of their order."""
-    if count < 1:
-        raise PyptoBuildError(f"shard_plan: count {count}: the number of shards must be at least 1")
+    if not 1 <= count <= MAX_SHARDS:
+        raise PyptoBuildError(f"shard_plan: count {count}: the number of shards must be 1 to {MAX_SHARDS}")
     given: dict[str, str] = {}
     for d in dirs:
         given.setdefault(directory_key(d, cwd), os.fspath(d))
     keys = sorted(given)
     share, extra = divmod(len(keys), count)
-    room = [share + (1 if s < extra else 0) for s in range(count)]
+    # Only shards with room can take a directory: with more shards than directories (share 0) that is shards
+    # 1..n, so the pairs weighed are n x min(n, N), never n x N.
+    room = {s: share + (1 if s < extra else 0) for s in range(count if share else extra)}
     placed: dict[str, int] = {}
-    for _weight_, key, s in sorted(((_weight(k, s + 1), k, s) for k in keys for s in range(count)),
-                                   reverse=True):
+    for _weight_, key, s in sorted(((_weight(k, s + 1), k, s) for k in keys for s in room), reverse=True):
         if key not in placed and room[s] > 0:
             placed[key] = s
             room[s] -= 1
-    shards = tuple(tuple(k for k in keys if placed[k] == s) for s in range(count))
-    return ShardPlan(count, shards, plan_digest(keys), given)
+    by_shard: list[list[str]] = [[] for _ in range(count)]
+    for key in keys:
+        by_shard[placed[key]].append(key)
+    return ShardPlan(count, tuple(map(tuple, by_shard)), plan_digest(keys), given)

@@ -31,11 +31,11 @@ class UnitCheck:
     __signature__ = _CALL
 
     def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str,
-                 sets: SetChecker | None = None):
+                 sets: SetChecker):
         self.expect = {"argv": argv, "compiler": compiler, "context": context}
         self.why_unknown = why_unknown
         self.output = output
-        self.sets = sets or SetChecker()
+        self.sets = sets
         self.reason = ""
         self.blocked = ""       # a header that is a FIFO or device: the compiler would block on it
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pypto_build.markers import HOST_STAMP, host_binary
+from pypto_build.markers import HOST_STAMP, STATE_DB, host_binary, state_folder
 from pypto_build.testing import fake_ptoas, synth
 
 FAKE_PTOAS = str(Path(fake_ptoas.__file__).resolve())
 STATE = ".pypto_build"
+HOST_STATE_DB = f"{state_folder('host')}/{STATE_DB}"     # the host platform's doit state (the corpus builds host)
 HUGE = 65 * 2**20          # past the documented 16 MiB limit of metadata files (docs/guide.md)
 
 # Every message says how to fix the problem; these are the remedies the tool's messages use.
@@ -129,12 +130,12 @@ def orch_compile_error(d: Path) -> None:
 
 
 def corrupt_state(d: Path) -> None:
-    (d / STATE / "state.sqlite3").write_bytes(b"this is not an sqlite database\n" * 40)
+    (d / HOST_STATE_DB).write_bytes(b"this is not an sqlite database\n" * 40)
     os.utime(d / KERNEL1)           # something to look at, so the run reaches the state
 
 
 def truncate_state(d: Path) -> None:
-    truncate(d / STATE / "state.sqlite3", 0.3)
+    truncate(d / HOST_STATE_DB, 0.3)
     os.utime(d / KERNEL1)
 
 
@@ -238,13 +239,14 @@ class Case:
     name: str
     base: str                                   # pristine dir: "l2" (pto, golden, built), "l3", "multi"
     breaks: Callable[[Path], Path | None]       # mutate the copy; may return the path to pass instead
-    verb: str                                   # build | replay | validate
+    verb: str                                   # build | replay | validate | explain | history | ci | ci-report
     file: str                                   # the line names this file (substring)
     what: str                                   # ... and says this is wrong (regex)
     planning: bool = True                       # refused before anything runs: state folder untouched too
     args: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
     python: str = ""                            # "no_run_extra": `python -m pypto_build` of a Python without torch
+    status: int | None = None                   # the exit status it must be (None: any failure)
 
 
 def _meta_cases() -> list[Case]:
@@ -372,7 +374,7 @@ def _kernel_config_cases() -> list[Case]:
 
 
 # a damaged state database: remove that file, never the state folder (it holds the host binaries)
-ONLY_DB = rf".*; remove \S+/{re.escape(STATE)}/state\.sqlite3 \(only that file: keep the rest of {re.escape(STATE)}/"
+ONLY_DB = rf".*; remove \S+/{re.escape(STATE)}/state/host/state\.sqlite3 \(only that file: keep the rest of {re.escape(STATE)}/"
 
 
 def _run_cases() -> list[Case]:
@@ -523,9 +525,9 @@ def _odd_file_cases() -> list[Case]:
         Case("fifo_compiled_meta", "l2", fifo("compiled_meta.json"), "validate", "compiled_meta.json", fifo_re),
         Case("fifo_host_orch", "l3", fifo("orchestration/host_orch.py"), b, "host_orch.py", fifo_re),
         Case("fifo_kernel_source", "l2", fifo(KERNEL1), b, KERNEL1, fifo_re),
-        Case("fifo_state_db", "l2", chain(fifo(f"{STATE}/state.sqlite3"), lambda d: os.utime(d / KERNEL1)), b,
+        Case("fifo_state_db", "l2", chain(fifo(HOST_STATE_DB), lambda d: os.utime(d / KERNEL1)), b,
              "state.sqlite3", fifo_re, planning=False),         # checked under the lock (its pid is written)
-        Case("fifo_state_journal_explain", "l2", fifo(f"{STATE}/state.sqlite3-journal"), "explain",
+        Case("fifo_state_journal_explain", "l2", fifo(f"{HOST_STATE_DB}-journal"), "explain",
              "state.sqlite3-journal", fifo_re),
         Case("fifo_lock", "l2", chain(fifo(f"{STATE}/lock"), lambda d: os.utime(d / KERNEL1)), b, "lock",
              fifo_re),
@@ -536,6 +538,59 @@ def _odd_file_cases() -> list[Case]:
     ]
 
 
+HISTORY = f"{STATE}/history.json"
+VARIANT = {"digest": "ab" * 16, "first_seen": 1.7e9, "last_seen": 1.7e9, "verdict": "PASSED", "seconds": [0.002],
+           "changed": [], "rounds": 1}
+DEEP = "[" * 100_000 + "]" * 100_000           # past the JSON parser's recursion limit
+
+
+def history(**fields) -> Callable[[Path], None]:
+    """A history.json whose one variant has `fields` changed."""
+    return write(HISTORY, json.dumps({"variants": [{**VARIANT, **fields}]}))
+
+
+def report_file(text: str) -> Callable[[Path], Path]:
+    """A JSON file to pass to ci-report instead of the directory."""
+    def apply(d: Path) -> Path:
+        (d / "report.json").write_text(text)
+        return d / "report.json"
+    return apply
+
+
+def _history_and_ci_cases() -> list[Case]:
+    """`history` on a damaged history.json or no directory; ci-report on deep JSON; --shard N past any CI
+    (issue 25 item 11, issue 22 item 8): one line, exit 2."""
+    h, refused = "history", r"not a history `pypto-build watch` wrote"
+    ci = ("--list", "--shard")
+    return [
+        Case("history_seconds_text", "l2", history(seconds="fast"), h, HISTORY,
+             rf"{refused} \(variant #1's 'seconds' is 'fast', not a list of run times\)", status=2),
+        Case("history_first_seen_text", "l2", history(first_seen="monday"), h, HISTORY,
+             r"'first_seen' is 'monday', not a time", status=2),
+        Case("history_time_past_time_t", "l2", history(first_seen=1e20), h, HISTORY,
+             r"'first_seen' is 1e\+20, not a time", status=2),
+        Case("history_deep_json", "l2", write(HISTORY, DEEP), h, HISTORY, rf"{refused} \(maximum recursion depth",
+             status=2),
+        Case("history_missing_directory", "l2", missing_dir, h, "{dir}", r"not a directory", status=2),
+        Case("history_not_a_build_directory", "l2", empty_dir, h, "{dir}", r"not a build_output directory",
+             status=2),
+        Case("ci_report_deep_json", "l2", report_file(DEEP), "ci-report", "report.json",
+             r"JSON nested deeper than Python's parser goes", status=2),
+        Case("ci_report_count_past_any_ci", "l2", report_file(json.dumps({
+            "directories": [], "shard": {"index": 1, "count": 10**12, "plan": "x", "directories": 0, "assigned": 0}})),
+            "ci-report", "report.json", r"\"shard\" record is malformed \(index or count\)", status=2),
+        Case("ci_list_shard_billion", "l2", lambda d: None, "ci", "--shard '1/1000000000'",
+             r"1,000,000,000 shards, more than the 10,000 a plan takes", args=(*ci, "1/1000000000"), status=2),
+        Case("ci_list_shard_trillion", "l2", lambda d: None, "ci", "--shard '1/1000000000000'",
+             r"more than the 10,000 a plan takes", args=(*ci, "1/1000000000000"), status=2),
+        Case("ci_list_shard_count_billion", "l2", lambda d: None, "ci", "--shard '1000000000'",
+             r"more than the 10,000 a plan takes", args=(*ci, "1000000000"), status=2),
+        Case("ci_shard_billion", "l2", lambda d: None, "ci", "--shard '1/1000000000'",
+             r"more than the 10,000 a plan takes", args=("--shard", "1/1000000000"), status=2),
+    ]
+
+
 CASES = [*_meta_cases(), *_platform_sidecar_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(),
-         *_golden_cases(), *_layout_cases(), *_environment_cases(), *_option_cases(), *_odd_file_cases()]
+         *_golden_cases(), *_layout_cases(), *_environment_cases(), *_option_cases(), *_odd_file_cases(),
+         *_history_and_ci_cases()]
 assert len({c.name for c in CASES}) == len(CASES)

@@ -18,9 +18,11 @@ os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.g
 from pypto_build.testing import fake_ptoas, synth
 from pypto_build.testing.loopback import nginx_path
 from pypto_build.api import build
+from pypto_build.markers import STATE_DB, state_folder
 from pypto_build.racy import FINE_NS
 
 
+HOST_STATE_DB = f"{state_folder('host')}/{STATE_DB}"      # the host platform's doit state (unmarked tests build host)
 FAKE_PTOAS = Path(fake_ptoas.__file__).resolve()     # the labelled ptoas stand-in (an executable script)
 
 NGINX = nginx_path()

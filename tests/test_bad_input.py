@@ -130,6 +130,7 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, pristine, tmp_pat
     had_state = (target / STATE).exists()
     out = run_case(case, target, pristine=pristine)
     assert out.returncode != 0, out.stdout + out.stderr
+    assert case.status is None or out.returncode == case.status, out.stdout + out.stderr
     check_line(case, out, target)
     assert snapshot(target, with_state=case.planning) == before, "a file in the directory changed"
     if not had_state:

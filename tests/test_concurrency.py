@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_dir, edit
+from conftest import HOST_STATE_DB, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
@@ -56,7 +56,7 @@ def test_four_runs_at_once_on_one_directory_compile_each_unit_once(tmp_path, mon
     compiled = Counter(log.read_text().split())
     sources = {f"./{p.relative_to(root).as_posix()}" for p in root.rglob("*.cpp")}     # as argv passes them
     assert set(compiled) == sources and set(compiled.values()) == {1}, compiled   # each unit once, in all
-    conn = sqlite3.connect(root / ".pypto_build" / "state.sqlite3")
+    conn = sqlite3.connect(root / HOST_STATE_DB)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
     assert binaries(root) == binaries(reference) and len(binaries(root)) == 7

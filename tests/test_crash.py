@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
+from conftest import FAKE_PTOAS, HOST_STATE_DB, age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.markers import HOST_OUTPUTS
@@ -71,7 +71,7 @@ def is_temp(rel: str) -> bool:
 
 def recorded(root: Path) -> dict[str, str]:
     """task -> state row of every task the database records as finished; asserts it is intact."""
-    db = root / STATE / "state.sqlite3"
+    db = root / HOST_STATE_DB
     if not db.exists():
         return {}
     conn = sqlite3.connect(db)

@@ -16,8 +16,9 @@ import pytest
 from conftest import edit, git
 from pypto_build.api import build
 from pypto_build.identity import clean_git_revision
-from pypto_build.markers import HOST_STAMP, host_binary
+from pypto_build.markers import HOST_STAMP, STATE_DB, host_binary, state_folder
 
+HOST = state_folder("host")                     # the host platform's build state (database, header sets)
 K1 = "compile:aiv/main_incore_1_aiv"            # the AIV kernel of the L2 fixture: includes no header of the dir
 K1_SRC = "kernels/aiv/main_incore_1_aiv.cpp"
 KERNELS = ["compile:aic/main_incore_0_aic", "compile:aic/main_incore_2_aic", K1]
@@ -49,7 +50,7 @@ def test_headers_under_an_isystem_dir_of_cxxflags_are_tracked(l2, tmp_path, monk
     assert build(l2).compiled == []
     from pypto_build import header_sets
     named = {values_of(l2, t)["outside"] for t in [*KERNELS, "orch:main"]}
-    assert {p.name for p in (l2 / header_sets.SETS_DIR).iterdir()} == {f"{n}.json" for n in named}, \
+    assert {p.name for p in (l2 / header_sets.sets_dir(HOST)).iterdir()} == {f"{n}.json" for n in named}, \
         "the record of the set before the edit was pruned"
 
 
@@ -65,9 +66,8 @@ def test_a_system_header_pragma_hides_nothing_it_includes(l2):
 
 
 def values_of(root: Path, task: str) -> dict:
-    from pypto_build.engine.loader import STATE_DB
     from pypto_build.engine.statedb import open_state
-    dep = open_state(root / ".pypto_build" / STATE_DB, adopt=False)
+    dep = open_state(root / HOST / STATE_DB, adopt=False)
     try:
         return dep.get_values(task)
     finally:
@@ -79,10 +79,10 @@ def test_system_headers_of_the_compiler_are_tracked_in_one_shared_set(l2):
     from pypto_build import header_sets
     sets = {task: values_of(l2, task)["outside"] for task in KERNELS}
     assert len(set(sets.values())) == 1, "the three kernels read the same system headers: one record"
-    states = header_sets.read(sets[K1], l2)
+    states = header_sets.read(sets[K1], HOST, l2)
     assert any(h.endswith("/cstdint") and h.startswith("/") for h in states), sorted(states)
     assert not any(h.startswith("/") for h in values_of(l2, K1)["headers"]), "no per-unit copy"
-    assert sorted(p.name for p in (l2 / header_sets.SETS_DIR).iterdir()) == \
+    assert sorted(p.name for p in (l2 / header_sets.sets_dir(HOST)).iterdir()) == \
         sorted({f"{n}.json" for n in [*sets.values(), values_of(l2, "orch:main")["outside"]]})
 
 
@@ -171,7 +171,7 @@ def test_tracked_pto_isa_headers_stay_covered_by_the_revision(l2, pto_isa_ignore
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa_ignored))
     build(l2)
     from pypto_build import header_sets
-    headers = header_sets.read(values_of(l2, K1)["outside"], l2)
+    headers = header_sets.read(values_of(l2, K1)["outside"], HOST, l2)
     assert str(pto_isa_ignored / "include/pto/generated.hpp") in headers
     assert not any(h.endswith("pto-inst.hpp") for h in headers), "git's revision covers it"
 
@@ -206,9 +206,8 @@ def test_a_header_edited_while_its_includer_compiles_is_rebuilt_next_run(l2, tmp
 
 def test_states_recorded_without_system_headers_rebuild_once(l2):
     """A directory built by an older pypto_build (-MMD: no system headers) is not trusted to be complete."""
-    from pypto_build.engine.loader import STATE_DB
     from pypto_build.engine.statedb import open_state
-    dep = open_state(l2 / ".pypto_build" / STATE_DB, adopt=False)
+    dep = open_state(l2 / HOST / STATE_DB, adopt=False)
     values = dict(dep.get_values(K1))
     dep._set(K1, "_values_:", {k: v for k, v in values.items() if k != "tracking"})
     dep.close()
@@ -223,8 +222,8 @@ def test_states_recorded_without_system_headers_rebuild_once(l2):
 def test_a_missing_or_damaged_record_of_outside_headers_rebuilds_its_units(l2, damage):
     from pypto_build import header_sets
     name = values_of(l2, K1)["outside"]
-    record = l2 / header_sets.SETS_DIR / f"{name}.json"
-    orch = l2 / header_sets.SETS_DIR / f"{values_of(l2, 'orch:main')['outside']}.json"
+    record = l2 / header_sets.sets_dir(HOST) / f"{name}.json"
+    orch = l2 / header_sets.sets_dir(HOST) / f"{values_of(l2, 'orch:main')['outside']}.json"
     if damage == "removed":
         record.unlink()
     elif damage == "garbled":
@@ -233,9 +232,9 @@ def test_a_missing_or_damaged_record_of_outside_headers_rebuilds_its_units(l2, d
         record.write_bytes(orch.read_bytes())                # valid, but not the set its name says
     result = build(l2)
     assert result.compiled == KERNELS
-    assert set(reasons(result).values()) == {f"{header_sets.SETS_DIR}/{name}.json (states of headers outside "
+    assert set(reasons(result).values()) == {f"{header_sets.sets_dir(HOST)}/{name}.json (states of headers outside "
                                              "the build directory) missing or damaged"}
-    assert header_sets.read(name, l2) is not None, "rewritten by the compiles"
+    assert header_sets.read(name, HOST, l2) is not None, "rewritten by the compiles"
     assert build(l2).compiled == []
 
 

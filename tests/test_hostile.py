@@ -14,7 +14,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import copy_dir
+from conftest import HOST_STATE_DB, copy_dir
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
@@ -129,7 +129,9 @@ ESCAPES: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "host outputs folder": (lambda r, o: _link_out(r, HOST_OUTPUTS, o, directory=True), HOST_OUTPUTS),
     "state folder": (lambda r, o: _link_out(r, ".pypto_build", o, directory=True), ".pypto_build"),
     "state lock": (lambda r, o: _link_out(r, ".pypto_build/lock", o), ".pypto_build/lock"),
-    "state database": (lambda r, o: _link_out(r, ".pypto_build/state.sqlite3", o), ".pypto_build/state.sqlite3"),
+    "state database": (lambda r, o: _link_out(r, HOST_STATE_DB, o), HOST_STATE_DB),
+    "platform state folder": (lambda r, o: _link_out(r, os.path.dirname(HOST_STATE_DB), o, directory=True),
+                              os.path.dirname(HOST_STATE_DB)),
 }
 
 

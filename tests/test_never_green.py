@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_dir, inject, settle_ctimes
+from conftest import HOST_STATE_DB, copy_dir, inject, settle_ctimes
 from pypto_build.testing import synth
 from pypto_build.api import validate
 from pypto_build.errors import BuildError
@@ -95,7 +95,7 @@ def test_replay_validate_fails_the_same_way(g, case):
 def validate_values(root: Path) -> dict:
     """The values the last successful validation recorded (doit's state, read as doit reads it)."""
     from pypto_build.engine.statedb import open_state
-    dep = open_state(root / ".pypto_build/state.sqlite3", adopt=False)
+    dep = open_state(root / HOST_STATE_DB, adopt=False)
     try:
         return dict(dep.get_values("validate:.") or {})
     finally:

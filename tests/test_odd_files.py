@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, copy_dir, settle_ctimes
+from conftest import HOST_STATE_DB, age_tree, copy_dir, settle_ctimes
 from pypto_build import hashing
 from pypto_build.engine import noop
 from pypto_build.testing import synth
@@ -203,7 +203,7 @@ def test_state_database_fifo_explained_in_one_line_in_process(aged_pto, tmp_path
     """The API says the same as the CLI: PyptoBuildError naming the database (no sqlite open of a FIFO)."""
     from pypto_build.errors import PyptoBuildError
     root = copy_dir(aged_pto, tmp_path / "d")
-    fifo_at(root / ".pypto_build/state.sqlite3")
+    fifo_at(root / HOST_STATE_DB)
     os.utime(root / "kernels/aiv/main_incore_1_aiv.cpp")
     with pytest.raises(PyptoBuildError, match=r"state\.sqlite3: is a FIFO \(named pipe\), not a regular file"):
         build(root)

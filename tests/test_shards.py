@@ -14,7 +14,7 @@ import pytest
 from conftest import needs_nginx
 from pypto_build import merge_reports, shard_plan
 from pypto_build.errors import PyptoBuildError
-from pypto_build.shards import directory_key
+from pypto_build.shards import MAX_SHARDS, directory_key
 from pypto_build.testing import synth
 
 NAMES = [f"build_output/_jit_model_{i:03d}" for i in range(100)]
@@ -66,6 +66,35 @@ def test_checkouts_at_different_roots_agree(tmp_path):
     assert directory_key("../repo/a/./b/", cwd="/x/repo") == "a/b" and directory_key(".", cwd="/x") == "."
 
 
+def test_a_checkout_reached_through_a_symbolic_link_plans_alike(tmp_path):
+    """`$PWD/...` paths in a checkout whose root is a symbolic link (the working directory is its real path):
+    the keys and the plan are those of the real path and of plain relative paths (issue 25 item 12)."""
+    real = tmp_path / "disk" / "checkout"
+    for name in NAMES[:12]:
+        (real / name).mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "disk")
+    linked = tmp_path / "link" / "checkout"
+    plain = shard_plan(NAMES[:12], 3, cwd=real)
+    assert shard_plan([f"{linked}/{n}" for n in NAMES[:12]], 3, cwd=real) == plain
+    assert shard_plan([f"{real}/{n}" for n in NAMES[:12]], 3, cwd=linked) == plain
+    assert directory_key(f"{linked}/{NAMES[0]}/./", cwd=real) == NAMES[0] and directory_key(linked, cwd=real) == "."
+    assert directory_key(tmp_path / "disk", cwd=real) == f"{tmp_path}/disk"          # above it: absolute
+    via_link = listed(pb("ci", "--list", "--shard", "3", *(f"{linked}/{n}" for n in NAMES[:12]), cwd=linked))
+    assert via_link == listed(pb("ci", "--list", "--shard", "3", *NAMES[:12], cwd=real))
+    assert sorted(d for _s, d in via_link) == NAMES[:12]
+
+
+def test_the_plan_costs_the_shards_that_can_take_a_directory_only():
+    """With more shards than directories only shards 1..n have room: n x n pairs weighed, not n x N (a plan over
+    the largest N is as cheap as over N = n); N is bounded by what a CI run can have (MAX_SHARDS)."""
+    plan = shard_plan(NAMES[:5], MAX_SHARDS)
+    assert [len(keys) for keys in plan.shards[:5]] == [1] * 5 and plan.total == 5
+    assert len(plan.shards) == MAX_SHARDS and plan.record(MAX_SHARDS)["assigned"] == 0
+    assert shard_plan(NAMES[:5], 5).shards == plan.shards[:5]
+    with pytest.raises(PyptoBuildError, match="must be 1 to 10000"):
+        shard_plan(NAMES, MAX_SHARDS + 1)
+
+
 @pytest.mark.parametrize("count", [2, 3, 4, 5, 6, 8, 16, 32])
 def test_adding_a_directory_moves_few_others(count):
     """Each of 40 different additions to 100 directories moves at most N - 1 others (the chain of displaced
@@ -96,7 +125,7 @@ def test_the_plan_is_the_same_in_every_process():
 
 
 def test_a_bad_count_is_refused():
-    with pytest.raises(PyptoBuildError, match="at least 1"):
+    with pytest.raises(PyptoBuildError, match="must be 1 to 10000"):
         shard_plan(NAMES, 0)
 
 
@@ -129,7 +158,8 @@ def test_argument_order_and_spelling_do_not_change_the_plan(tree, tmp_path):
 
 @pytest.mark.parametrize("value, says", [("0/4", "numbered from 1"), ("5/4", "no shard 5 of 4"),
                                          ("1/0", "at least 1"), ("x", "not K/N"), ("1/4/2", "not K/N"),
-                                         ("4", "names no shard to build")])
+                                         ("4", "names no shard to build"), ("1/1000000000", "1,000,000,000 shards"),
+                                         ("1/1000000000000", "more than the 10,000")])
 def test_a_bad_shard_is_one_line(value, says, tree, tmp_path):
     out = pb("ci", "--shard", value, *tree, cwd=tmp_path)
     assert out.returncode == 2 and out.stdout == ""
@@ -214,6 +244,10 @@ def test_edited_or_broken_reports_are_refused(failing, tmp_path):
                        ("secs.json", json.dumps({**data, "seconds": "soon"}))):
         (tmp_path / name).write_text(text)
         refused(report(tmp_path / name, *failing[1:], cwd=tmp_path), f"{tmp_path / name}: ", tmp_path)
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    refused(report(tmp_path / "deep.json", *failing[1:], cwd=tmp_path), "deep.json: JSON nested deeper", tmp_path)
+    (tmp_path / "huge.json").write_text(json.dumps({**data, "shard": {**data["shard"], "count": 10**12}}))
+    refused(report(tmp_path / "huge.json", cwd=tmp_path), "huge.json: its \"shard\" record is malformed", tmp_path)
     refused(report(tmp_path / "nowhere.json", *failing[1:], cwd=tmp_path), "nowhere.json: cannot be read", tmp_path)
 
 

@@ -75,6 +75,19 @@ def test_device_kernels_compile_link_extract_as_separate_tasks(cann, tmp_path):
     assert ran(fourth.stdout) == {f"link:{AIC}", "stamp:."}
 
 
+def test_device_and_host_builds_keep_their_own_state(cann, tmp_path):
+    """a2a3's binaries (PyPTO's places) and host's (.pypto_build/host/) are apart, and so is their build state:
+    switching back and forth compiles, links and extracts nothing."""
+    root = Path(shutil.copytree(EXAMPLE, tmp_path / "ex"))
+    assert cli(cann, "build", "--platform", "a2a3", str(root)).returncode == 0
+    assert ran(cli(cann, "build", "--platform", "host", str(root)).stdout) == {
+        "orch:matmul_relu", f"compile:{AIV}", f"compile:{AIC}", "stamp:."}
+    for platform in ("a2a3", "host", "a2a3"):
+        os.utime(root / "kernels/aiv/matmul_relu_incore_1_aiv.cpp")     # past the no-op record: doit decides
+        done = cli(cann, "build", "--platform", platform, str(root))
+        assert ran(done.stdout) == set() and done.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date"
+
+
 def test_device_replay_without_an_npu_stops_with_one_line(cann, tmp_path):
     root = Path(shutil.copytree(EXAMPLE, tmp_path / "ex"))
     done = cli(cann, "replay", "--platform", "a2a3", str(root))

@@ -191,6 +191,18 @@ def test_validate_caches_its_verdict_per_platform(ex):
     assert on_host.returncode == 0 and "running on the host runtime" in on_host.stdout     # another platform's
 
 
+def test_switching_to_host_and_back_compiles_nothing_and_keeps_each_verdict(ex):
+    """Each platform keeps its own build state, as its binaries: the recorded a2a3sim, host, and back."""
+    assert cli("build", "--platform", "host", str(ex)).stdout.splitlines()[-1].startswith("pypto-build: 3 compiled")
+    for args in (("--platform", "host"), (), ("--platform", "host"), ()):
+        os.utime(ex / "kernels/aiv/matmul_relu_incore_1_aiv.cpp")       # past the no-op record: doit decides
+        done = cli("build", *args, str(ex))
+        assert done.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date", done.stdout + done.stderr
+    assert "running on simpler" in cli("validate", str(ex)).stdout
+    assert "running on the host runtime" in cli("validate", "--platform", "host", str(ex)).stdout
+    assert "Golden validation: PASSED (cached:" in cli("validate", str(ex)).stdout     # a2a3sim's verdict kept
+
+
 def test_compiled_program_benchmark_and_debug_run_py_run_on_simpler(ex):
     import torch
     from pypto_build.compat import CompiledProgram, benchmark, write_run_script

@@ -1,6 +1,7 @@
 """`pypto-build watch` / `doit auto`: real sessions (a process, real edits, real g++), and its parts."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from conftest import copy_dir, inject
 from watching import WAIT_S, Watcher, processes, wait_gone
 from pypto_build.testing.synth import kernel_path
-from pypto_build.watch.history import History, variant_digest
+from pypto_build.watch.history import Damaged, History, variant_digest
 from pypto_build.watch.inputs import Inputs, Snapshot, ignored
 
 def save_like_an_editor(path: Path, text: str) -> None:
@@ -275,6 +276,38 @@ def test_watch_refuses_bad_input_in_one_line(tmp_path, l2):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
+def test_watch_starts_on_a_damaged_history_setting_it_aside(built_golden, tmp_path):
+    """A history.json nested past the JSON parser's depth (or of wrong types): the session starts, says what it
+    set aside, and the round is recorded in a new, valid history; `history` then lists it."""
+    root = copy_dir(built_golden, tmp_path / "g")
+    record = root / ".pypto_build" / "history.json"
+    damaged = "[" * 100_000 + "]" * 100_000
+    record.write_text(damaged)
+    refused = subprocess.run([sys.executable, "-m", "pypto_build", "history", str(root)], capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 2 and refused.stdout == "" and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith(f"pypto-build: error: {record}: not a history") and \
+        len(refused.stderr.splitlines()) == 1
+    w = Watcher(watch_cmd(), root)
+    try:
+        said = w.wait_for(r"^\[watch\] .*history\.json")
+        assert said == (f"[watch] {record}: not a history `pypto-build watch` wrote (maximum recursion depth "
+                        "exceeded while decoding a JSON array from a unicode string); set aside as "
+                        "history.json.damaged, a new history starts")
+        assert "   verdict  PASSED (out)" in w.block(1)
+        w.wait_for(r"^\[watch\] watching ")
+        rc, err = w.interrupt()
+    finally:
+        w.stop()
+    assert rc == 130 and "Traceback" not in err
+    assert (root / ".pypto_build" / "history.json.damaged").read_text() == damaged
+    assert [v.verdict for v in History(root).variants.values()] == ["PASSED"]
+    listing = subprocess.run([sys.executable, "-m", "pypto_build", "history", str(root)], capture_output=True,
+                             text=True, timeout=60)
+    assert listing.returncode == 0 and len(listing.stdout.splitlines()) == 2, listing.stdout + listing.stderr
+
+
 def test_snapshot_counts_content_not_writes(tmp_path):
     """A touch, a same-content rename-over and unknown paths are no change; an edit, a removal are."""
     a, b, c = tmp_path / "a.cpp", tmp_path / "b.h", tmp_path / "c.py"
@@ -327,8 +360,41 @@ def test_history_keys_variants_by_binary_content(tmp_path):
     assert lines[1].split()[4:6] == ["PASSED", "4.000"] and lines[2].split()[4] == "FAILED"
     assert lines[2].split()[7] == "-75.0%"                              # 1 ms against the first's 4 ms
     assert variant_digest(tmp_path, ["missing.so"]) is None
-    (tmp_path / ".pypto_build" / "history.json").write_text("{not json")
-    assert History(tmp_path).variants == {}
+
+
+GOOD = {"digest": "ab" * 16, "first_seen": 1.7e9, "last_seen": 1.7e9, "verdict": "PASSED", "seconds": [0.002],
+        "changed": ["k.cpp"], "rounds": 1}
+DAMAGED = {
+    "seconds_text": (json.dumps({"variants": [{**GOOD, "seconds": "fast"}]}), "variant #1's 'seconds' is 'fast', "
+                     "not a list of run times"),
+    "first_seen_text": (json.dumps({"variants": [GOOD, {**GOOD, "digest": "cd", "first_seen": "monday"}]}),
+                        "variant #2's 'first_seen' is 'monday', not a time"),
+    "time_past_time_t": (json.dumps({"variants": [{**GOOD, "last_seen": 1e20}]}),
+                         "variant #1's 'last_seen' is 1e+20, not a time"),
+    "rounds_bool": (json.dumps({"variants": [{**GOOD, "rounds": True}]}), "'rounds' is True, not a count"),
+    "deep": ("[" * 100_000 + "]" * 100_000, "maximum recursion depth exceeded"),
+    "not_json": ("{not json", "Expecting property name"),
+    "no_list": (json.dumps({"variants": {}}), "no list of variants"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_a_damaged_history_is_one_line_and_watch_sets_it_aside(tmp_path, damage):
+    text, says = DAMAGED[damage]
+    record = tmp_path / ".pypto_build" / "history.json"
+    record.parent.mkdir()
+    record.write_text(text)
+    with pytest.raises(Damaged) as refused:
+        History(tmp_path)
+    line = str(refused.value)
+    assert line.startswith(f"{record}: ") and says in line and "\n" not in line and "remove it" in line, line
+    (tmp_path / ".pypto_build" / "history.json.damaged").write_text("an earlier one")      # kept, not overwritten
+    history, said = History.set_aside(tmp_path)
+    assert history.variants == {} and said.endswith("set aside as history.json.damaged.1, a new history starts")
+    assert (tmp_path / ".pypto_build" / "history.json.damaged.1").read_text() == text
+    assert (tmp_path / ".pypto_build" / "history.json.damaged").read_text() == "an earlier one"
+    assert History(tmp_path).variants == {} and json.loads(record.read_text()) == {"variants": []}
+    assert History.set_aside(tmp_path)[1] is None
 
 
 def test_identity_files_are_the_covering_checkouts_head_and_index(pto_isa, tmp_path):

@@ -43,7 +43,7 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
              if t.actions and (t.name.startswith(stages.BUILD) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
     why = "--recompile" if recompile else invalidation.pending(root)
-    with read_only_state(root) as dep:
+    with read_only_state(root, graph.platform.name) as dep:
         out = evaluate(dep, tasks, by_name, forced=set(graph.compile_tasks) if why else set(),
                        forced_by=why or "--recompile")
     names = list(out)
@@ -58,16 +58,15 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
 
 
 @contextlib.contextmanager
-def read_only_state(root: Path, force: tuple[str, ...] = ()) -> Iterator[ContentDependency | None]:
-    """The directory's state opened read-only (sqlite `mode=ro`) under the shared lock taken on a read-only
+def read_only_state(root: Path, platform: str, force: tuple[str, ...] = ()) -> Iterator[ContentDependency | None]:
+    """`platform`'s state of the directory (what a build would take) opened read-only (sqlite `mode=ro`) under the shared lock taken on a read-only
     descriptor, with the root as working directory; None when it was never built (nothing is created).
     Whatever a check refreshes in it is discarded: reading writes nothing."""
-    from .loader import STATE_DB
-    from ..markers import STATE_DIR
+    from ..markers import STATE_DB, STATE_DIR, current_state_folder
     from .lock import dir_lock
     from .statedb import open_state
 
-    state = root / STATE_DIR / STATE_DB
+    state = root / current_state_folder(root, platform) / STATE_DB
     if not state.exists():
         yield None
         return

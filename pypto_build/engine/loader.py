@@ -18,13 +18,11 @@ from .. import options
 from ..cache import Caches, open_caches
 from ..errors import PyptoBuildError
 from ..graph import Graph, load_graph
-from ..markers import STATE_DIR, find_root
+from ..markers import STATE_DB, find_root, state_folder
 from ..runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
 from .tasks import DEFAULT_TASKS, task_dicts
-
-STATE_DB = "state.sqlite3"
 
 opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
                  "default": "", "help": "build directory (default: the one the current directory is in)"}
@@ -70,7 +68,8 @@ class BuildDirLoader:
 
     @property
     def dep_file(self) -> Path:
-        return self.root / STATE_DIR / STATE_DB
+        """The doit state of the planned graph's platform (each platform's is its own: markers.state_folder)."""
+        return self.root / state_folder(self.plan().platform.name) / STATE_DB
 
     def load_doit_config(self):
         return {"check_file_uptodate": XXHChecker, "backend": "sqlite3", "dep_file": str(self.dep_file),

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from .. import __version__, atomic, invalidation, safeio, stages
 from ..errors import ToolchainError, warn
-from ..markers import STATE_DIR
+from ..markers import STATE_DIR, current_state_folder
 from ..pto import find_ptoas, identity_files
 from ..racy import changed_since
 from ..toolchain import probe_compiler
@@ -158,7 +158,8 @@ def record_graph(graph: Graph, tasks: list) -> bool:
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
     sets = {v["outside"] for v in values.values() if v.get("outside")}
-    header_sets.prune(graph.layout.root, sets)
+    folder = current_state_folder(graph.layout.root, graph.platform.name)
+    header_sets.prune(graph.layout.root, sets, folder)
     if any(v.get("not_applied") or v.get("forced") for v in values.values()):
         return False
     if any(_changed_since(graph.layout.root / p.stamp_path, graph.planned_ns) for p in graph.plans):
@@ -174,7 +175,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
             paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
         for u in p.units:
             paths += [u.source, u.output, *(values.get(u.task, {}).get("headers") or {})]
-    outside = header_sets.files_of(sets)       # headers outside the build directory, and their records
+    outside = header_sets.files_of(sets, folder)   # headers outside the build directory, and their records
     if outside is None:
         return False                           # a record is gone: its units rebuild next run
     paths += outside

@@ -35,7 +35,7 @@ from .loader import BuildDirLoader
 from .explanation import evaluate, read_only_state
 from .lock import NotWritable, dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
-from .statedb import open_state
+from .statedb import open_state, take_over
 from .tasks import DEFAULT_TASKS
 from .workers import exit_now, supervise
 
@@ -77,12 +77,16 @@ def guarded(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
 @contextlib.contextmanager
 def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
     """The directory lock, the root as working directory, SIGTERM as an interrupt, the no-op record
-    removed (the state is about to change, or be read by doit) and the state opened (`adopts`: a build,
+    removed (the state is about to change, or be read by doit), the state of before taken over for the
+    graph's platform (`statedb.take_over`) and the platform's state opened (`adopts`: a build,
     which also keeps the compiler's answers planning asked for, `search_dirs`, and the digests of files
     outside the directory, `hashing.keep`)."""
     root = loader.root
     with dir_lock(root / STATE_DIR, quiet=loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
         noop.invalidate(root)
+        moved = take_over(root, loader.graph.platform.name)
+        if moved and not loader.quiet:
+            print(moved, flush=True)
         yield open_state(loader.dep_file, adopts, force=loader.force)
         if adopts:
             search_dirs.save(root)
@@ -150,7 +154,7 @@ def _answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWrit
         if name not in wanted:
             wanted[name] = by_name[name]
             todo.extend(by_name[name].task_dep)
-    with read_only_state(loader.root, force=loader.force) as dep:
+    with read_only_state(loader.root, loader.plan().platform.name, force=loader.force) as dep:
         found = evaluate(dep, [t for t in wanted.values() if t.actions], by_name)
         for e in found.values():
             if e.status == "error":

@@ -1,4 +1,11 @@
-"""Opening a build directory's doit state (`.pypto_build/state.sqlite3`): for a run, or read-only.
+"""Opening a build directory's doit state (`.pypto_build/state/<platform>/state.sqlite3`): for a run, or read-only.
+
+Each platform keeps its own (`markers.state_folder`), as it keeps its own
+binaries, so switching platforms and back rebuilds nothing. The one state of
+before (`.pypto_build/state.sqlite3` and `headers/`) is taken over by the first
+run that holds the lock (`take_over`): moved, not copied, into that run's
+platform folder — its rows decide by content as always (a unit built last for
+another platform rebuilds once).
 
 Before sqlite touches the database or its journal, their types are checked: a
 FIFO there would block sqlite's first read forever. Readers (explain,
@@ -19,6 +26,8 @@ from doit.dependency import DatabaseException, SqliteDB
 from .file_checker import XXHChecker
 from .depstate import ContentDependency
 from ..errors import PyptoBuildError, one_line
+from ..header_sets import sets_dir
+from ..markers import STATE_DB, STATE_DIR, state_folder
 from ..oserrors import describe_sqlite
 from ..safeio import refusal
 
@@ -67,6 +76,8 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
     One clear `PyptoBuildError` when it cannot be opened.
     """
     check_state_files(dep_file)
+    if not read_only:
+        dep_file.parent.mkdir(parents=True, exist_ok=True)
     backend = ReadOnlySqliteDB if read_only else SqliteDB
     try:
         return ContentDependency(backend, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt,
@@ -84,5 +95,25 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
 def start_afresh(path: Path) -> str:
     """The fix for a damaged state database (or companion file): remove that file only — the rest of the state
     folder holds the host binaries, the backups of hand-edited kernels and the kept golden results."""
-    return (f"remove {path} (only that file: keep the rest of {path.parent.name}/, which holds the host binaries "
+    return (f"remove {path} (only that file: keep the rest of {STATE_DIR}/, which holds the host binaries "
             "and the backups of hand-edited kernels) to start afresh; every unit then compiles once")
+
+
+def take_over(root: Path, platform: str) -> str | None:
+    """Move the one state of before into `platform`'s folder when that has none (under the lock, before the
+    state opens); the line that says so, or None when there was nothing to take over."""
+    legacy = root / STATE_DIR / STATE_DB
+    folder = root / state_folder(platform)
+    if not os.path.lexists(legacy) or os.path.lexists(folder / STATE_DB):
+        return None
+    check_state_files(legacy)
+    folder.mkdir(parents=True, exist_ok=True)
+    headers, own_headers = root / sets_dir(STATE_DIR), root / sets_dir(state_folder(platform))
+    if headers.is_dir() and not os.path.lexists(own_headers):
+        os.rename(headers, own_headers)           # first: a kill before the database moves re-takes both
+    for side in SIDE_FILES:                       # a journal goes with its database (sqlite rolls it back there)
+        if os.path.lexists(f"{legacy}{side}"):
+            os.replace(f"{legacy}{side}", folder / f"{STATE_DB}{side}")
+    os.replace(legacy, folder / STATE_DB)
+    return (f"pypto-build: the build state is now kept per platform; {STATE_DIR}/{STATE_DB} moved to "
+            f"{state_folder(platform)}/ (units built last for another platform rebuild once)")

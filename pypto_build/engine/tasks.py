@@ -16,6 +16,7 @@ from ..cache import Caches
 from ..compile_actions import run_compile, run_stamp
 from ..graph import Graph, RunTarget, run_targets
 from ..header_sets import SetChecker
+from ..markers import current_state_folder
 from ..run import run_replay, run_validate
 from ..runconfig import RunSpec
 from ..step_actions import run_step
@@ -33,7 +34,8 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     caches, run = caches or Caches(), run or RunSpec()
     groups: dict[str, list[dict]] = {stage: [] for stage in stages.ALL}
     splices = _pto_tasks(groups, graph) if graph.pto.units else {}
-    sets = SetChecker()                   # headers outside the build dir: each shared set checked once per run
+    folder = current_state_folder(graph.layout.root, graph.platform.name)     # the platform's own state
+    sets = SetChecker(folder)             # headers outside the build dir: each shared set checked once per run
     for p in graph.plans:
         ctx, why = p.context.digest, p.context.unknown
         for unit in p.units:
@@ -45,7 +47,8 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
-                "actions": [(run_compile, [unit, compiler_id, ctx, caches.directory, caches.remote, launcher])],
+                "actions": [(run_compile, [unit, compiler_id, ctx, folder, caches.directory, caches.remote,
+                                          launcher])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
                 "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],

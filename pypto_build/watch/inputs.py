@@ -18,7 +18,7 @@ from typing import Iterable
 from .. import header_sets
 from ..filestate import State, is_modified, make_state
 from ..graph import Graph, run_targets
-from ..markers import STATE_DIR
+from ..markers import STATE_DIR, current_state_folder
 
 SOURCE, HEADER, PTO, GOLDEN, PLANNING = "source", "header", "pto", "golden", "planning"
 # New files with these names (or under data/) may change the plan or the golden: they start a round.
@@ -71,6 +71,7 @@ def ignored(root: Path, path: str) -> bool:
 def collect(graph: Graph, values: dict[str, dict], golden_reads: Iterable[str] = ()) -> Inputs:
     """Every input of `graph` as its last run saw it (`values`: each task's recorded values)."""
     root = graph.layout.root
+    folder = current_state_folder(root, graph.platform.name)
     inputs = Inputs(root)
     inputs.add(graph.layout.markers, PLANNING)
     for plan in graph.plans:
@@ -83,7 +84,7 @@ def collect(graph: Graph, values: dict[str, dict], golden_reads: Iterable[str] =
             recorded = values.get(unit.task) or {}
             inputs.add(recorded.get("headers") or {}, HEADER)
             if recorded.get("outside"):
-                inputs.add(header_sets.read(recorded["outside"], root) or {}, HEADER)
+                inputs.add(header_sets.read(recorded["outside"], folder, root) or {}, HEADER)
     inputs.add([u.pto for u in graph.pto.units], PTO)
     compiler = getattr(graph.platform, "compiler", None)
     if compiler is not None:

@@ -23,7 +23,7 @@ from typing import TextIO
 
 from .. import stages
 from ..errors import ProgramFailed, PyptoBuildError, one_line
-from ..markers import STATE_DIR
+from ..markers import STATE_DB, STATE_DIR, current_state_folder
 from ..runconfig import RunSpec
 from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect
@@ -73,7 +73,9 @@ class Session:
         self.snapshot = Snapshot()
         self.inputs = Inputs(root)
         self.golden_reads: list[str] = []
-        self.history = History(root)
+        self.history, aside = History.set_aside(root)      # a damaged history does not stop the session
+        if aside:
+            self.say(f"[watch] {aside}")
         self.rounds: list[Round] = []
         self.pending: tuple[int, list[Change]] | None = None    # a round its inputs' moves cut short: runs again
         self.first: float | None = None
@@ -224,11 +226,12 @@ class Session:
     def _refresh(self) -> None:
         """The inputs as this round left them: new headers join (as they are now; our splices were taken as
         ours right after the build)."""
-        from ..engine import STATE_DB, open_state
+        from ..engine import open_state
 
         values: dict[str, dict] = {}
         try:
-            state = open_state(self.root / STATE_DIR / STATE_DB, adopt=False, read_only=True)
+            state = open_state(self.root / current_state_folder(self.root, self.graph.platform.name) / STATE_DB,
+                               adopt=False, read_only=True)
             try:
                 for plan in self.graph.plans:
                     for unit in plan.units:

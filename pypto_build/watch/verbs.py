@@ -34,10 +34,13 @@ def watch_verb(values: Any, directory: Path | str) -> int:
 
 
 def history_verb(directory: Path | str) -> int:
-    """`pypto-build history DIR`: the variants `watch` tried, oldest first."""
+    """`pypto-build history DIR`: the variants `watch` tried, oldest first (DIR must be a build directory)."""
+    from ..layout import classify
     from ..markers import find_root
     from .history import History
 
-    for line in History(find_root(Path(directory))).listing():
+    root = find_root(Path(directory))
+    classify(root)                      # not there, or not a build directory: one line, as every verb says it
+    for line in History(root).listing():
         print(line)
     return 0
