@@ -35,7 +35,8 @@ class BuildResult:
     """What one run did: per task its status and reason (`units`), the run's exit status, what planning
     and the `.pto` stage had to say (`warnings`), the kernel files re-spliced from `.pto`, the `.pto`
     units whose edits could not be applied and those never seen edited that ptoas could not compile (their
-    kernels built as they are). `ok` is the run's status; `failures` the failed tasks."""
+    kernels built as they are). `ok`: the run succeeded and every validation it ran to make was made
+    (`not_validated`: the ones skipped, e.g. after `doit ignore`); `failures` the failed tasks."""
 
     work_dir: Path
     platform: str
@@ -49,7 +50,22 @@ class BuildResult:
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0
+        return self.returncode == 0 and not self.not_validated
+
+    @property
+    def not_validated(self) -> list[str]:
+        """Validation tasks that were skipped (`doit ignore`, a unit they depend on failed): no verdict."""
+        return self.names("skipped", stages.prefix(stages.VALIDATE))
+
+    def why_not_validated(self) -> list[str]:
+        """Per skipped validation, one line: the task, why, and how to have it run."""
+        lines = []
+        for u in self.units:
+            if u.task in self.not_validated:
+                fix = (f"`pypto-build doit forget {self.work_dir} {u.task}` makes it run again"
+                       if "doit ignore" in u.reason else "fix what it depends on and run again")
+                lines.append(f"{u.task}: {u.reason or 'skipped'}; nothing was compared — {fix}")
+        return lines
 
     def names(self, status: str, prefix: str = "") -> list[str]:
         """Task names with `status`, optionally only those starting with `prefix`."""
@@ -137,8 +153,10 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
              run_timeout: float | None = None, check: bool = True) -> BuildResult:
     """Build what changed, then run and validate against golden.py — unless the last verdict still holds.
 
-    The verdict is kept while the binaries, golden.py, everything it read while it ran (data files,
-    helper modules) and the run configuration are unchanged (`result.names("up-to-date", "validate:")`).
+    The verdict is kept while the binaries, the run configuration and golden.py's kept result (with all it
+    depends on: the sub-build's own files, what golden.py read, the environment variables it read, the
+    packages it ran on) are unchanged (`result.names("up-to-date", "validate:")`). A validation skipped by
+    `doit ignore` is no verdict: `result.not_validated`, and with `check` a BuildError.
     The program runs in a child process: a crash, an exit or a hang (`run_timeout`, default
     $PYPTO_RUN_TIMEOUT or 1800 s) is a failed validation, never a passed one.
     """
@@ -192,4 +210,6 @@ def run_graph(graph, *, caches=None, run=None, tasks: list[str] | None = None, j
     if check and rc != 0:
         raise BuildError(f"{root}: build did not complete (doit exit status {rc}): "
                          f"{'; '.join(reporter.errors)}", [], result)
+    if check and result.not_validated:
+        raise BuildError(f"{root}: not validated: {result.why_not_validated()[0]}", [], result)
     return result

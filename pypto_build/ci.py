@@ -8,7 +8,9 @@ without is built. A program that crashes or hangs fails its directory only (it
 runs in a child process); a directory's own process that dies is reported as
 that directory's failure. Reports: JUnit XML (one test case per directory) and
 JSON (per directory and per unit: status, reason, seconds, cache hits, `.pto`
-edits not applied) are complete in every case. A shard's run (`--shard K/N`,
+edits not applied) are complete in every case. A directory whose validation was
+skipped (`doit ignore`) is "not validated": never ok, in the line, the exit
+status and both reports. A shard's run (`--shard K/N`,
 shards.py) records its shard in both; `ci-report` (ci_report.py) merges the
 shards' JSON, and writes its JUnit through `junit_suite` from the same JSON.
 """
@@ -42,6 +44,7 @@ class DirResult:
     result: object = None               # BuildResult
     cached_verdict: bool = False
     unapplied_pto: list[str] = field(default_factory=list)     # .pto edits that did not reach the kernels
+    not_validated: bool = False         # its validation was skipped (`doit ignore`): no verdict, never ok
     key: str = ""                       # the directory as planned (shards.directory_key)
 
     @property
@@ -51,6 +54,10 @@ class DirResult:
     @property
     def headline(self) -> str:
         return self.error.partition("\n")[0] or "failed"
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else "NOT VALIDATED" if self.not_validated else "FAILED"
 
 
 @dataclass
@@ -97,7 +104,7 @@ def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, rem
         results = _in_processes(roots, jobs, args)
         if progress is not None:
             for r in results:
-                print(f"== {r.path}: {'ok' if r.ok else 'FAILED'}", file=progress)
+                print(f"== {r.path}: {r.status}", file=progress)
     for given, r in zip(dirs, results):
         r.key = directory_key(given)
     return CiResult(results, time.monotonic() - start)
@@ -175,13 +182,15 @@ def _one(root: Path, cache_dir: str | None, remote: Remote | None, graph_options
                            tasks=[stages.VALIDATE] if validating else None, keep_going=True, progress=progress,
                            check=False)
         failures = result.failures
-        error = failures[0].message if failures else ("" if result.ok else f"doit exit status {result.returncode}")
+        unvalidated = [] if failures or result.returncode else result.why_not_validated()
+        error = (failures[0].message if failures else f"doit exit status {result.returncode}" if result.returncode
+                 else f"not validated: {unvalidated[0]}" if unvalidated else "")
         verdict = stages.prefix(stages.VALIDATE)
         cached = validating and bool(result.names("up-to-date", verdict)) and not result.names("ran", verdict)
         failed_pto = {u.task.partition(":")[2] for u in failures if u.task.startswith(stages.PTO)}
         unapplied = sorted({*result.not_applied, *(u.pto for u in graph.pto.units if u.name in failed_pto)})
         return DirResult(root, not error, time.monotonic() - start, "validate" if validating else "build",
-                         error, result, cached, unapplied)
+                         error, result, cached, unapplied, bool(unvalidated))
     except PyptoBuildError as exc:
         return DirResult(root, False, time.monotonic() - start, error=str(exc))
 
@@ -216,14 +225,16 @@ def ci_verb(args) -> int:
     if args.json:
         write_json(result, args.json)
     for d in result.dirs:
-        verdict = "ok" if d.ok else "FAILED"
         extra = " (verdict reused)" if d.cached_verdict else ""
         if d.ok and d.unapplied_pto:           # accepted by --allow-unapplied-pto: said even with -q
             extra += f"; .pto edits NOT applied: {', '.join(d.unapplied_pto)}"
-        line = f"pypto-build ci: {verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {d.headline}")
+        headline = d.headline.removeprefix("not validated: ") if d.not_validated else d.headline
+        line = f"pypto-build ci: {d.status} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {headline}")
         print(line, file=sys.stdout if d.ok else sys.stderr)
-    failed = sum(1 for d in result.dirs if not d.ok)
-    print(f"pypto-build ci: {len(result.dirs) - failed} ok, {failed} failed")
+    unvalidated = sum(1 for d in result.dirs if d.not_validated)
+    failed = sum(1 for d in result.dirs if not d.ok) - unvalidated
+    print(f"pypto-build ci: {len(result.dirs) - failed - unvalidated} ok, {failed} failed"
+          + (f", {unvalidated} not validated" if unvalidated else ""))
     return 0 if result.ok else 1
 
 
@@ -232,6 +243,7 @@ def report(ci: CiResult) -> dict:
     data = {"ok": ci.ok, "seconds": round(ci.seconds, 3), "directories": [{
         "path": str(d.path), "key": d.key, "ok": d.ok, "kind": d.kind, "seconds": round(d.seconds, 3),
         "error": d.error, "cached_verdict": d.cached_verdict, "unapplied_pto": d.unapplied_pto,
+        "not_validated": d.not_validated,
         "cache_hits": sum(1 for u in d.units if u.status == "from-cache"),
         "units": [{"task": u.task, "status": u.status, "reason": u.reason, "seconds": round(u.seconds, 3)}
                   for u in d.units],
@@ -256,7 +268,8 @@ def junit_suite(data: dict) -> ET.Element:
         case = ET.SubElement(suite, "testcase", classname="pypto_build", name=d["path"], time=f"{d['seconds']:.3f}")
         unapplied = ", ".join(d["unapplied_pto"])
         if not d["ok"]:
-            fail = ET.SubElement(case, "failure", message=(d["error"].partition("\n")[0] or "failed")[:500])
+            fail = ET.SubElement(case, "failure", message=(d["error"].partition("\n")[0] or "failed")[:500],
+                                 type="not validated" if d.get("not_validated") else "failed")
             fail.text = d["error"] + (f"\n.pto edits NOT applied: {unapplied}" if unapplied else "")
         notes = ["validation verdict reused (nothing changed)"] if d["ok"] and d["cached_verdict"] else []
         if unapplied and d["ok"]:

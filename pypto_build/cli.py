@@ -247,8 +247,10 @@ VERBS = (
          "CLI, same flags.", _replay_arguments, _run_verb),
     Verb("validate", "run DIR and compare with golden.py, reusing the last verdict if nothing changed",
          f"Build what changed, run on golden.py's inputs on the platform DIR records ({PLATFORM_NOTE}) and "
-         "validate; the verdict is reused while the binaries, golden.py, what it read and the run configuration "
-         "are unchanged.", _validate_arguments, _run_verb),
+         "validate; the verdict is reused while the binaries, the run configuration and golden.py's kept result "
+         "(with all it depends on: the directory's own files, what golden.py read, the environment variables it "
+         "read, the packages it ran on) are unchanged. A validation skipped by `doit ignore` exits 1: not "
+         "validated.", _validate_arguments, _run_verb),
     Verb("watch", "build, run and validate now, then again on every change; keeps torch and the plan warm",
          "Build, replay (with --validate: validate) and time DIR once, then wait for changes and repeat on every "
          "save of anything the build depends on: kernel and orchestration sources, the headers their depfiles "

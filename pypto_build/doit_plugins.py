@@ -70,7 +70,7 @@ class Validate(_Verb):
     doc_purpose = "validate a PyPTO build directory against golden.py (same as pypto-build validate)"
     doc_usage = ""
     doc_description = ("Builds what changed, runs and validates; the verdict is reused while the binaries, "
-                       "golden.py, what it read and the run configuration are unchanged.")
+                       "the run configuration and golden.py's kept result (with all it depends on) are unchanged.")
     cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN)))
 
 

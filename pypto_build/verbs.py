@@ -4,7 +4,8 @@
 both call `run_verb()` with the values of the same option table (options.py),
 so they accept the same options, print the same lines and return the same exit
 status: 0 success, 1 a unit or a validation failed (or a `.pto` edit was not
-applied), 2 bad input or environment (one line), 130 interrupted.
+applied, or a validation was skipped: not validated), 2 bad input or environment
+(one line), 130 interrupted.
 """
 from __future__ import annotations
 
@@ -88,9 +89,13 @@ def _run_golden(verb: str, values: Any, root: Path, quiet: bool) -> int:
 
 
 def _status(result, quiet: bool) -> int:
+    """0 only when everything asked for was done: a skipped validation (`doit ignore`) is no verdict, exit 1."""
     if result.failures and quiet:       # the reporter said nothing: one line per failed unit, as without -q
         for u in result.failures:
             print(f"pypto-build: FAILED {u.task}: {u.headline}", file=sys.stderr)
+    if not result.failures:             # a failure already says why nothing was compared
+        for line in result.why_not_validated():
+            print(f"pypto-build: NOT VALIDATED {line}", file=sys.stderr)
     return 0 if result.ok and not result.failures else 1
 
 

@@ -84,3 +84,28 @@ def test_ci_takes_the_options_its_messages_name(tmp_path):
     assert "pypto-build: platform host (--platform;" in out.stdout
     units = {u["task"]: u["status"] for u in json.loads(report.read_text())["directories"][0]["units"]}
     assert units["ptoas:main_group"] == "ran" and units["validate:."] == "ran"
+
+
+def test_an_ignored_validation_is_never_reported_ok(tmp_path):
+    """issue 25 item 8: after `doit ignore validate:.` a wrong kernel is "not validated": exit 1, and the
+    line, the JSON and the JUnit report say so."""
+    wrong = synth.write_l2(tmp_path / "wrong", kernels=2, golden=True)
+    ignored = subprocess.run(["pypto-build", "doit", "ignore", str(wrong), "validate:."], capture_output=True,
+                             text=True, timeout=120)
+    assert ignored.returncode == 0, ignored.stderr
+    k = synth.kernel_path(wrong, 1)
+    k.write_text(k.read_text().replace("0.5f", "0.75f"))
+    junit, report = tmp_path / "j.xml", tmp_path / "r.json"
+    out = ci(str(wrong), "--junit-xml", str(junit), "--json", str(report))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stdout.splitlines()[-1] == "pypto-build ci: 0 ok, 0 failed, 1 not validated"
+    assert f"pypto-build ci: NOT VALIDATED validate {wrong}: validate:.: ignored (doit ignore)" in out.stderr
+    data = json.loads(report.read_text())
+    d = data["directories"][0]
+    assert not data["ok"] and not d["ok"] and d["not_validated"] is True and d["kind"] == "validate"
+    assert {u["task"]: u["status"] for u in d["units"]}["validate:."] == "skipped"
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == "1"
+    failure = suite.find("testcase/failure")
+    assert failure.get("type") == "not validated"
+    assert failure.get("message").startswith("not validated: validate:.: ignored (doit ignore)")

@@ -5,6 +5,7 @@ kernel still fails against the kept result."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import subprocess
@@ -14,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, edit, settle_ctimes
+from importlib import metadata
+
+from pypto_build import golden_key
 from pypto_build.hashing import bytes_digest
 from pypto_build.run import golden_cache
 from pypto_build.run.golden import load_golden
@@ -97,10 +101,10 @@ def test_golden_runs_once_per_content(g):
 
     write_a(g, seed=2)                                         # a data file golden.py read (torch)
     out = validated(g, verb=("validate",))
-    assert "golden: computing again (data/in/a.pt, which golden.py read, changed)" in out
+    assert "golden: computing again (data/in/a.pt changed)" in out
     assert calls(g) == ["inputs", "golden"] * 2
     np.save(g / "data" / "one.npy", np.array([1.0], dtype=np.float64))     # (numpy) same value, new bytes
-    assert "data/one.npy, which golden.py read, changed" in validated(g)
+    assert "golden: computing again (data/one.npy changed)" in validated(g)
     assert calls(g) == ["inputs", "golden"] * 3
     edit(g / "golden.py", "\n# edited\n")
     assert "golden: computing again (golden.py changed)" in validated(g)
@@ -173,14 +177,21 @@ def d(tmp_path) -> Path:
 
 
 def keep(root: Path, inputs: dict | None = None, started_ns: int | None = None) -> str | None:
+    taken = golden_cache.before(root)
+    if started_ns is not None:
+        taken = dataclasses.replace(taken, started_ns=started_ns)
     golden = load_golden(root)
     pairs = dict(golden.inputs())
     if inputs is not None:
         pairs = inputs
     expected = golden.expected(pairs)
     reads = [str((root / p).resolve()) for p in ("golden.py", "data/in/a.pt", "data/one.npy")]
-    return golden_cache.save(root, golden, list(pairs), pairs, expected, reads, {"numpy", "json"},
-                             started_ns or time.time_ns())
+    seal, why = golden_cache.save(root, golden, list(pairs), pairs, expected, taken, reads, {"numpy", "json"}, {})
+    assert (seal is None) == (why is not None)
+    return why
+
+
+OWN = ("compiled_meta.json", "data/in/a.pt", "data/one.npy", "golden.py")      # the sub-build's own files
 
 
 def test_kept_inputs_come_back_as_they_were(d):
@@ -191,10 +202,11 @@ def test_kept_inputs_come_back_as_they_were(d):
     assert why is None and entry.names == ["a", "out", "n", "f"]
     assert torch.equal(entry.inputs[0], a) and entry.inputs[2].value == 7 and type(entry.inputs[2]) is ctypes.c_int32
     assert entry.outputs == ["out"] and entry.rtol == entry.atol == 1e-5
-    assert entry.reads == sorted(str((d / p).resolve()) for p in ("golden.py", "data/in/a.pt", "data/one.npy"))
+    assert entry.files == sorted(str(d / p) for p in OWN)
     index = json.loads((d / ".pypto_build/golden/golden.json").read_text())
-    assert set(index["reads"]) == {"golden.py", "data/in/a.pt", "data/one.npy"}      # relative: a copy keeps it
-    assert index["environment"]["packages"] == {"numpy": np.__version__}
+    assert set(index["files"]) == set(OWN) and index["read"] == []      # relative: a copy keeps it
+    assert index["packages"] == {"numpy": np.__version__, "torch": metadata.version("torch")}
+    assert index["seal"] == golden_key.seal(index)
     same = [a.clone(), torch.zeros(16), ctypes.c_int32(7), 0.5]
     assert entry.same_inputs(same)
     assert not entry.same_inputs([a.clone(), -torch.zeros(16), ctypes.c_int32(7), 0.5])    # -0.0 is not 0.0
@@ -203,23 +215,37 @@ def test_kept_inputs_come_back_as_they_were(d):
     assert not entry.same_inputs(same[:3])
 
 
+def resealed(index: Path, change) -> None:
+    """Change the index as a run on another installation would have written it (sealed again)."""
+    saved = json.loads(index.read_text())
+    change(saved)
+    saved["seal"] = golden_key.seal(saved)
+    index.write_text(json.dumps(saved))
+
+
 def test_what_makes_the_entry_stale(d, tmp_path):
     assert keep(d) is None
     assert golden_cache.lookup(d)[1] is None
     copy = copy_dir(d, tmp_path / "copy")                      # moved directories keep their entry
     assert golden_cache.lookup(copy)[0] is not None
     os.unlink(d / "data/one.npy")
-    assert golden_cache.lookup(d) == (None, "data/one.npy, which golden.py read, is gone")
-    (d / "golden.py").unlink()
-    assert golden_cache.lookup(d) == (None, "golden.py changed")
+    assert golden_cache.lookup(d) == (None, "data/one.npy was removed")
+    np.save(d / "data/one.npy", np.array([1.0], dtype=np.float32))
+    assert golden_cache.lookup(d)[1] is None                   # the same bytes again
+    (d / "data/notes.txt").write_text("new\n")                 # a file nobody read yet
+    assert golden_cache.lookup(d) == (None, "data/notes.txt is new")
     index = copy / ".pypto_build/golden/golden.json"
-    saved = json.loads(index.read_text())
-    saved["environment"]["packages"] = {"numpy": "0.0"}
-    index.write_text(json.dumps(saved))
+    resealed(index, lambda s: s["packages"].update(numpy="0.0"))
+    assert golden_cache.lookup(copy)[1] is None                # nothing on sys.path moved: versions not asked
+    resealed(index, lambda s: s.update(paths=None))
     assert golden_cache.lookup(copy) == (None, f"numpy 0.0 -> {np.__version__}")
-    saved["environment"]["torch"] = "1.0"
-    index.write_text(json.dumps(saved))
-    assert golden_cache.lookup(copy) == (None, f"torch 1.0 -> {torch.__version__}")
+    resealed(index, lambda s: s["packages"].update(numpy=np.__version__, torch="1.0"))
+    assert golden_cache.lookup(copy) == (None, f"torch 1.0 -> {metadata.version('torch')}")
+    resealed(index, lambda s: (s["packages"].update(torch=metadata.version("torch")),
+                               s["environ"].update(PYPTO_TEST_UNSET_VAR=golden_key.environ_digest("1"))))
+    assert golden_cache.lookup(copy) == (None, "environment variable PYPTO_TEST_UNSET_VAR changed")
+    index.write_text(index.read_text().replace('"rtol": 1e-05', '"rtol": 1e+05'))
+    assert golden_cache.lookup(copy) == (None, "the cached entry was edited")
 
 
 def test_a_foreign_data_file_is_a_miss_not_a_failure(d):
@@ -230,6 +256,8 @@ def test_a_foreign_data_file_is_a_miss_not_a_failure(d):
     index = json.loads((folder / "golden.json").read_text())
     index["data"] = bytes_digest(buf.read_bytes())
     (folder / "golden.json").write_text(json.dumps(index))
+    assert golden_cache.lookup(d) == (None, "the cached entry was edited")
+    resealed(folder / "golden.json", lambda s: None)
     entry, why = golden_cache.lookup(d)
     assert entry is None and why.startswith("the cached entry is unreadable")
 
@@ -238,3 +266,24 @@ def test_nothing_is_kept_when_it_could_be_wrong(d):
     assert "changed while golden.py ran" in keep(d, started_ns=time.time_ns() - 10**10)
     assert keep(d, {"a": torch.zeros(16), "out": torch.zeros(16), "s": "text"}) == "input 's' is a str"
     assert golden_cache.lookup(d) == (None, None)
+
+
+def test_the_files_that_key_the_golden(tmp_path):
+    """The sub-build's own files: not ours (state, bytecode), not the build's (binaries, stamps, DFX outputs),
+    not the program it compiles (kernels, orchestration, .pto, other sub-builds); links to folders by target."""
+    root = tmp_path / "sub"
+    for rel in ("golden.py", "compiled_meta.json", "kernel_config.py", "compile_commands.json", "notes.md",
+                "data/in/a.pt", "ref/deep/x.bin", "helpers/m.py", "helpers/__pycache__/m.cpython-311.pyc",
+                ".pypto_build/golden/golden.json", "cache/binary_context.json", "kernels/aiv/k.cpp",
+                "orchestration/o.cpp", "ptoas/u.pto", "next_levels/c/golden.py", "dfx_outputs/x.json",
+                "debug/run.py", "report/perf_hints.log", "passes_dump/00.py", "data/kernels/k.bin"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    os.mkfifo(root / "data/fifo")                           # never read
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", root / "data/big")
+    os.symlink(root / "notes.md", root / "data/notes-link.md")
+    files, links = golden_key.tree(root)
+    assert files == ["compiled_meta.json", "data/in/a.pt", "data/kernels/k.bin", "data/notes-link.md", "golden.py",
+                     "helpers/m.py", "notes.md", "ref/deep/x.bin"]
+    assert links == {"data/big": str(tmp_path / "elsewhere")}

@@ -58,7 +58,7 @@ LAYERS = (
               "stages", "confine", "manifest_ast", "manifest", "layout", "sidecars", "racy", "filestate",
               "depfile", "header_sets", "stamp", "procs", "oserrors", "pyexec", "runconfig", "toolchain",
               "identity", "cann", "elf_payload", "search_dirs", "shared_flag", "launcher", "local_slots",
-              "arguments", "invalidation"}),
+              "arguments", "invalidation", "golden_key"}),
     ("families", {"runtime", "platforms", "pto", "cache", "testing"}),
     ("planning", {"units", "graph", "compile_actions", "step_actions", "uptodate", "options", "compdb"}),
     ("running", {"run"}),
@@ -197,3 +197,21 @@ def test_a_library_build_leaves_standard_modules_real(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "e3b0c442", "False"]
+
+
+@pytest.mark.slow
+def test_a_validate_that_reuses_its_verdict_imports_no_torch_and_no_package_metadata(built_golden, tmp_path):
+    """The verdict's check asks the golden key (issue 25 item 6) without torch, and without importlib.metadata
+    (~25 ms to import) while nothing on sys.path moved."""
+    import shutil
+
+    root = tmp_path / "g"
+    subprocess.run(["cp", "-a", str(built_golden), str(root)], check=True)
+    command = [sys.executable, "-X", "importtime", shutil.which("pypto-build"), "validate", "-q", str(root)]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    loaded = {line.split("|")[-1].strip() for line in again.stderr.splitlines() if line.startswith("import time:")}
+    assert "doit.runner" in loaded and "pypto_build.golden_key" in loaded     # the verdict was checked
+    assert sorted(m for m in loaded if m.split(".")[0] == "torch" or m.startswith("importlib.metadata")) == []

@@ -130,7 +130,8 @@ def test_ci_reports_a_golden_that_exits_as_a_failure(g, tmp_path):
     assert not data["ok"] and "sys.exit(0) was called" in data["error"]
 
 
-# --- item 7: a reused verdict depends on everything golden.py read ----------------------------------
+# --- item 7: a reused verdict depends on everything golden.py read (issue 25 items 4-6: on everything its
+# golden result is keyed on) ------------------------------------------------------------------------------
 
 
 def test_verdict_is_keyed_on_the_files_and_modules_golden_reads(g, monkeypatch):
@@ -145,16 +146,45 @@ def test_verdict_is_keyed_on_the_files_and_modules_golden_reads(g, monkeypatch):
                             '    tensors["out"][:] = out * k')
     settle_ctimes()     # files written within the racy window of the run's start are (rightly) never trusted
     assert validate(g, progress=None).names("ran", "validate:") == ["validate:."]
-    reads = validate_values(g)["reads"]
-    assert set(reads) >= {"scale.txt", "helpers/refmod.py"}, reads     # relative to the build root
+    index = json.loads((g / ".pypto_build/golden/golden.json").read_text())
+    assert validate_values(g)["golden"]["seal"] == index["seal"]           # the verdict names its golden result
+    assert set(index["files"]) >= {"scale.txt", "helpers/refmod.py"}, index["files"]     # relative to the sub-build
     assert validate(g, progress=None).names("up-to-date", "validate:") == ["validate:."]
     (g / "scale.txt").write_text("2.0\n")                                # a file beside golden.py
     result = validate(g, progress=None, check=False)
     assert result.names("failed") == ["validate:."]
-    assert "golden.py read scale.txt changed" == next(u.reason for u in result.units if u.task == "validate:.")
+    assert "golden: scale.txt changed" == next(u.reason for u in result.units if u.task == "validate:.")
     (g / "scale.txt").write_text("1.0\n")
     assert validate(g, progress=None).names("ran", "validate:") == ["validate:."]     # failed last: runs again
     (helpers / "refmod.py").write_text("def factor():\n    return 3.0\n")              # a helper module
     result = validate(g, progress=None, check=False)
     assert result.names("failed") == ["validate:."]
     assert "helpers/refmod.py changed" in next(u.reason for u in result.units if u.task == "validate:.")
+
+
+# --- issue 25 item 8: an ignored validation is "not validated", never green ------------------------------
+
+
+def ignore_validation(root: Path) -> None:
+    out = subprocess.run(["pypto-build", "doit", "ignore", str(root), "validate:."], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_an_ignored_validation_is_not_validated(g):
+    ignore_validation(g)
+    k = synth.kernel_path(g, 1)
+    k.write_text(k.read_text().replace("0.5f", "0.75f"))              # a wrong kernel
+    for verb in (("validate",), ("replay", "--validate")):
+        out = run(*verb, str(g))
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert out.returncode == 1, (out.stdout, out.stderr)
+        assert lines == ["pypto-build: NOT VALIDATED validate:.: ignored (doit ignore); nothing was compared — "
+                         f"`pypto-build doit forget {g} validate:.` makes it run again"], out.stderr
+        assert "PASSED" not in out.stdout
+    with pytest.raises(BuildError, match="not validated"):
+        validate(g, progress=None)
+    result = validate(g, progress=None, check=False)
+    assert not result.ok and result.not_validated == ["validate:."]
+    subprocess.run(["pypto-build", "doit", "forget", str(g), "validate:."], check=True, capture_output=True)
+    one_failure(run("validate", str(g)), r"Output 'out' does not match golden")

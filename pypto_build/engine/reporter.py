@@ -130,7 +130,7 @@ class BuildReporter:
         if task.name.startswith(stages.prefix(stages.VALIDATE)):
             values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
             self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} (cached: binaries, "
-                       "golden.py, its data and the run configuration are unchanged)", always=True)
+                       "run configuration and golden result, with all it depends on, are unchanged)", always=True)
 
     def skip_ignore(self, task):
         if task.actions:

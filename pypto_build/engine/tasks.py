@@ -79,7 +79,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     # a run goes to the platform the graph was planned for (and a verdict is kept per platform)
     run = replace(run, config=replace(run.config, platform=graph.platform.name))
     for target in run_targets(graph):
-        _run_tasks(groups, run, target)
+        _run_tasks(groups, run, target, str(graph.layout.root / target.rel))
     return groups
 
 
@@ -110,7 +110,7 @@ def _pto_tasks(groups: dict[str, list[dict]], graph: Graph) -> dict[str, list[st
     return splices
 
 
-def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget) -> None:
+def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, sub: str) -> None:
     """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached)."""
     groups[stages.REPLAY].append({
         "name": t.name,
@@ -126,7 +126,7 @@ def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget) -> Non
         "actions": [(run_validate, [t.rel, run.config, run.timeout, run.quiet])],
         "task_dep": list(t.stamps),
         "file_dep": list(t.inputs),
-        "uptodate": [VerdictCheck(run.config.key())],
+        "uptodate": [VerdictCheck(run.config.key(), sub)],
         "verbosity": 2,
     })
 

@@ -4,7 +4,7 @@ Door: `check_replayable` / `execute` (running a built directory), `run_program`
 (the parent side of the child process: golden -> execute -> save -> compare),
 `run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`),
 `WarmLauncher` (runs forked from a server that imported torch once: `watch`).
-Modules: `execution`, `child`, `launch`, `golden`, `golden_cache`, `tasks`.
+Modules: `execution`, `child`, `launch`, `golden`, `golden_cache`, `reads`, `tasks`.
 """
 from __future__ import annotations
 

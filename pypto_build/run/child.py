@@ -13,8 +13,9 @@ The child (`_child()`) loads golden.py, generates the inputs (or takes the
 caller's tensors), snapshots them, runs the program on the host runtime, keeps
 the outputs under `.pypto_build/replay/`, and validates against the snapshot.
 While golden.py's code runs, an audit hook records every file it opens and every
-module it imports (outside the Python installation and this package), so a
-reused verdict can be keyed on them (`reads`).
+module it imports (outside the Python installation and this package), and
+`os.environ` records every variable it reads, so its kept result (and the verdict
+made against it) can be keyed on them (`golden_cache`).
 
 Messages are plain pickles (tensors by value, never shared-memory handles) over a
 pipe (`multiprocessing.connection.Connection`): the child runs the same user's code
@@ -22,7 +23,6 @@ with the same rights, so they add no exposure.
 """
 from __future__ import annotations
 
-import os
 import pickle
 import stat
 import sys
@@ -34,6 +34,7 @@ from typing import Callable, Sequence
 
 from .. import procs
 from .launch import spawn
+from .reads import Reads
 from ..errors import ProgramFailed, PyptoBuildError, one_line
 from ..runconfig import RunConfig
 from ..safeio import refusal
@@ -46,11 +47,13 @@ PROGRESS = "[execute] "     # how a platform's progress lines start (Platform.ex
 
 @dataclass
 class RunOutcome:
-    """What a finished run reported: outputs compared, diagnostics written, files golden.py read."""
+    """What a finished run reported: outputs compared, diagnostics written, the files golden.py's result is
+    keyed on, and the seal of the kept golden result the outputs were compared against."""
 
     checked: list[str] = field(default_factory=list)
     dfx: list[str] = field(default_factory=list)
-    reads: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)          # what golden.py read, and the sub-build's own files
+    golden: str | None = None                               # None: no golden result was kept (a verdict is not)
     outputs: list | None = None            # the caller's tensors after the run (tensor mode)
     run_seconds: list[float] = field(default_factory=list)   # each timed run of the program (`timing_runs`)
 
@@ -178,11 +181,11 @@ def _child(inbox: Connection, outbox: Connection) -> None:
     except PyptoBuildError as exc:
         send("error", ("input", str(exc)))
     except SystemExit as exc:
-        send("error", ("program", f"{request['sub']}: sys.exit({exc.code!r}) was called while {_Reads.doing}; "
+        send("error", ("program", f"{request['sub']}: sys.exit({exc.code!r}) was called while {Reads.doing}; "
                                   "nothing was compared — golden.py and the program must not exit"))
     except Exception as exc:   # noqa: BLE001 - user code: reported in one line, the child then ends
         send("error", ("program", f"{request['sub']}: {one_line(f'{type(exc).__name__}: {exc}', 400)} while "
-                                  f"{_Reads.doing}"))
+                                  f"{Reads.doing}"))
 
 
 def _run(request: dict, send: Callable[[str, object], None]) -> dict:
@@ -195,10 +198,10 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
 
     sub = Path(request["sub"])
     config: RunConfig = request["config"]
-    reads = _Reads(sub)
+    reads = Reads(sub)
 
     def at(what: str) -> None:
-        _Reads.doing = what
+        Reads.doing = what
         send("at", what)
 
     say = (lambda line: send("line", line))
@@ -208,8 +211,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         said_by_run = (lambda line: None if line.startswith(PROGRESS) else say(line))
     tensors, names = request["tensors"], request["names"]
     from_golden = tensors is None                   # only a result of golden.py's own inputs is kept
-    golden = cached = None
-    started_ns = time.time_ns()
+    golden = cached = taken = None
     if tensors is None or request["validate"]:
         at("looking up the cached golden result")
         cached, stale = golden_cache.lookup(sub)
@@ -221,6 +223,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         else:
             if stale and request["validate"] and from_golden:
                 note(f"golden: computing again ({stale})")
+            taken = golden_cache.before(sub)
             at("loading golden.py")
             with reads:
                 golden = load_golden(sub)
@@ -251,6 +254,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     at("saving the outputs")
     save_outputs(sub, named)
     checked: list[str] = []
+    kept = cached.seal if cached is not None else None
     if request["validate"]:
         if cached is not None:
             expected = cached.expected
@@ -260,7 +264,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
                 expected = golden.expected(snapshot, outputs)
             if from_golden:
                 at("keeping the golden result")
-                _keep_golden(note, sub, golden, names, snapshot, expected, reads, started_ns)
+                kept = _keep_golden(note, sub, golden, names, snapshot, expected, reads, taken)
         at("comparing the outputs")
         checked = compare(golden, named, expected)
         say("Golden validation: PASSED")
@@ -271,85 +275,41 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         began = time.perf_counter()
         execute(sub, list(again.values()), config, names=list(again), say=lambda line: None)
         seconds.append(time.perf_counter() - began)
-    return {"checked": checked, "dfx": dfx, "reads": cached.reads if cached is not None else reads.paths(),
+    return {"checked": checked, "dfx": dfx, "reads": _keyed_files(sub, cached, taken, reads),
+            "golden": kept if from_golden else None,
             "run_seconds": seconds, "outputs": tensors if request["tensors"] is not None else None}
 
 
 
 def _keep_golden(say: Callable[[str], None], sub: Path, golden, names: list[str], snapshot: dict, expected: dict,
-                 reads: "_Reads", started_ns: int) -> None:
-    """Store golden.py's result for the next run (golden_cache); a file system that refuses only costs that."""
+                 reads: "Reads", taken) -> str | None:
+    """Store golden.py's result for the next run (golden_cache): its seal, or None when it was not kept (a file
+    system that refuses only costs that)."""
     from . import golden_cache
 
     try:
-        why = golden_cache.save(sub, golden, names, snapshot, expected, reads.paths(),
-                                reads.imported | golden_cache.modules_of(golden.module), started_ns)
+        seal, why = golden_cache.save(sub, golden, names, snapshot, expected, taken, reads.paths(),
+                                      reads.imported | golden_cache.modules_of(golden.module), reads.environ)
     except OSError as exc:
-        why = one_line(str(exc), 200)
+        seal, why = None, one_line(str(exc), 200)
     if why:
         say(f"golden: result not cached ({why})")
+    return seal
+
+
+def _keyed_files(sub: Path, cached, taken, reads: "Reads") -> list[str]:
+    """The files golden.py's result is keyed on: the kept entry's, or what it read and the sub-build's own."""
+    if cached is not None:
+        return cached.files
+    if taken is None:
+        return []
+    return sorted({*reads.paths(), *(str(sub / rel) for rel in taken.files)})
 
 
 class _CountMismatch(ValueError):
     """The caller passed a number of tensors golden.py does not declare (PyPTO raises ValueError)."""
 
 
-class _Reads:
-    """An audit hook that records the files golden.py's code opens and the modules it imports."""
-
-    doing = "starting"
-    _active: "_Reads | None" = None
-    _installed = False
-
-    def __init__(self, sub: Path):
-        import sysconfig
-
-        self.sub = sub
-        self.found: set[str] = set()
-        self.imported: set[str] = set()         # top-level names of the modules imported meanwhile
-        skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).resolve().parents[1])}  # the package
-        skip |= {p for p in sysconfig.get_paths().values() if p}
-        self.skip = tuple(os.path.realpath(p) + os.sep for p in skip)
-        if not _Reads._installed:
-            sys.addaudithook(_Reads._hook)
-            _Reads._installed = True
-
-    def __enter__(self) -> "_Reads":
-        self.modules = set(sys.modules)
-        _Reads._active = self
-        return self
-
-    def __exit__(self, *exc) -> None:
-        _Reads._active = None
-        for name in set(sys.modules) - self.modules:
-            self.imported.add(name.partition(".")[0])
-            path = getattr(sys.modules[name], "__file__", None)
-            if path:
-                self.add(path)
-
-    @staticmethod
-    def _hook(event: str, args: tuple) -> None:
-        active = _Reads._active
-        if active is None or event != "open" or not args:
-            return
-        path, mode, flags = (tuple(args) + (None, None))[:3]
-        if isinstance(path, int) or path is None:
-            return
-        writing = (("w" in mode or "a" in mode or "x" in mode) and "+" not in mode) if isinstance(mode, str) \
-            else isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
-        if not writing:
-            active.add(os.fsdecode(path))
-
-    def add(self, path: str) -> None:
-        real = os.path.realpath(path)
-        if real.startswith(self.skip) or real.startswith(("/dev/", "/proc/", "/sys/")):
-            return
-        if f"{os.sep}__pycache__{os.sep}" in real:      # bytecode: the import's own cache of a .py we record
-            return
-        self.found.add(real)
-
-    def paths(self) -> list[str]:
-        return sorted(p for p in self.found if os.path.isfile(p))
 
 
 if __name__ == "__main__":

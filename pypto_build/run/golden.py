@@ -21,13 +21,12 @@ from types import ModuleType
 
 from ..errors import PyptoBuildError, one_line
 from ..arguments import check_arguments
+from ..golden_key import GOLDEN_PARAMS, INPUT_PARAMS
 from ..sidecars import ProgramMeta
 from ..pyexec import exec_file
 from ..safeio import refusal
 
 DEFAULT_TOL = 1e-5
-INPUT_PARAMS = {"name": "Default"}      # what generate_inputs is called with (PyPTO's replay and runner)
-GOLDEN_PARAMS: dict = {}                # what compute_golden is called with (PyPTO's replay)
 
 
 class GoldenError(PyptoBuildError):

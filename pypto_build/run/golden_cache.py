@@ -1,56 +1,52 @@
 """The cached golden result of a sub-build: golden.py's inputs and expected outputs, computed once per content.
 
 Running golden.py (generate_inputs, compute_golden) can cost more than the
-program itself. Its result depends on golden.py, on every file it read while it
-ran (data files, helper modules: the child's audit hook records them), on the
+program itself. Its result depends on the sub-build's own files, on every other
+file it read while it ran, on the environment variables it read, on the
 parameters it is called with, and on the Python, torch and third-party packages
-it ran on. `save` keeps the newest result of a sub-build under
-`.pypto_build/golden/` with all of that; `lookup` returns it while every one of
-those is unchanged (content digests, never mtimes), so `replay --validate`,
-`validate`, `ci` and the API run golden.py only after one of them changed.
+it ran on: the key `golden_key` states and checks (the verdict's check uses the
+same one). `save` keeps the newest result of a sub-build under
+`.pypto_build/golden/` with that key; `lookup` returns it while the key holds
+(content digests, never mtimes), so `replay --validate`, `validate`, `ci` and
+the API run golden.py only after something it depends on changed.
 
 Two files: `golden.pt` (the inputs as generate_inputs returned them, before the
-program ran, and the expected outputs) and `golden.json` (the key, and the digest
-of `golden.pt`), each written atomically, the index last. An index that does not
-name the data's digest (a writer killed between the two, a damaged or foreign
-file) is a miss: the result is recomputed and stored again, never trusted.
-golden.py is assumed to be a function of what it reads: one that draws unseeded
-random numbers, reads the clock or an environment variable, or lists a directory
-gets its first result reused until one of the recorded inputs changes.
+program ran, and the expected outputs) and `golden.json` (the key, the digest of
+`golden.pt`, and the seal: a digest of the index itself), each written
+atomically, the index last. An index that does not name the data's digest (a
+writer killed between the two, a damaged or foreign file) or whose seal does not
+match (an edited tolerance) is a miss: the result is recomputed and stored
+again, never trusted. golden.py is assumed to be a function of what the key
+holds: one that draws unseeded random numbers, reads the clock or lists a
+directory outside its own gets its first result reused until the key changes.
 """
 from __future__ import annotations
 
 import ctypes
 import io
-import json
 import math
 import os
-import platform
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Iterable, Sequence
 
-from .. import atomic
-from ..confine import confine_tree, inside
+from .. import atomic, golden_key
+from ..confine import confine_tree
 from ..errors import one_line
-from ..hashing import bytes_digest, file_digest
-from ..limits import read_capped
-from ..markers import STATE_DIR
+from ..filestate import State, make_state
+from ..golden_key import DATA, FOLDER, INDEX
+from ..hashing import bytes_digest
 from ..racy import changed_since
 from ..safeio import read_bytes
-from .golden import GOLDEN_PARAMS, INPUT_PARAMS, Golden
-
-FORMAT = 1
-FOLDER = f"{STATE_DIR}/golden"
-INDEX = "golden.json"
-DATA = "golden.pt"
+from .golden import Golden
 
 
 @dataclass
 class Entry:
-    """A cached golden result that still holds: what golden.py returned and what it read."""
+    """A cached golden result that still holds: what golden.py returned and what the result is keyed on."""
 
     names: list[str]
     inputs: list                     # generate_inputs' values, in order, as they were before any run
@@ -58,9 +54,10 @@ class Entry:
     outputs: list[str]
     rtol: float
     atol: float
-    reads: list[str]                 # absolute paths of the files golden.py read
+    files: list[str]                 # absolute paths of the files the result is keyed on
     computed: float                  # when golden.py ran (time.time())
     path: Path                       # golden.py
+    seal: str                        # the index's seal: which result a verdict was compared against
 
     @property
     def when(self) -> str:
@@ -78,38 +75,50 @@ class Entry:
         return len(values) == len(self.inputs) and all(_same(a, b) for a, b in zip(values, self.inputs))
 
 
+@dataclass
+class Before:
+    """What is taken before golden.py runs: when it started, the sub-build's files and links, sys.path."""
+
+    started_ns: int
+    files: dict[str, State]
+    links: dict[str, str]
+    paths: list | None
+
+
 def lookup(sub: Path) -> tuple[Entry | None, str | None]:
     """The sub-build's cached golden result if it still holds, else (None, why not; None when none is kept)."""
-    folder = Path(sub) / FOLDER
+    sub = Path(sub)
+    index, why = golden_key.load(sub)
+    if index is None:
+        return None, why
+    stale = golden_key.stale(sub, index)
+    if stale:
+        return None, stale
     try:
-        raw = read_capped(folder / INDEX)
-    except FileNotFoundError:
-        return None, None
-    except Exception as exc:            # noqa: BLE001 - a damaged entry is a miss, never a failure
-        return None, f"the cached entry is unreadable ({_short(exc)})"
-    try:
-        index = json.loads(raw)
-        if not isinstance(index, dict) or index.get("format") != FORMAT:
-            return None, "the cached entry has another format"
-        stale = _stale(Path(sub), index)
-        if stale:
-            return None, stale
-        data = read_bytes(folder / DATA)
+        data = read_bytes(sub / FOLDER / DATA)
         if bytes_digest(data) != index["data"]:
             return None, f"{FOLDER}/{DATA} does not match its index"
-        return _entry(Path(sub), index, data), None
-    except Exception as exc:            # noqa: BLE001 - as above
+        return _entry(sub, index, data), None
+    except Exception as exc:            # noqa: BLE001 - a damaged entry is a miss, never a failure
         return None, f"the cached entry is unreadable ({_short(exc)})"
 
 
-def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: dict, reads: Iterable[str],
-         modules: Iterable[str], started_ns: int) -> str | None:
-    """Keep golden.py's result (`inputs`: the values before the run). Returns why it was not kept, or None.
+def before(sub: Path) -> Before:
+    """Taken before golden.py runs (its files, as the key will hold them)."""
+    started_ns = time.time_ns()
+    files, links = golden_key.snapshot(sub)
+    return Before(started_ns, files, links, golden_key.path_signature())
 
-    Nothing is kept when a file golden.py read may have changed while it ran (since `started_ns`), or when
+
+def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: dict, taken: Before,
+         reads: Iterable[str], modules: Iterable[str], environ: dict[str, str | None]) -> tuple[str | None, str | None]:
+    """Keep golden.py's result (`inputs`: the values before the run): (the entry's seal, None), or (None, why it
+    was not kept).
+
+    Nothing is kept when a file the key holds may have changed while golden.py ran (since `taken`), or when
     an input is not a tensor, a number or a ctypes scalar (torch.load(weights_only=True) reads back only
-    plain data). A file system that refuses the write raises OSError; a cache folder that resolves outside
-    the build directory, LayoutError.
+    plain data). `environ`: the variables golden.py read and the values it saw. A file system that refuses
+    the write raises OSError; a cache folder that resolves outside the build directory, LayoutError.
     """
     import torch
 
@@ -118,105 +127,54 @@ def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: di
     for name in names:
         value = _encode(inputs[name])
         if value is None:
-            return f"input {name!r} is a {type(inputs[name]).__name__}"
+            return None, f"input {name!r} is a {type(inputs[name]).__name__}"
         encoded.append(value)
-    digests = {}
+    files = dict(taken.files)
+    for rel in files:
+        try:
+            if changed_since(os.stat(sub / rel), taken.started_ns):
+                return None, f"{rel} changed while golden.py ran"
+        except OSError:
+            return None, f"{rel} was removed while golden.py ran"
+    read = set()
     for path in sorted(set(reads)):
         st = os.stat(path)
-        if changed_since(st, started_ns):
-            return f"{path} changed while golden.py ran"
-        digests[_key(sub, path)] = file_digest(path, st)
+        if changed_since(st, taken.started_ns):
+            return None, f"{path} changed while golden.py ran"
+        key = golden_key.key_of(sub, path)
+        if key not in files:                    # outside the sub-build's own files: kept as a read
+            read.add(key)
+            files[key] = make_state(path, st)
     buf = io.BytesIO()
     torch.save({"inputs": encoded, "expected": {n: v.detach().cpu() for n, v in expected.items()}}, buf)
     data = buf.getvalue()
-    index = {"format": FORMAT, "computed": time.time(), "golden_py": _golden_digest(sub),
-             "params": _params(), "environment": environment(torch.__version__, modules), "reads": digests,
+    index = {"format": golden_key.FORMAT, "computed": time.time(), "params": golden_key.params(),
+             "python": golden_key.python_version(), "paths": taken.paths, "packages": golden_key.versions(distributions(modules)),
+             "environ": {n: golden_key.environ_digest(v) for n, v in sorted(environ.items())},
+             "files": dict(sorted(files.items())), "read": sorted(read), "links": taken.links,
              "names": list(names), "outputs": list(expected), "rtol": golden.rtol, "atol": golden.atol,
              "data": bytes_digest(data)}
+    index["seal"] = golden_key.seal(index)
     folder = sub / FOLDER
     confine_tree(sub, folder, "golden cache folder")
     atomic.write_bytes(folder / DATA, data, sweep=True)
     atomic.write_text(folder / INDEX, json.dumps(index, indent=1, sort_keys=True) + "\n", sweep=True)
-    return None
+    return index["seal"], None
 
 
-def environment(torch_version: str, modules: Iterable[str]) -> dict:
-    """Python's and torch's versions, and those of the installed distributions providing `modules`
-    (the top-level modules golden.py imported or holds); local modules are read files instead."""
+def distributions(modules: Iterable[str]) -> list[str]:
+    """The installed distributions providing `modules` (the top-level modules golden.py imported or holds;
+    local modules are files of the key instead)."""
     from importlib import metadata
 
     providers = metadata.packages_distributions()
-    packages = {}
-    for module in sorted(set(modules)):
-        for dist in providers.get(module, ()):
-            if dist.lower() != "torch" and dist not in packages:
-                try:
-                    packages[dist] = metadata.version(dist)
-                except metadata.PackageNotFoundError:
-                    continue
-    return {"python": platform.python_version(), "torch": torch_version, "packages": packages}
+    return sorted({dist for module in set(modules) for dist in providers.get(module, ())})
 
 
 def modules_of(module: ModuleType) -> set[str]:
     """Top-level names of the modules `module`'s namespace holds (`import numpy as np`, even when torch had
     already imported numpy, so golden.py's own import recorded nothing)."""
     return {v.__name__.partition(".")[0] for v in vars(module).values() if isinstance(v, ModuleType)}
-
-
-# --- the key -------------------------------------------------------------------------------------------------
-
-
-def _stale(sub: Path, index: dict) -> str | None:
-    """Why the index no longer holds, or None."""
-    from importlib import metadata
-
-    import torch
-
-    if index["golden_py"] != _golden_digest(sub):
-        return "golden.py changed"
-    if index["params"] != _params():
-        return "the parameters golden.py is called with changed"
-    env = index["environment"]
-    if env["python"] != platform.python_version():
-        return f"Python {env['python']} -> {platform.python_version()}"
-    if env["torch"] != torch.__version__:
-        return f"torch {env['torch']} -> {torch.__version__}"
-    for dist, version in env["packages"].items():
-        try:
-            now = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            now = "none"
-        if now != version:
-            return f"{dist} {version} -> {now}"
-    for key, digest in index["reads"].items():
-        try:
-            same = file_digest(_path(sub, key)) == digest
-        except OSError:
-            return f"{key}, which golden.py read, is gone"
-        if not same:
-            return f"{key}, which golden.py read, changed"
-    return None
-
-
-def _golden_digest(sub: Path) -> str | None:
-    try:
-        return file_digest(os.fspath(sub / "golden.py"))
-    except OSError:
-        return None
-
-
-def _params() -> dict:
-    return {"inputs": INPUT_PARAMS, "golden": GOLDEN_PARAMS}
-
-
-def _key(sub: Path, path: str) -> str:
-    """A read's key: relative to the sub-build inside it (a copied directory keeps its entry), else absolute."""
-    root = os.path.realpath(sub)
-    return Path(os.path.relpath(path, root)).as_posix() if inside(path, root) else path
-
-
-def _path(sub: Path, key: str) -> str:
-    return key if os.path.isabs(key) else os.path.join(os.path.realpath(sub), key)
 
 
 # --- the data ------------------------------------------------------------------------------------------------
@@ -236,9 +194,9 @@ def _entry(sub: Path, index: dict, data: bytes) -> Entry:
             and all(isinstance(t, torch.Tensor) for t in expected.values())
             and all(not math.isnan(x) and x >= 0 for x in (rtol, atol))):
         raise ValueError("its fields do not fit together")
-    reads = sorted(_path(sub, k) for k in index["reads"])
-    return Entry(list(names), inputs, expected, list(outputs), rtol, atol, reads, float(index["computed"]),
-                 Path(sub) / "golden.py")
+    files = sorted(os.path.abspath(golden_key.path_of(sub, k)) for k in index["files"])
+    return Entry(list(names), inputs, expected, list(outputs), rtol, atol, files, float(index["computed"]),
+                 Path(sub) / "golden.py", index["seal"])
 
 
 def _strings(value) -> bool:

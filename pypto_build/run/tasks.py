@@ -1,21 +1,17 @@
 """doit actions of `replay:<sub>` and `validate:<sub>`: inputs from golden.py, the program in a child process.
 
 `replay:` always runs when selected (its output is what the user wants to see);
-`validate:` keeps its verdict while the binaries, golden.py, everything golden.py
-read while it ran (data files, helper modules), and the run configuration are
-unchanged — what CI reruns need. A verdict is recorded only for a comparison
-that ran and passed.
+`validate:` keeps its verdict while the binaries, the run configuration and the
+kept golden result it was compared against (and everything that result is keyed
+on: `golden_key`) are unchanged — what CI reruns need. A verdict is recorded
+only for a comparison that ran and passed.
 """
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
-from ..confine import inside
-from ..filestate import make_state
 from ..errors import PyptoBuildError
 from ..local_slots import local_work
 from ..oserrors import one_line_failures
@@ -46,24 +42,17 @@ def run_replay(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = Fa
 @one_line_failures
 @local_work
 def run_validate(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = False):
-    """Run and validate; the verdict (and what golden.py read) is recorded only when it passes."""
+    """Run and validate; the verdict (and the seal of the golden result it was compared against, which keys
+    it: `uptodate.VerdictCheck`) is recorded only when it passes."""
     from .child import run_program
 
     failures = _failures()
-    start_ns = time.time_ns()
     try:
         outcome = run_program(Path(sub_rel), config, validate=True, timeout=timeout, say=_say, quiet=quiet)
     except failures as exc:
         return TaskFailed(_failure(sub_rel, "validation", exc))
-    root = os.getcwd()                       # actions run in the build root
-    reads = {}
-    for path in outcome.reads:
-        key = Path(os.path.relpath(path, root)).as_posix() if inside(os.path.abspath(path), root) else path
-        try:
-            reads[key] = make_state(key, changed_since_ns=start_ns)
-        except OSError:
-            continue
-    return {"verdict": "PASSED", "outputs": outcome.checked, "config": config.key(), "reads": reads}
+    return {"verdict": "PASSED", "outputs": outcome.checked, "config": config.key(),
+            "golden": {"seal": outcome.golden, "states": {}}}
 
 
 def _say(line: str) -> None:
