@@ -248,5 +248,6 @@ def test_a_compiler_that_cannot_list_its_include_dirs_is_one_line(l2, tmp_path):
                          env={**os.environ, "CXX": str(fake)})
     assert out.returncode == 2, out.stderr
     line, = out.stderr.splitlines()
-    assert str(fake) in line and "'-E -v' did not list its include directories (odd: what is -E?)" in line
+    assert str(fake) in line and "exit status 1 when asked for its include directories (-x c++ -E -v): odd: what " \
+        "is -E?; fix $CXX" in line
     assert "Traceback" not in out.stdout

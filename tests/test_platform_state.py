@@ -69,8 +69,8 @@ def test_the_state_of_before_is_taken_over_once_saying_so(tmp_path):
     cli = [sys.executable, "-m", "pypto_build", "build", "--platform", "host", str(root)]
     first = subprocess.run(cli, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert (f"pypto-build: the build state is now kept per platform; .pypto_build/state.sqlite3 moved to "
-            f".pypto_build/state/host/ (units built last for another platform rebuild once)") in first.stdout
+    assert ("pypto-build: the build state is now kept per platform; .pypto_build/state.sqlite3 moved to "
+            ".pypto_build/state/host/ (units built last for another platform rebuild once)") in first.stdout
     assert first.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 4 up to date"
     assert (own / STATE_DB).is_file() and not (legacy / STATE_DB).exists()
     assert any((own / "headers").iterdir()) and not (legacy / "headers").exists()

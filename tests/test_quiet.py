@@ -15,12 +15,12 @@ import pytest
 
 from conftest import copy_dir
 from pypto_build.compat.runner import write_run_script
+from pypto_build.engine.reporter import KEPT_VERDICT
 from pypto_build.testing import synth
 
 pytestmark = pytest.mark.slow
 
-CACHED = ("validate:.  Golden validation: PASSED (cached: binaries, golden.py, its data and the run configuration "
-          "are unchanged)")
+CACHED = f"validate:.  Golden validation: PASSED {KEPT_VERDICT}"
 NOT_APPLIED = ("[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): "
                "ptoas/main_incore_2_aic.pto")
 

@@ -88,12 +88,13 @@ def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
     assert list(groups) == list(stages.ALL)
     compiles = groups[stages.COMPILE] + groups[stages.ORCH]
     assert sorted(f"{d['actions'][0][1][0].task}" for d in compiles) == sorted(graph.compile_tasks)
-    assert [d["actions"][0][1][3:] for d in compiles] == [[caches.directory, None, None]] * len(compiles)   # no launcher
+    assert [d["actions"][0][1][3:] for d in compiles] == [[".pypto_build/state/fake", caches.directory, None, None]] \
+        * len(compiles)        # the platform's state folder, the caches, no launcher
     (replay,) = groups[stages.REPLAY]
     assert replay["actions"][0][1][1:] == [RunConfig(platform="fake", enable_dump_args=1), 9.0, True]  # the graph's; -q
     assert replay["task_dep"] == [stages.task(stages.STAMP, ".")]
     default = task_dicts(graph)                                 # no caches, the default run settings
-    assert all(d["actions"][0][1][3:] == [None, None, None] for d in default[stages.COMPILE])
+    assert all(d["actions"][0][1][4:] == [None, None, None] for d in default[stages.COMPILE])
 
 
 def test_confinement_answers_by_name_or_by_resolved_path(tmp_path):

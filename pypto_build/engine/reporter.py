@@ -129,8 +129,7 @@ class BuildReporter:
         self._progress(task.name)
         if task.name.startswith(stages.prefix(stages.VALIDATE)):
             values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
-            self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} (cached: binaries, "
-                       "run configuration and golden result, with all it depends on, are unchanged)", always=True)
+            self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} {KEPT_VERDICT}", always=True)
 
     def skip_ignore(self, task):
         if task.actions:
@@ -225,6 +224,10 @@ class BuildReporter:
         if self.tty:
             self.out.write("\r\x1b[K")
         print(text, file=sys.stderr if err else self.out, flush=True)
+
+
+KEPT_VERDICT = "(cached: binaries, run configuration and golden result, with all it depends on, are unchanged)"
+"""What a reused verdict's line says after it (the verdict's key: `uptodate.VerdictCheck`)."""
 
 
 def _not_applied(units: list[str]) -> str:
