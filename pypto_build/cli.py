@@ -80,6 +80,9 @@ def _compdb_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
     p.add_argument("--platform", default=None,
                    help="target platform (default: $PYPTO_BUILD_PLATFORM, else the recorded one)")
+    options.add_to_parser(p, tuple(replace(o, help="the launcher the build runs compiles through (default "
+                                           "$PYPTO_BUILD_LAUNCHER, or the one $CXX starts with): list its commands")
+                                   for o in options.BUILD if o.dest == "launcher"))
 
 
 def _ci_arguments(p: argparse.ArgumentParser) -> None:
@@ -159,7 +162,7 @@ def _compdb(args: argparse.Namespace) -> int:
     from .compdb import write_compdb
     from .graph import load_graph
     from .markers import find_root
-    print(write_compdb(load_graph(find_root(args.dir), args.platform), args.output))
+    print(write_compdb(load_graph(find_root(args.dir), args.platform, launcher=args.launcher), args.output))
     return 0
 
 
@@ -228,8 +231,10 @@ VERBS = (
          "which identity, a missing or modified output, or --recompile. Runs nothing and writes nothing; its "
          "counts are build's.", _explain_arguments, _run_verb),
     Verb("compdb", "write compile_commands.json (for clangd) of every compile unit",
-         "Write DIR/compile_commands.json (or -o FILE): the exact command of every kernel and orchestration "
-         "compile, for clangd and other tools. Runs nothing.", _compdb_arguments, _compdb),
+         "Write DIR/compile_commands.json (or -o FILE): the command the build runs for every kernel and "
+         "orchestration compile, for clangd and other tools; it names the "
+         "output where the build writes a temp file first, and leaves out the depfile flags (-MD -MF -MT) the "
+         "build adds. Runs nothing.", _compdb_arguments, _compdb),
     Verb("ci", "build and validate many build directories; go on past failures; reports",
          "Build every DIR (and validate those with a golden.py; a verdict is reused while nothing changed), "
          "continuing past failures and crashes; exit 1 if any failed. With --shard K/N only this machine's "

@@ -1,4 +1,11 @@
-"""`pypto-build compdb`: compile_commands.json (for clangd) with the exact command of every compile unit."""
+"""`pypto-build compdb`: compile_commands.json (for clangd and other tools): the commands the build runs.
+
+Each entry is `compile_command.listed`: the very argv the compile action runs (one assembly for both),
+under the names the build installs — the output, where the build writes a temp file first, and no
+depfile flags (`-MD -MF <temp> -MT <output>`, with which the build learns the headers read). With a
+launcher (`--launcher`, `$PYPTO_BUILD_LAUNCHER`, or one `$CXX` starts with), a split kernel's entry is
+its compile through the launcher, writing `<output>.o`, which the build links here.
+"""
 from __future__ import annotations
 
 import json
@@ -6,6 +13,7 @@ import os
 from pathlib import Path
 
 from . import atomic
+from .compile_command import OBJECT_SUFFIX, listed, unit_launcher
 from .graph import Graph
 from .confine import confine_tree
 
@@ -16,10 +24,13 @@ def compile_commands(graph: Graph) -> list[dict]:
     entries = []
     for plan in graph.plans:
         for unit in plan.units:
+            compiler = graph.platform.compiler_for(unit.kind, plan.context.runtime_name)
+            command = listed(unit, unit_launcher(graph.launcher, compiler), root)
             directory = unit.cwd or os.path.normpath(root / plan.sub.rel)     # where the compiler runs
             source = unit.source if os.path.isabs(unit.source) else os.path.normpath(root / unit.source)
-            entries.append({"directory": directory, "file": source, "arguments": list(unit.argv),
-                            "output": os.path.normpath(root / unit.output)})
+            written = unit.output + OBJECT_SUFFIX if command.launched else unit.output
+            entries.append({"directory": directory, "file": source, "arguments": list(command.compile),
+                            "output": os.path.normpath(root / written)})
     return entries
 
 

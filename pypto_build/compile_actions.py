@@ -10,7 +10,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from doit.exceptions import TaskFailed
 
@@ -20,7 +20,8 @@ from .filestate import digest_of, make_state
 from .depfile import TRACKING, DepfileError, parse_depfile
 from .identity import identity_covers
 from .errors import ToolchainError
-from .launcher import compiled_object, linked_binary, split
+from .compile_command import compile_command, listed, splits
+from .launcher import compiled_object, linked_binary
 from .local_slots import slot
 from .confine import inside
 from .oserrors import FREE_SPACE, one_line_failures
@@ -66,39 +67,35 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state:
             return values if isinstance(values, TaskFailed) else {**values, "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
-    out_arg = procs.path_arg(os.path.relpath(out, sub))
-    parts = split(unit.argv) if launcher is not None else None
-    tmp_obj = atomic.temp_path_for(out, ".tmp.o") if parts else tmp_out
-    argv = _with_outputs(unit, sub, parts[0] if parts else unit.argv, tmp_obj, tmp_dep, out_arg)
-    if parts:
-        argv = launcher.wrap(argv)            # the compile goes through it; the link (below) stays here
+    tmp_obj = atomic.temp_path_for(out, ".tmp.o") if splits(unit, launcher) else tmp_out
+    command = compile_command(unit, tmp_out, tmp_dep, tmp_obj, launcher)
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
     try:
-        done = _run_tool(unit, argv, sub, env=launcher.env() if parts else None)
+        done = _run_tool(unit, command.compile, sub, env=launcher.env() if command.launched else None)
         if isinstance(done, TaskFailed):
             return done
-        if parts:
+        if command.launched:
             launcher.note_fallback(done.output)
-            link = _output_at(parts[1], procs.path_arg(os.path.relpath(tmp_out, sub)))
-            link[-1] = procs.path_arg(os.path.relpath(tmp_obj, sub))
             try:
                 made = compiled_object(launcher, os.fspath(tmp_obj))
                 with slot():
-                    done = _run_tool(unit, link, sub, "linking")
+                    done = _run_tool(unit, command.link, sub, "linking")
                 if isinstance(done, TaskFailed):
                     return done
                 linked_binary(launcher, os.fspath(tmp_out), made, unit.entry)
             except ToolchainError as exc:       # the launcher's output is not this compile's: nothing installed
-                return TaskFailed(_failure(unit, str(exc), str(exc), fix=""))
+                return TaskFailed(_failure(unit, str(exc), str(exc), fix="", command=command.compile))
         try:
-            deps = _read_depfile(tmp_dep, out_arg)
+            deps = _read_depfile(tmp_dep, command.target)
         except DepfileError as exc:
             out.unlink(missing_ok=True)
             return TaskFailed(_failure(unit, f"the compiler's dependency file cannot be read exactly ({exc}), so "
-                                             "the headers it read cannot be checked — binary not installed"))
+                                             "the headers it read cannot be checked — binary not installed",
+                                       command=command.compile))
         if deps is None:
             return TaskFailed(_failure(unit, "the compiler wrote no dependency file (-MD -MF), so the headers "
-                                             "it read cannot be checked; use a gcc-compatible CXX"))
+                                             "it read cannot be checked; use a gcc-compatible CXX",
+                                       command=command.compile))
         escape = _escape(unit, sub, deps)
         if escape:
             out.unlink(missing_ok=True)          # no binary built from an outside header stays installed
@@ -117,39 +114,19 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state:
     return _values(unit, compiler_id, context, state, states)
 
 
-def _with_outputs(unit: CompileUnit, sub: Path, argv: tuple[str, ...] | list[str], out: Path, depfile: Path,
-                  target: str) -> list[str]:
-    """`argv` writing `out` and its depfile (naming `target`, the unit's output), relative to `sub`."""
-    argv = _output_at(list(argv), procs.path_arg(os.path.relpath(out, sub)))
-    o = len(argv) - 1 - argv[::-1].index("-o")
-    # -MD, not -MMD: -MMD leaves out every header it deems a system one (under -isystem, after
-    # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
-    argv[o:o] = ["-MD", "-MF", procs.path_arg(os.path.relpath(depfile, sub)), "-MT", target]
-    if not unit.cwd:
-        # relocatable binaries of a relocatable directory; a toolchain's own cwd (unit.cwd) keeps its exact bytes
-        argv[o:o] = [f"-ffile-prefix-map={os.path.abspath(sub)}=."]
-    return argv
-
-
-def _output_at(argv: list[str], out: str) -> list[str]:
-    """`argv` with its (last) `-o` naming `out`."""
-    o = len(argv) - 1 - argv[::-1].index("-o")
-    return [*argv[:o + 1], out, *argv[o + 2:]]
-
-
-def _run_tool(unit: CompileUnit, argv: list[str], sub: Path, doing: str = "compiling",
+def _run_tool(unit: CompileUnit, argv: Sequence[str], sub: Path, doing: str = "compiling",
               env: dict[str, str] | None = None) -> procs.Completed | TaskFailed:
     """Run one command of a unit's compile (`doing`: compiling | linking); its failure as the task's."""
     tool = "compiler" if doing == "compiling" else "linker"
     try:
-        proc = procs.run(argv, cwd=sub, timeout=unit.timeout, env=env)
+        proc = procs.run(list(argv), cwd=sub, timeout=unit.timeout, env=env)
     except OSError as exc:
-        return TaskFailed(_failure(unit, f"cannot run the {tool}: {exc}", doing=doing))
+        return TaskFailed(_failure(unit, f"cannot run the {tool}: {exc}", doing=doing, command=argv))
     if proc.timed_out:
         return TaskFailed(_failure(unit, proc.output, f"{tool} timed out after {unit.timeout:g} s (killed with every "
-                                   "process it started; raise PYPTO_COMPILER_TIMEOUT)", doing))
+                                   "process it started; raise PYPTO_COMPILER_TIMEOUT)", doing, command=argv))
     if proc.returncode != 0:
-        return TaskFailed(_failure(unit, proc.output or proc.how, doing=doing))
+        return TaskFailed(_failure(unit, proc.output or proc.how, doing=doing, command=argv))
     return proc
 
 
@@ -253,12 +230,13 @@ def _headers(deps: list[str], sub: Path, unit: CompileUnit) -> tuple[list[str], 
 
 
 def _failure(unit: CompileUnit, message: str, first: str | None = None, doing: str = "compiling",
-             fix: str | None = None) -> str:
+             fix: str | None = None, command: Sequence[str] = ()) -> str:
     """One line (the source, `first` or the compiler's first error, the fix: `fix`, else `_fix`'s), then the
-    command and its output (capped by procs)."""
+    command that ran (`command`; else the unit's compile as compile_commands.json lists it) and its output
+    (capped by procs)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     first = first or next((line for line in lines if "error" in line), lines[0] if lines else "failed")
-    cmd = shlex.join(unit.argv)
+    cmd = shlex.join(command or listed(unit).compile)
     full = next((why for why in _DISK_FULL if why in message), None)
     head = (f"{unit.source}: compiling failed: {full.lower()} (the compiler could not write {unit.output}, its "
             f"dependency file or its temp files); {FREE_SPACE}" if full else

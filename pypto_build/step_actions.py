@@ -12,6 +12,7 @@ from pathlib import Path
 from doit.exceptions import TaskFailed
 
 from . import atomic, procs, safeio
+from .compile_command import output_at
 from .errors import PyptoBuildError
 from .filestate import make_state
 from .local_slots import local_work
@@ -32,9 +33,7 @@ def run_step(step: StepUnit):
     atomic.remove_stale_temps(out)
     if step.argv:
         tmp = atomic.temp_path_for(out)
-        argv = list(step.argv)
-        o = len(argv) - 1 - argv[::-1].index("-o")
-        argv[o + 1] = procs.path_arg(os.path.abspath(tmp))
+        argv = list(output_at(step.argv, procs.path_arg(os.path.abspath(tmp))))
         try:
             proc = procs.run(argv, cwd=step.cwd or None, timeout=STEP_TIMEOUT_S)
             if proc.timed_out or proc.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:

@@ -60,7 +60,7 @@ LAYERS = (
               "identity", "cann", "elf_payload", "search_dirs", "shared_flag", "launcher", "local_slots",
               "arguments", "invalidation", "golden_key"}),
     ("families", {"runtime", "platforms", "pto", "cache", "testing"}),
-    ("planning", {"units", "graph", "compile_actions", "step_actions", "uptodate", "options", "compdb"}),
+    ("planning", {"units", "graph", "compile_command", "compile_actions", "step_actions", "uptodate", "options", "compdb"}),
     ("running", {"run"}),
     ("engine", {"engine"}),
     ("front ends", {"api", "verbs", "ci", "shards", "ci_report", "compat", "watch", "doit_plugins", "replay_main",

@@ -14,6 +14,7 @@ from functools import partial
 from .. import stages
 from ..cache import Caches
 from ..compile_actions import run_compile, run_stamp
+from ..compile_command import unit_launcher
 from ..graph import Graph, RunTarget, run_targets
 from ..header_sets import SetChecker
 from ..markers import current_state_folder
@@ -42,7 +43,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
             base, _, name = unit.task.partition(":")
             compiler = graph.platform.compiler_for(unit.kind, p.context.runtime_name)
             compiler_id = compiler.identity
-            launcher = graph.launcher.for_compiler(compiler.launched_as) if graph.launcher else None
+            launcher = unit_launcher(graph.launcher, compiler)
             groups[base].append({
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 "name": name,

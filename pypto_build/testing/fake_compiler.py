@@ -27,6 +27,10 @@ except the runtime headers the fake platform provides itself
 A line ``#error ...`` in any file read makes it print a gcc-like error and exit 1
 without writing OUT or DEP.
 
+With ``$PYPTO_FAKE_CXX_LOG`` set, each run first appends one JSON line to that file: its
+whole command line as it was started (``sys.orig_argv``: the interpreter, ``-S``, this
+script, the arguments) and its working directory, so a test can compare what ran.
+
 Standard library only, and little of it (`re` and `hashlib` cost more to import than the rest of a
 compile): it runs as a script, outside the package.
 """
@@ -185,7 +189,20 @@ def compile_(argv: list[str]) -> None:
             handle.write(f"{target}: {names}\n")
 
 
+LOG_ENV = "PYPTO_FAKE_CXX_LOG"
+
+
+def log_run() -> None:
+    """Append this run's command line and working directory to `$PYPTO_FAKE_CXX_LOG` (when set)."""
+    log = os.environ.get(LOG_ENV)
+    if log:
+        import json
+        with open(log, "a", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(json.dumps({"argv": sys.orig_argv, "cwd": os.getcwd()}) + "\n")
+
+
 def main(argv: list[str]) -> int:
+    log_run()
     if argv == ["--version"]:
         print(VERSION)
         return 0
