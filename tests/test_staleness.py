@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -29,15 +28,12 @@ from pathlib import Path
 import pytest
 
 from conftest import settle_ctimes
-from pypto_build import filestate
 from pypto_build.api import BuildResult, run_graph
 from pypto_build.depfile import parse_depfile
 from pypto_build.engine.explanation import explain
 from pypto_build.graph import load_graph
-from pypto_build.hashing import file_digest
 from pypto_build.identity import Revision
 from pypto_build.testing import FakePlatform, fake_compiler, synth
-from pypto_build.filestate import FileState
 
 K0 = "compile:aic/main_incore_0_aic"       # includes ../common.h
 K1 = "compile:aiv/main_incore_1_aiv"       # includes no header of the build directory
@@ -343,110 +339,6 @@ def test_unit_that_never_succeeded_says_so(tmp_path):
     # doit marks the skipped stamp failed as well, so explain says the same of it as of the unit.
     never = "its last run failed (it never succeeded)"
     assert stale(root) == {K1: never, STAMP: never}
-
-
-# ---------------------------------------------------------------------------
-# filestate: the per-file decision, with hand-made states
-# ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def afile(tmp_path) -> Path:
-    path = tmp_path / "f.h"
-    path.write_text("#define X 1\n")
-    return path
-
-
-def state_of(path: Path, *, digest: str | None, trusted: bool, **moved: int) -> list:
-    st = os.stat(path)
-    fields = {"mtime_ns": st.st_mtime_ns, "size": st.st_size, "ino": st.st_ino, "ctime_ns": st.st_ctime_ns,
-              "digest": digest, "trusted": trusted, **moved}
-    return list(FileState(**fields))
-
-
-@pytest.fixture
-def no_reads(monkeypatch):
-    """Make any content read by filestate fail the test."""
-    def read(*_args, **_kwargs):
-        raise AssertionError("the file was read")
-    monkeypatch.setattr(filestate, "file_digest", read)
-
-
-def test_filestate_same_stat_trusted_is_not_read(afile, no_reads):
-    state = state_of(afile, digest="not the digest", trusted=True)
-    assert not filestate.is_modified(str(afile), os.stat(afile), state)
-    assert filestate.first_changed({str(afile): state}) is None
-
-
-def test_filestate_untrusted_same_stat_content_decides(afile):
-    st, real = os.stat(afile), file_digest(str(afile))
-    assert filestate.is_modified(str(afile), st, state_of(afile, digest="not the digest", trusted=False))
-    assert not filestate.is_modified(str(afile), st, state_of(afile, digest=real, trusted=False))
-
-
-def test_filestate_stat_moved_content_decides(afile):
-    st, real = os.stat(afile), file_digest(str(afile))
-    touched = {"mtime_ns": st.st_mtime_ns - 1, "ctime_ns": st.st_ctime_ns - 1}
-    assert not filestate.is_modified(str(afile), st, state_of(afile, digest=real, trusted=True, **touched))
-    assert filestate.is_modified(str(afile), st, state_of(afile, digest="other", trusted=True, **touched))
-    refreshed = filestate.refreshed_file(str(afile), state_of(afile, digest=real, trusted=True, **touched))
-    assert FileState.of(refreshed)[:5] == (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, real)
-
-
-def test_filestate_size_change_is_changed_without_reading(afile, no_reads):
-    st = os.stat(afile)
-    state = state_of(afile, digest="whatever", trusted=False, size=st.st_size + 1)
-    assert filestate.is_modified(str(afile), st, state)
-
-
-def test_filestate_no_digest_is_always_changed(afile, no_reads):
-    """A state recorded while the compiler may have been reading a changing file (no digest): rebuild."""
-    assert filestate.is_modified(str(afile), os.stat(afile), state_of(afile, digest=None, trusted=True))
-
-
-def test_filestate_fifo_counts_as_changed_and_is_never_read(tmp_path):
-    fifo = tmp_path / "fifo.h"
-    os.mkfifo(fifo)
-    old = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("blocked on a FIFO"))
-    signal.alarm(5)
-    try:
-        st = os.stat(fifo)
-        assert filestate.is_modified(str(fifo), st, state_of(fifo, digest="x", trusted=True))
-        assert filestate.first_changed({str(fifo): state_of(fifo, digest="x", trusted=True)}) == f"{fifo} changed"
-        assert FileState.of(filestate.make_state(str(fifo))).digest is None
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-@pytest.mark.parametrize("saved", [None, "", "abcdef", 42, {}, [], [1, 2, 3], [1, 2, 3, 4, "d", True, 7],
-                                   {"mtime_ns": 1}])
-def test_filestate_of_malformed_input_is_none_and_counts_as_changed(afile, saved):
-    assert FileState.of(saved) is None
-    assert filestate.digest_of(saved) is None
-    assert not filestate.same_stat(os.stat(afile), saved)
-    assert filestate.is_modified(str(afile), os.stat(afile), saved)
-
-
-def test_filestate_of_reads_back_what_make_state_stores(afile):
-    stored = filestate.make_state(str(afile))
-    assert isinstance(stored, list) and FileState.of(stored) == FileState.of(tuple(stored))
-    assert FileState.of(stored).digest == file_digest(str(afile))
-    assert filestate.first_changed({str(afile): stored}) is None
-    assert filestate.first_changed({str(afile) + ".gone": stored}) == f"{afile}.gone removed"
-
-
-def test_filestate_racy_window_decides_trust_and_digest(afile, monkeypatch):
-    """No sleeping: the clock is set around the file's ctime."""
-    ctime = os.stat(afile).st_ctime_ns
-    monkeypatch.setattr(filestate.time, "time_ns", lambda: ctime)
-    assert FileState.of(filestate.make_state(str(afile))).trusted is False         # changed just now
-    monkeypatch.setattr(filestate.time, "time_ns", lambda: ctime + 2 * filestate.RACY_NS)
-    assert FileState.of(filestate.make_state(str(afile))).trusted is True          # settled
-    # A change at or after the compile's start (an fs_now reading): no digest, the unit rebuilds.
-    assert FileState.of(filestate.make_state(str(afile), changed_since_ns=ctime)).digest is None
-    later = filestate.make_state(str(afile), changed_since_ns=ctime + filestate.RACY_NS + 1)
-    assert FileState.of(later).digest == file_digest(str(afile))
 
 
 # ---------------------------------------------------------------------------
