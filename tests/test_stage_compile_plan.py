@@ -6,7 +6,10 @@ change of task names, argv, output places or of what the argv key covers fails h
 """
 from __future__ import annotations
 
+import os
 import shutil
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from pypto_build.errors import PyptoBuildError
 from pypto_build.graph import load_graph
 from pypto_build.identity import BinaryContext, Revision
 from pypto_build.testing import FakePlatform, synth
+from pypto_build.toolchain import Compiler
 
 FAKE = FakePlatform()
 CXX = FAKE.compiler.command                 # (python, -S, fake_compiler.py)
@@ -65,12 +69,28 @@ def test_the_compiler_timeout_comes_from_the_environment(l2, monkeypatch):
     assert {u.timeout for u in units(l2).values()} == {7.5}
 
 
+@dataclass(frozen=True)
+class CompilerElsewhere(FakePlatform):
+    """The same stand-in compiler, started through another path (`python`: a link to the interpreter)."""
+
+    python: str = ""
+
+    @property
+    def compiler(self) -> Compiler:
+        found = super().compiler
+        return replace(found, command=(self.python, *found.command[1:]))
+
+
 def test_the_argv_key_follows_the_flags_not_the_compiler_nor_the_place(l2, tmp_path):
-    """The compiler is an input of its own (its identity), so its version leaves the key alone; a flag
-    changes it; a copy of the directory elsewhere keeps argv and key (paths are relative)."""
+    """The compiler is an input of its own (its identity), so neither its version nor its path is in the
+    key; a flag changes it; a copy of the directory elsewhere keeps argv and key (paths are relative)."""
     keys = {t: u.argv_key for t, u in units(l2).items()}
     assert len(set(keys.values())) == 4                              # each unit its own argv
     assert {t: u.argv_key for t, u in units(l2, FakePlatform(version="2")).items()} == keys
+    os.symlink(sys.executable, tmp_path / "python-elsewhere")
+    elsewhere = units(l2, CompilerElsewhere(python=str(tmp_path / "python-elsewhere")))
+    assert elsewhere[K1].argv[0] == str(tmp_path / "python-elsewhere")
+    assert {t: u.argv_key for t, u in elsewhere.items()} == keys
     flagged = {t: u.argv_key for t, u in units(l2, FakePlatform(defines=("-DFAKE_FLAG=2",))).items()}
     assert all(flagged[t] != keys[t] for t in keys)
     copy = Path(shutil.copytree(l2, tmp_path / "elsewhere" / "copy"))
