@@ -653,7 +653,7 @@ CATEGORIES = [
     ("  `load_graph` (layout + plan)", [("graph.py", "load_graph"), ("engine.py", "load_graph")]),
     ("    `load_layout` (markers, `kernel_config.py` AST read)", [("layout.py", "load_layout")]),
     ("      `read_kernel_config` (AST parse + validation)", [("manifest.py", "read_kernel_config")]),
-    ("    `load_platform` (`g++ --version` subprocess, compiler digest)", [("registry.py", "load_platform"), ("toolchain.py", "load_platform")]),
+    ("    `load_platform` (`g++ --version` subprocess, compiler digest)", [("registry.py", "locate"), ("toolchain.py", "load_platform")]),
     ("    `plan` (per-kernel units: realpath confinement, argv)", [("units.py", "plan")]),
     ("      `confine` (os.path.realpath per path)", [("layout.py", "confine")]),
     ("      `binary_context` (hash runtime headers, per sub-build)", [("host.py", "binary_context"), ("identity.py", "binary_context")]),

@@ -16,7 +16,7 @@ from .launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from .layout import BuildKind, Layout, load_layout
 from .pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from .settings import check_environment
-from .platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, load_platform
+from .platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, implementation
 from .units import SubBuildPlan, plan
 
 
@@ -96,7 +96,7 @@ def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptio
     choice = None if isinstance(platform, Platform) else choose(root, platform, cannot_serve=cannot_serve)
     search_dirs.load(layout.root)       # the compiler's answers and the digests of the toolchain's files ...
     hashing.recall(layout.root)         # ... kept by an earlier build (read only)
-    target = platform if isinstance(platform, Platform) else load_platform(choice.name)
+    target = platform if isinstance(platform, Platform) else implementation(choice.name).locate()
     runs_with = resolve_launcher(launcher, from_cxx=target.compiler_for("kernel").launcher)
     return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started, choice,
                  runs_with)

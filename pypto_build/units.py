@@ -20,7 +20,7 @@ from .layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in
 from .manifest_ast import manifest_error
 from .safeio import kind_of
 from .settings import COMPILER_TIMEOUT, seconds
-from .platforms import Platform
+from .platforms import Command, Platform, UnitSource
 from .toolchain import argv_key, source_name_problem
 
 KERNEL_ENTRY = "kernel_entry"       # what every platform's runtime calls in a kernel's library
@@ -95,13 +95,15 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     roots: dict[tuple[str, ...], tuple[str, ...]] = {}    # include roots, resolved once per distinct set
     for sub in layout.sub_builds:
         _check_runtime(sub, platform)
+        stamp = _join(sub.rel, platform.stamp_path)
         # The orchestration first: it is the longest compile, and doit dispatches in this order,
         # so with -j it overlaps the kernels instead of trailing them.
         units = [_orch_unit(layout, sub, platform, timeout, roots)]
-        units += [_kernel_unit(layout, sub, k, platform, timeout, roots) for k in sub.config.kernels]
-        stamp = _join(sub.rel, platform.stamp_path)
-        steps = [s for k, u in zip(sub.config.kernels, units[1:])
-                 for s in _steps(layout.root, sub, k, u, platform, stamp)]
+        steps: list[StepUnit] = []
+        for k in sub.config.kernels:
+            unit, command = _kernel_unit(layout, sub, k, platform, timeout, roots)
+            units.append(unit)
+            steps += _steps(layout.root, sub, unit, command, platform, stamp)
         _check_unique(sub, [*units, *steps])
         outputs = [(u.output, f"output of {u.task}") for u in [*units, *steps]]
         for path, what in outputs + [(stamp, "stamp")]:
@@ -112,7 +114,7 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
 
 
 def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: float,
-                 roots: dict[tuple[str, ...], tuple[str, ...]]) -> CompileUnit:
+                 roots: dict[tuple[str, ...], tuple[str, ...]]) -> tuple[CompileUnit, Command]:
     src = kernel_source(sub, k, layout.root)
     _require_file(sub, src, f"kernel {k.name or k.func_id} source", k.line)
     incs = [_arg_path(layout.root, sub.path, d) for d in include_dirs(sub, k, layout.root)]
@@ -124,34 +126,32 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
     else:
         src_arg = _rel_to(sub.path, src)
         source = _join(sub.rel, src_arg)
-    out_rel = platform.kernel_binary(k.func_id, k.core_type, src_arg, k.external)
-    argv = platform.kernel_argv(k.core_type, src_arg, out_rel, incs, sub_dir=sub.path,
-                                runtime=sub.config.runtime_name)
+    command = platform.command(UnitSource("kernel", src_arg, sub.path, sub.config.runtime_name, tuple(incs),
+                                          k.func_id, k.core_type, k.external))
     unit_name = f"{k.core_type}/{stem}"
     # An external kernel may include headers from its own directory (PyPTO's explicit opt-in).
-    return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", layout.root, sub, source, out_rel, argv,
-                 platform, timeout, roots, (str(src.parent),) if k.external else (), KERNEL_ENTRY)
+    return _unit(stages.task(stages.COMPILE, sub.label(unit_name)), "kernel", layout.root, sub, source, command,
+                 platform, timeout, roots, (str(src.parent),) if k.external else (), KERNEL_ENTRY), command
 
 
-def _steps(root: Path, sub: SubBuild, k, unit: CompileUnit, platform: Platform, stamp: str) -> list[StepUnit]:
+def _steps(root: Path, sub: SubBuild, unit: CompileUnit, command: Command, platform: Platform,
+           stamp: str) -> list[StepUnit]:
     """The platform's steps after a kernel's compile, named after the kernel's compile task."""
-    if type(platform).post_steps is Platform.post_steps:
-        return []           # the base's: none (and its arguments cost two relpaths per kernel)
-    source = unit.source if k.external else os.path.relpath(root / unit.source, sub.path)
-    compiled = os.path.relpath(root / unit.output, sub.path)
+    if not command.steps:
+        return []
     _, _, name = unit.task.partition(":")
-    located = _key_roots(platform, root, sub)
+    located = _key_roots(platform, root, command.cwd, sub)
     return [StepUnit(stages.task(step.kind, name), step.kind, sub.rel, _join(sub.rel, step.input),
                      _join(sub.rel, step.output), step.argv, argv_key((step.identity, *step.argv), located), stamp,
-                     os.fspath(platform.compile_cwd(sub.path)))
-            for step in platform.post_steps(k.func_id, k.core_type, source, k.external, compiled, sub_dir=sub.path)]
+                     os.fspath(command.cwd))
+            for step in command.steps]
 
 
-def _key_roots(platform: Platform, root: Path, sub: SubBuild) -> dict[str, str]:
+def _key_roots(platform: Platform, root: Path, cwd: Path, sub: SubBuild) -> dict[str, str]:
     """The locations an argv digest leaves out: identity-covered trees, and the build root when the compiler
-    runs outside the directory and needs whole paths into it (a copied directory stays up to date)."""
+    runs outside the directory (`cwd`) and needs whole paths into it (a copied directory stays up to date)."""
     covered = platform.covered_roots()
-    return covered if platform.compile_cwd(sub.path) == sub.path else {**covered, "<build-root>": os.fspath(root)}
+    return covered if cwd == sub.path else {**covered, "<build-root>": os.fspath(root)}
 
 
 def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float,
@@ -161,17 +161,16 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
     confine(layout.root, src, f"orchestration source (kernel_config.py line {orch.line})")
     _require_file(sub, src, "ORCHESTRATION source", orch.line)
     src_rel = _rel_to(sub.path, src)
-    out_rel = platform.orchestration_binary(src_rel)
-    argv = platform.orchestration_argv(src_rel, out_rel, sub_dir=sub.path, runtime=sub.config.runtime_name)
+    command = platform.command(UnitSource("orchestration", src_rel, sub.path, sub.config.runtime_name))
     return _unit(stages.task(stages.ORCH, sub.label(src.stem)), "orchestration", layout.root, sub,
-                 _join(sub.rel, src_rel), out_rel, argv, platform, timeout, roots, entry=orch.function_name)
+                 _join(sub.rel, src_rel), command, platform, timeout, roots, entry=orch.function_name)
 
 
-def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, out_rel: str, argv: tuple[str, ...],
-          platform: Platform, timeout: float, resolved: dict[tuple[str, ...], tuple[str, ...]],
-          extra_roots: tuple[str, ...] = (), entry: str = "") -> CompileUnit:
+def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, command: Command, platform: Platform,
+          timeout: float, resolved: dict[tuple[str, ...], tuple[str, ...]], extra_roots: tuple[str, ...] = (),
+          entry: str = "") -> CompileUnit:
     covered = platform.covered_roots()
-    cwd = platform.compile_cwd(sub.path)
+    argv, cwd = command.argv, command.cwd
     roots = (*covered.values(), *_include_flag_paths(argv, cwd), *extra_roots)
     if roots not in resolved:           # the compiler's search directories come resolved
         resolved[roots] = tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs]))
@@ -179,9 +178,10 @@ def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, out_rel:
     covered_dirs = tuple(sorted(covered.values(), key=len, reverse=True))
     # The compiler itself is its own input (identity), so the key covers only its arguments.
     words = len(platform.compiler_for(kind, sub.config.runtime_name).command)
-    return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, out_rel), argv, _join(sub.rel, platform.stamp_path),
-                       argv_key(argv[words:], _key_roots(platform, root, sub)), covered_dirs, timeout,
-                       resolved[roots], "" if cwd == sub.path else os.fspath(cwd), entry)
+    key = argv_key(argv[words:], _key_roots(platform, root, cwd, sub))
+    return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, command.output), argv,
+                       _join(sub.rel, platform.stamp_path), key, covered_dirs, timeout, resolved[roots],
+                       "" if cwd == sub.path else os.fspath(cwd), entry)
 
 
 _INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")

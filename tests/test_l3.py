@@ -1,7 +1,9 @@
-"""Distributed (L3) replay on the host runtime: pypto_build.runtime.l3.run_distributed."""
+"""Distributed (L3) replay on the host runtime: the one L3 driver (runtime.run_l3) with the host backend (HostL3)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,9 +13,10 @@ import torch
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.run.golden import load_golden
+from pypto_build.errors import PyptoBuildError
 from pypto_build.runconfig import RunConfig
+from pypto_build.runtime import HostL3, run_l3
 from pypto_build.runtime.executor import ExecutorError
-from pypto_build.runtime.l3 import run_distributed
 
 from conftest import copy_dir
 
@@ -37,6 +40,11 @@ def l3g(built_l3g, tmp_path) -> Path:
 
 def inputs(root: Path) -> dict[str, torch.Tensor]:
     return dict(load_golden(root).inputs())
+
+
+def run_distributed(root: Path, args: list, *, config: RunConfig = HOST, device_ids=(0, 1),
+                    say=lambda _line: None) -> list[str]:
+    return run_l3(root, args, HostL3(config, say), say=say, device_ids=device_ids)
 
 
 def run(root: Path, named: dict[str, torch.Tensor], config: RunConfig = HOST, lines: list | None = None) -> list[str]:
@@ -123,7 +131,7 @@ def test_unimplemented_feature_is_one_line_naming_it(l3, old, new, named_feature
                                                             "found 2: host_orch, other")])
 def test_entry_must_be_unique(l3, extra, found):
     edit_host_orch(l3, ENTRY_LINE + "\n", extra)
-    with pytest.raises(ExecutorError, match=f"exactly one function marked `_pypto_distributed_entry = True`, "
+    with pytest.raises(PyptoBuildError, match=f"exactly one function marked `_pypto_distributed_entry = True`, "
                                             f"{found}"):
         run(l3, {"a": torch.zeros(2, 16), "out": torch.zeros(2, 16)})
 
@@ -136,7 +144,7 @@ def test_host_orch_bug_names_its_line(l3):
 
 def test_bad_arguments_and_unbuilt_chip_are_clear(tmp_path):
     root = synth.write_l3(tmp_path / "l3")  # not built
-    with pytest.raises(ExecutorError, match=r"takes 2 arguments \(a, out\), got 1"):
+    with pytest.raises(PyptoBuildError, match=r"the host driver takes 2 argument\(s\) \(a, out\), got 1"):
         run_distributed(root, [torch.zeros(2, 16)], config=HOST, device_ids=(0, 1), say=lambda _l: None)
     with pytest.raises(ExecutorError, match=r"rank [01] \(device [01]\), dispatch d0 \(chip_a\): .*build the dir"):
         run(root, {"a": torch.zeros(2, 16), "out": torch.zeros(2, 16)})
@@ -177,3 +185,51 @@ def test_editing_one_chip_kernel_and_rebuilding_changes_the_result(l3g):
     run(l3g, named)
     torch.testing.assert_close(named["out"], expected_out(named, chip_b_half=0.25))
     assert not torch.allclose(named["out"], expected_out(named))
+
+
+@pytest.mark.parametrize("signature,world", [("(tensors, *, world_size=1)", "world_size"),
+                                             ("(tensors, **kw)", "kw['world_size']")])
+def test_alloc_intermediates_gets_the_world_size_by_name(l3g, signature, world):
+    """The one driver calls `_alloc_intermediates` as PyPTO does (issue 23 item 3): `world_size=` whenever the
+    allocator takes it by name, so an intermediate sized by it has a row per rank."""
+    edit_host_orch(l3g, "def _alloc_intermediates(tensors, world_size=1):\n"
+                        "    tensors[\"mid_0\"] = torch.zeros((2, 16), dtype=torch.float32).share_memory_()\n",
+                   f"def _alloc_intermediates{signature}:\n"
+                   f"    tensors[\"mid_0\"] = torch.zeros(({world}, 16), dtype=torch.float32)\n")
+    named = inputs(l3g)
+    run(l3g, named)
+    torch.testing.assert_close(named["out"], expected_out(named))
+
+
+@pytest.mark.parametrize("link", ["dfx_outputs/rank0", "dfx_outputs/rank1/d0"])
+def test_a_symlinked_dispatch_folder_is_refused_and_nothing_is_deleted(l3g, link):
+    """Stale dispatch folders are cleared before a diagnostics run, but never through a link (issue 23 item 3):
+    the run stops before it starts, in one line, and every file is where it was."""
+    kept = l3g / "kept"
+    (kept / "d0").mkdir(parents=True)
+    (kept / "d0" / "mine.txt").write_text("the user's")
+    stale = l3g / "dfx_outputs" / "rank1" / "d3"
+    stale.mkdir(parents=True)
+    (l3g / link).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(kept if link.endswith("rank0") else kept / "d0", l3g / link)
+    named = inputs(l3g)
+    with pytest.raises(PyptoBuildError) as info:
+        run(l3g, named, RunConfig(enable_dump_args=1))
+    assert "\n" not in str(info.value) and str(info.value).startswith(f"{l3g / link}: a symbolic link")
+    assert (kept / "d0" / "mine.txt").read_text() == "the user's" and stale.is_dir()
+    assert not torch.equal(named["out"], expected_out(named))           # nothing ran
+
+
+def test_replay_refuses_a_symlinked_dispatch_folder_in_one_line(l3g):
+    kept = l3g / "kept"
+    (kept / "d0").mkdir(parents=True)
+    (kept / "d0" / "mine.txt").write_text("the user's")
+    (l3g / "dfx_outputs").mkdir()
+    os.symlink(kept, l3g / "dfx_outputs" / "rank0")
+    done = subprocess.run([sys.executable, "-m", "pypto_build", "replay", "--platform", "host", "--dump-args-level",
+                           "1", str(l3g)], capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if "symbolic link" in line]
+    assert len(errors) == 1 and f"{l3g / 'dfx_outputs' / 'rank0'}: a symbolic link" in errors[0]
+    assert "Traceback" not in done.stderr
+    assert (kept / "d0" / "mine.txt").read_text() == "the user's"

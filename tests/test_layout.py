@@ -11,7 +11,7 @@ from pypto_build.api import build
 from pypto_build.errors import LayoutError, ToolchainError
 from pypto_build.layout import BuildKind, classify, load_layout
 from pypto_build.markers import host_binary, host_external_binary
-from pypto_build.platforms import load_platform
+from pypto_build.platforms import implementation
 
 
 def test_kinds(tmp_path):
@@ -113,15 +113,15 @@ def test_external_kernel_outside_is_allowed(tmp_path):
 
 def test_missing_platform_tools_are_one_clear_error():
     with pytest.raises(ToolchainError, match="ASCEND_HOME_PATH is not set.*--platform a2a3sim, a5sim or host"):
-        load_platform("a2a3", {"PATH": os.environ["PATH"]})
+        implementation("a2a3").locate({"PATH": os.environ["PATH"]})
     with pytest.raises(ToolchainError, match="unknown platform"):
-        load_platform("gpu")
+        implementation("gpu")
 
 
 def test_missing_compiler_is_one_clear_error(monkeypatch):
     monkeypatch.setenv("CXX", "no-such-compiler-xyz")
     with pytest.raises(ToolchainError, match="no-such-compiler-xyz.*not found"):
-        load_platform("host")
+        implementation("host").locate()
 
 
 @pytest.mark.slow

@@ -45,33 +45,86 @@ def test_run_spec_is_made_from_flags_in_one_place(monkeypatch):
 
 
 def test_the_registry_knows_every_pypto_platform_and_says_what_is_missing():
-    from pypto_build.platforms import PLATFORMS, HostPlatform, load_platform, platform_class
+    from pypto_build.platforms import PLATFORMS, HostPlatform, Runner, implementation
     assert PLATFORMS == ("host", "a2a3sim", "a5sim", "a2a3", "a5")
-    assert platform_class("host") is HostPlatform
-    assert [platform_class(name).name for name in PLATFORMS] == list(PLATFORMS)     # one implementation each
+    assert implementation("host").platform_class is HostPlatform
+    assert [implementation(name).platform_class.name for name in PLATFORMS] == list(PLATFORMS)  # one each
+    assert all(isinstance(implementation(name).runner(), Runner) and implementation(name).runner().name == name
+               for name in PLATFORMS)
     with pytest.raises(ToolchainError, match="ASCEND_HOME_PATH is not set, and a2a3/a5 device builds need CANN"):
-        load_platform("a5", {"PATH": os.environ["PATH"]})
-    with pytest.raises(ToolchainError, match="unknown platform 'gpu'"):
-        platform_class("gpu")
+        implementation("a5").locate({"PATH": os.environ["PATH"]})
     with pytest.raises(ToolchainError, match="unknown platform 'gpu'; choose one of host, a2a3sim"):
-        load_platform("gpu")
+        implementation("gpu")
+
+
+def test_the_platform_interface_is_two_small_ones_planning_and_running():
+    """Issue 23 item 5: planning (toolchain, argv, outputs, identities, post-steps) and execution (run a built
+    L2 or L3 directory) are separate interfaces of a handful of members each; no planning class can run."""
+    from pypto_build.platforms import Platform, Runner, implementation
+    from pypto_build.platforms.base import Command, UnitSource
+
+    def members(cls) -> set[str]:
+        return {n for n in (*vars(cls), *getattr(cls, "__annotations__", {})) if not n.startswith("_")}
+
+    questions = {"locate", "compiler_for", "command", "covered_roots", "binary_context"}
+    facts = {"name", "runtimes", "system_dirs", "runtime_label", "noop_record", "pto_isa_label", "stamp_path"}
+    assert members(Platform) == questions | facts
+    assert set(Platform.__abstractmethods__) == questions | {"pto_isa_label", "stamp_path"}
+    assert members(Runner) == {"run_l2", "run_l3"} and set(Runner.__abstractmethods__) == {"run_l2", "run_l3"}
+    for name in ("host", "a2a3sim", "a5sim", "a2a3", "a5", FakePlatform):
+        cls = name if isinstance(name, type) else implementation(name).platform_class
+        assert not hasattr(cls, "execute") and not hasattr(cls, "run_l2") and not hasattr(cls, "run_l3"), cls
+    assert {f for f in UnitSource.__dataclass_fields__} == {"kind", "source", "sub_dir", "runtime", "include_dirs",
+                                                            "func_id", "core_type", "external"}
+    assert {f for f in Command.__dataclass_fields__} == {"output", "argv", "cwd", "steps"}
+
+
+@pytest.mark.parametrize("name", ["host", "a2a3sim", "a2a3"])
+def test_planning_imports_no_execution_and_running_no_planning(name):
+    """A platform's planning module loads none of its runner's code (nor the runtime, torch or simpler), and its
+    runner loads none of planning's toolchain code: each side is what its process needs."""
+    import subprocess
+    import sys
+    code = ("import sys; from pypto_build.platforms import implementation; i = implementation(sys.argv[1]); "
+            "i.platform_class; print(' '.join(sorted(sys.modules))); i.runner(); print(' '.join(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    planning, both = (set(line.split()) for line in out.stdout.splitlines())
+    running = {"pypto_build.platforms.host_run", "pypto_build.platforms.simpler_runner",
+               "pypto_build.platforms.simpler_run", "pypto_build.platforms.simpler_l3", "torch", "simpler"}
+    assert sorted(m for m in planning if m in running or m.startswith("pypto_build.runtime")) == []
+    code = ("import sys; from pypto_build.platforms import implementation; implementation(sys.argv[1]).runner(); "
+            "print(' '.join(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded = set(out.stdout.split())
+    assert {"pypto_build.platforms.host_run" if name == "host" else "pypto_build.platforms.simpler_runner"} <= loaded
+    assert sorted(loaded & {"pypto_build.platforms.host", "pypto_build.platforms.simpler_sim",
+                            "pypto_build.platforms.simpler_device", "pypto_build.platforms.simpler_env",
+                            "pypto_build.toolchain", "pypto_build.cann", "torch"}) == []
+    assert both >= planning
 
 
 def test_host_platform_places_binaries_and_refuses_a_bad_pto_isa_root(tmp_path):
-    from pypto_build.platforms import HostPlatform
+    from pypto_build.platforms import HostPlatform, UnitSource
     with pytest.raises(ToolchainError, match="no include/ directory there"):
         HostPlatform.locate({"PTO_ISA_ROOT": str(tmp_path), "PATH": os.environ["PATH"]})
     host = HostPlatform.locate({"PATH": os.environ["PATH"]})
+    rt = "tensormap_and_ringbuffer"
+
+    def kernel(source: str, external: bool = False, func_id: int = 1):
+        return host.command(UnitSource("kernel", source, tmp_path, rt, ("inc",), func_id, "aiv", external))
+
     # apart from PyPTO's places (beside the source, cache/): a host build never overwrites PyPTO's binaries
-    assert host.kernel_binary(1, "aiv", "kernels/aiv/k.cpp", False) == ".pypto_build/host/kernels/aiv/k.so"
-    assert host.kernel_binary(1, "aiv", "../common/k.cpp", False) == ".pypto_build/host/__/common/k.so"  # under it
-    assert host.kernel_binary(3, "aiv", "/ext/my_kernel.cpp", True) == \
-        ".pypto_build/host/cache/external/3_aiv_my_kernel.so"
-    assert host.orchestration_binary("orchestration/main.cpp") == ".pypto_build/host/orchestration/main.so"
+    assert kernel("kernels/aiv/k.cpp").output == ".pypto_build/host/kernels/aiv/k.so"
+    assert kernel("../common/k.cpp").output == ".pypto_build/host/__/common/k.so"  # under it
+    assert kernel("/ext/my_kernel.cpp", True, 3).output == ".pypto_build/host/cache/external/3_aiv_my_kernel.so"
+    orch = host.command(UnitSource("orchestration", "orchestration/main.cpp", tmp_path, rt))
+    assert orch.output == ".pypto_build/host/orchestration/main.so" and orch.cwd == tmp_path and orch.steps == ()
     assert host.stamp_path == ".pypto_build/host/cache/binary_context.json"
-    out = host.kernel_binary(1, "aiv", "kernels/aiv/k.cpp", False)
-    argv = host.kernel_argv("aiv", "kernels/aiv/k.cpp", out, ["inc"], sub_dir=tmp_path,
-                            runtime="tensormap_and_ringbuffer")
+    command = kernel("kernels/aiv/k.cpp")
+    argv, out = command.argv, command.output
+    assert command.cwd == tmp_path and command.steps == ()
     assert argv[: len(host.compiler.command)] == host.compiler.command
     assert argv[-3:] == ("-o", out, "./kernels/aiv/k.cpp")       # names are data, never options (out starts ".")
     assert "-D__DAV_VEC__" in argv

@@ -1,4 +1,5 @@
-"""`platforms/simpler_l3.py`: a built L3 directory (the two_chips example) run on simpler's Worker(level=3).
+"""The one L3 driver with simpler's backend (`platforms/simpler_l3.SimplerL3`): a built L3 directory (the two_chips
+example) run on simpler's Worker(level=3).
 
 The example is built once for a2a3sim by pypto_build itself (`api.build(platform="a2a3sim")`, simpler's
 compilers), then each test runs a private copy: its host driver `orchestration/host_orch.py` with both
@@ -15,9 +16,10 @@ import pytest
 import pypto_build
 from pypto_build.api import build
 from pypto_build.errors import PyptoBuildError
-from pypto_build.platforms.simpler_l3 import run_l3_on_simpler
+from pypto_build.platforms.simpler_l3 import SimplerL3
 from pypto_build.run.golden import load_golden
 from pypto_build.runconfig import RunConfig
+from pypto_build.runtime import run_l3
 
 EXAMPLE = Path(pypto_build.__file__).resolve().parent / "examples" / "two_chips"
 PLATFORM = "a2a3sim"
@@ -44,9 +46,9 @@ def _run(root: Path, config: RunConfig | None = None, *, args=None, device_ids=N
     named = dict(pairs)
     expected = golden.expected(named)
     lines: list[str] = []
-    files = run_l3_on_simpler(root, PLATFORM, [v for _, v in pairs] if args is None else args,
-                              config or RunConfig(platform=PLATFORM), names=[n for n, _ in pairs],
-                              say=lines.append, device_ids=device_ids)
+    files = run_l3(root, [v for _, v in pairs] if args is None else args,
+                   SimplerL3(PLATFORM, config or RunConfig(platform=PLATFORM)), names=[n for n, _ in pairs],
+                   say=lines.append, device_ids=device_ids)
     return named, expected, files, lines
 
 

@@ -151,9 +151,10 @@ class CompiledProgram:
             executor = self.ensure_built()
             names = [p.name for p in self.params]
             if config is not None and (config.enable_chip_swimlane or config.enable_dump_args):
+                from ..layout import BuildKind
                 from ..run import execute
-                execute(self.output_dir, full, replace(config, platform=self.platform), names=names,
-                        say=lambda _line: None)
+                execute(self.output_dir, full, replace(config, platform=self.platform), kind=BuildKind.L2,
+                        names=names, say=lambda _line: None)
             else:
                 executor.run(full, param_names=names)
         if not allocated:
@@ -164,17 +165,19 @@ class CompiledProgram:
 
 @dataclass(frozen=True)
 class _PlatformRun:
-    """A platform other than host runs a built directory through `Platform.execute` (simpler's Worker
+    """A platform other than host runs a built directory through its runner (`platforms.Runner`: simpler's Worker
     loads the binaries on each run: nothing stays loaded between calls)."""
 
     output_dir: Path
     platform: str
 
     def run(self, args: Sequence, *, param_names: Sequence[str] | None = None) -> None:
+        from ..layout import BuildKind
         from ..run import execute
         from ..runconfig import RunConfig
 
-        execute(self.output_dir, args, RunConfig(platform=self.platform), names=param_names, say=lambda _line: None)
+        execute(self.output_dir, args, RunConfig(platform=self.platform), kind=BuildKind.L2, names=param_names,
+                say=lambda _line: None)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """`DistributedCompiledProgram.from_dir(dir)` for L3 build directories (PyPTO's distributed replay).
 
 Calling the program builds what changed in every sub-build, then runs the host
-driver on the host runtime with one worker process per device id.
+driver (the one L3 driver) on the platform the build chose.
 """
 from __future__ import annotations
 
@@ -80,6 +80,7 @@ class DistributedCompiledProgram:
         distributed_meta.json first (count, dtype, shape, contiguous, CPU): a misfit raises ArgumentError,
         nothing is built or run."""
         from ..api import build
+        from ..layout import BuildKind
         from ..run import execute
         from ..runconfig import RunConfig
 
@@ -87,7 +88,8 @@ class DistributedCompiledProgram:
         built = build(self.output_dir, platform=self.platform, progress=None)
         self.platform = built.platform
         execute(self.output_dir, list(tensors), replace(config or RunConfig(), platform=built.platform),
-                names=[p.name for p in self.params], say=lambda _line: None, device_ids=self.device_ids)
+                kind=BuildKind.L3, names=[p.name for p in self.params], say=lambda _line: None,
+                device_ids=self.device_ids)
 
     def __repr__(self) -> str:
         return f"DistributedCompiledProgram({self.output_dir}, device_ids={list(self.device_ids)})"

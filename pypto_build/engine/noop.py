@@ -186,7 +186,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     if graph.layout.stale:
         return False            # keep saying it: the leftover line is printed by the full path only
     # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
-    pto, compiler = graph.pto.options, graph.platform.compiler
+    pto, compiler = graph.pto.options, graph.platform.compiler_for("kernel")
     ptoas_path = graph.pto.lookup.path if graph.pto.lookup else find_ptoas(pto.ptoas).path
     run_key = key(graph.platform.name, pto.enabled, pto.ptoas, compiler=compiler.probe, ptoas_path=ptoas_path)
     paths += tool_paths(compiler.path, ptoas_path)

@@ -1,10 +1,12 @@
-"""Target platforms: one small interface (`Platform`, base.py) and its implementations (`host` today).
+"""Target platforms: the seam in two small interfaces (base.py: `Platform` plans, `Runner` runs) and their
+implementations (host; simpler's simulators and devices).
 
-Door: `Platform`, `load_platform` (planning: the toolchain located), `platform_class`
-(running: no toolchain needed), `choose`/`Choice` (which platform a directory targets, and why),
-`cannot_serve`, `default_platform`, `PLATFORMS`, `HostPlatform`.
-Modules: `base` (the interface), `names` (PyPTO's platform names, the default), `choice`, `registry`
-(implementations by name), `host`.
+Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
+`implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
+running), `choose` / `Choice` (which platform a directory targets, and why), `cannot_serve`,
+`default_platform`, `PLATFORMS`, `HostPlatform`.
+Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `registry`
+(implementations by name), `host` (planning) and `host_run` (execution).
 """
 from __future__ import annotations
 
@@ -12,12 +14,16 @@ from ..doors import door
 
 _EXPORTS = {
     "Platform": "base",
+    "Runner": "base",
+    "UnitSource": "base",
+    "Command": "base",
+    "PostStep": "base",
     "HostPlatform": "host",
     "PLATFORMS": "names",
     "DEFAULT_PLATFORM": "names",
     "default_platform": "names",
-    "load_platform": "registry",
-    "platform_class": "registry",
+    "implementation": "registry",
+    "Implementation": "registry",
     "cannot_serve": "choice",
     "Choice": "choice",
     "choose": "choice",

@@ -1,15 +1,18 @@
-"""The platform seam: what planning and running ask of a target platform, in one small interface.
+"""The platform seam, in two small interfaces: planning (`Platform`) and execution (`Runner`).
 
-A platform says which runtimes it builds (`runtimes`), how to find its toolchain (`locate`), the command line of each
-unit kind (`kernel_argv`, `orchestration_argv`), the identities it contributes
-(`binary_context`, `covered_roots`, its compiler's identity), where binaries go
-(`kernel_binary`, `orchestration_binary`, `stamp_path`) and how a built directory is executed (`execute`, which must
-not need the toolchain: it runs in the replay child). `host` (host.py) is the
-first implementation; `registry.py` maps names to implementations.
+Planning asks a located platform five questions — find the toolchain (`locate`), which compiler builds a
+unit kind (`compiler_for`), the command of one unit (`command`: its argv, where the binary goes, where the
+command runs, the steps after it), the identities binaries are built under (`binary_context`) and the trees
+those identities cover (`covered_roots`) — and reads a few facts (`name`, `runtimes`, `stamp_path`,
+`system_dirs`, `noop_record`, the header's labels). Execution runs a built directory: one L2 program
+(`run_l2`) or the host driver of an L3 one (`run_l3`); it needs no toolchain (it runs in the replay child)
+and is a separate class in a separate module, so planning never imports it, torch or simpler.
+`registry.py` maps a name to both.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, NamedTuple, Sequence
 
@@ -30,15 +33,40 @@ class PostStep(NamedTuple):
     identity: str
 
 
+@dataclass(frozen=True)
+class UnitSource:
+    """One unit as planning found it: what `Platform.command` is asked about. `source` and `include_dirs` are
+    relative to the sub-build `sub_dir`, or absolute (an external kernel, a directory outside the build)."""
+
+    kind: str                           # "kernel" | "orchestration"
+    source: str
+    sub_dir: Path
+    runtime: str                        # the sub-build's RUNTIME_CONFIG["runtime"]
+    include_dirs: tuple[str, ...] = ()  # a kernel's own -I directories
+    func_id: int = 0
+    core_type: str = ""                 # "aic" | "aiv" for a kernel
+    external: bool = False
+
+
+@dataclass(frozen=True)
+class Command:
+    """A platform's answer for one unit: where its binary goes (relative to the sub-build), the command that makes
+    it (paths relative to `cwd`), the compiler's working directory, and the steps that turn the binary into what
+    runs (none when the compile's output is the payload)."""
+
+    output: str
+    argv: tuple[str, ...]
+    cwd: Path
+    steps: tuple[PostStep, ...] = ()
+
+
 class Platform(ABC):
-    """A target platform with its toolchain located. Implementations are frozen dataclasses (planning
+    """Planning for one target platform, its toolchain located. Implementations are frozen dataclasses (planning
     keeps one per graph); `name` is what `compiled_meta.json` and `--platform` call it."""
 
     name: str
     runtimes: ClassVar[tuple[str, ...]]  # the RUNTIME_CONFIG["runtime"] names it can build and run
-    compiler: Compiler                  # every unit's compiler; its identity is an input of every unit
-    system_dirs: tuple[str, ...]        # where the compiler finds headers by itself (resolved): not an escape
-
+    system_dirs: tuple[str, ...]        # where its compilers find headers by themselves (resolved): not an escape
     runtime_label: ClassVar[str]        # the runtime binaries run on, as the run's first line names it
     # Whether the no-op record (engine/noop.py) sees every identity input: the package, $CXX, PTO_ISA_ROOT unset.
     # A toolchain tree whose revision only a git status can tell (simpler's) keeps every run on the full path.
@@ -49,49 +77,25 @@ class Platform(ABC):
     def pto_isa_label(self) -> str:
         """Which PTO-ISA kernels compile against and how it was found, for the run's first line."""
 
+    @property
+    @abstractmethod
+    def stamp_path(self) -> str:
+        """The sub-build's binary_context.json for this platform's binaries (relative to the sub-build)."""
+
     @classmethod
     @abstractmethod
     def locate(cls, env: Mapping[str, str]) -> Platform:
         """Find the toolchain in `env`; ToolchainError naming what is missing and how to fix it."""
 
+    @abstractmethod
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         """The compiler of one unit kind ("kernel" | "orchestration") of a sub-build using `runtime`: its
         identity is that unit's input."""
-        return self.compiler
-
-    def post_steps(self, func_id: int, core_type: str, source: str, external: bool, compiled: str, *,
-                   sub_dir: Path) -> tuple[PostStep, ...]:
-        """What turns a kernel's compiled output (`compiled`, from `kernel_binary`) into what runs; none
-        when the compile's output is the payload."""
-        return ()
-
-    def compile_cwd(self, sub_dir: Path) -> Path:
-        """The compiler's working directory for units of `sub_dir`; argv paths are relative to it."""
-        return sub_dir
 
     @abstractmethod
-    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str], *,
-                    sub_dir: Path, runtime: str) -> tuple[str, ...]:
-        """The compile command of one kernel of a sub-build using `runtime` (RUNTIME_CONFIG["runtime"]); paths
-        relative to the sub-build `sub_dir`, which this method makes relative to `compile_cwd` when that differs."""
-
-    @abstractmethod
-    def orchestration_argv(self, source: str, output: str, *, sub_dir: Path, runtime: str) -> tuple[str, ...]:
-        """The compile command of one orchestration (paths as for `kernel_argv`)."""
-
-    @abstractmethod
-    def kernel_binary(self, func_id: int, core_type: str, source: str, external: bool) -> str:
-        """Where a kernel's binary goes, relative to the sub-build (`source`: relative to it, or absolute for
-        an external kernel, which has no place beside its source)."""
-
-    @abstractmethod
-    def orchestration_binary(self, source: str) -> str:
-        """Where the orchestration's binary goes (both relative to the sub-build)."""
-
-    @property
-    @abstractmethod
-    def stamp_path(self) -> str:
-        """The sub-build's binary_context.json for this platform's binaries (relative to the sub-build)."""
+    def command(self, unit: UnitSource) -> Command:
+        """How `unit` is built here: its output place, its argv (shaped like the runtime's own command line), the
+        compiler's working directory (argv paths are relative to it) and the steps after the compile."""
 
     @abstractmethod
     def covered_roots(self) -> dict[str, str]:
@@ -102,11 +106,23 @@ class Platform(ABC):
     def binary_context(self, runtime_name: str) -> BinaryContext:
         """The identities binaries of one sub-build are built under (cache/binary_context.json)."""
 
-    @staticmethod
+
+class Runner(ABC):
+    """Execution on one platform: run a built directory on `args` (outputs written in place) and return the
+    diagnostics files written. Whether the directory is L2 or L3 is the layout's answer, handed in by the caller
+    (`run.execution.execute`); nothing here tells them apart again. `say` takes each line for the user: the
+    platform's own progress starts with `[execute] ` (hidden by -q), any other is the program's log."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name                # the platform's name (a runner serves one platform)
+
     @abstractmethod
-    def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None,
-                say: Callable[[str], None], device_ids: Sequence[int] | None,
-                on_task: Callable[[str], None] | None) -> list[str]:
-        """Run the built directory `sub_dir` on `args` (outputs written in place); the diagnostics files
-        written. Needs no toolchain: it runs in the replay child. `say` takes each line for the user: the
-        platform's own progress starts with `[execute] ` (hidden by -q), any other is the program's log."""
+    def run_l2(self, sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None,
+               say: Callable[[str], None], on_task: Callable[[str], None] | None) -> list[str]:
+        """Run the single-chip program built in `sub_dir` (`on_task` hears each task before it starts)."""
+
+    @abstractmethod
+    def run_l3(self, root: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None,
+               say: Callable[[str], None], device_ids: Sequence[int] | None) -> list[str]:
+        """Run the host driver `orchestration/host_orch.py` of the L3 directory `root` over its chip programs
+        (`runtime.run_l3` with this platform's backend); `device_ids` None: the sidecar's."""

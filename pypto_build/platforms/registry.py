@@ -1,39 +1,63 @@
-"""Platform implementations by name: `load_platform` for planning, `platform_class` for running.
+"""Platform implementations by name: one door, `implementation(name)`, for planning and execution alike.
 
-Each implementation is imported when its name is asked for: a host build does not load
-simpler's or CANN's code (a few ms of every run's start).
+An `Implementation` names two classes in two modules: the planning one (`locate`: the toolchain found) and
+the runner (`runner()`: runs a built directory). Each module is imported only when asked for, so a build
+loads neither simpler's nor CANN's code, planning never loads execution code (torch, simpler, the runtime),
+and the replay child never loads planning's toolchain code.
 """
 from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 from ..errors import ToolchainError
 from .names import PLATFORMS
 
 if TYPE_CHECKING:
-    from .base import Platform
-
-# name -> (module of this package, class)
-_IMPLEMENTED: dict[str, tuple[str, str]] = {
-    "host": ("host", "HostPlatform"),
-    "a2a3sim": ("simpler_sim", "A2a3SimPlatform"),
-    "a5sim": ("simpler_sim", "A5SimPlatform"),
-    "a2a3": ("simpler_device", "A2a3Platform"),
-    "a5": ("simpler_device", "A5Platform"),
-}
+    from .base import Platform, Runner
 
 
-def platform_class(name: str) -> type[Platform]:
-    """The implementation of platform `name` (nothing located), or ToolchainError saying why there is none."""
+@dataclass(frozen=True)
+class Implementation:
+    """Platform `name`: its planning class and its runner, each `module:Class` in this package."""
+
+    name: str
+    planning: str
+    execution: str
+
+    @property
+    def platform_class(self) -> type[Platform]:
+        """The planning class (nothing located)."""
+        return _load(self.planning)
+
+    def locate(self, env: Mapping[str, str] | None = None) -> Platform:
+        """The platform with its toolchain located, or ToolchainError naming what is missing."""
+        return self.platform_class.locate(os.environ if env is None else env)
+
+    def runner(self) -> Runner:
+        """What runs a directory built for this platform (needs no toolchain)."""
+        return _load(self.execution)(self.name)
+
+
+_IMPLEMENTED = {name: Implementation(name, planning, execution) for name, planning, execution in (
+    ("host", "host:HostPlatform", "host_run:HostRunner"),
+    ("a2a3sim", "simpler_sim:A2a3SimPlatform", "simpler_runner:SimplerRunner"),
+    ("a5sim", "simpler_sim:A5SimPlatform", "simpler_runner:SimplerRunner"),
+    ("a2a3", "simpler_device:A2a3Platform", "simpler_runner:DeviceRunner"),
+    ("a5", "simpler_device:A5Platform", "simpler_runner:DeviceRunner"),
+)}
+
+
+def implementation(name: str) -> Implementation:
+    """Platform `name`'s implementation, or ToolchainError saying there is none."""
     found = _IMPLEMENTED.get(name)
-    if found is not None:
-        module, cls = found
-        return getattr(importlib.import_module(f".{module}", __package__), cls)
-    raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(PLATFORMS)}")
+    if found is None:
+        raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(PLATFORMS)}")
+    return found
 
 
-def load_platform(name: str, env: Mapping[str, str] | None = None) -> Platform:
-    """The platform called `name` with its toolchain located, or ToolchainError naming what is missing."""
-    return platform_class(name).locate(os.environ if env is None else env)
+def _load(where: str):
+    module, cls = where.split(":")
+    return getattr(importlib.import_module(f".{module}", __package__), cls)

@@ -8,28 +8,25 @@ PyPTO reads, `cache/incore_<func_id>_<core>_<stem>_<platform>.bin`. So editing
 one kernel re-runs one compile, one link, one extraction. The orchestration of
 `tensormap_and_ringbuffer` is cross-compiled with CANN's aarch64 g++ (it runs
 on the AICPU); `host_build_graph`'s with the host g++ (it runs in the host
-process). Running needs an NPU: simpler's Worker, as on the simulators.
+process). Running needs an NPU: simpler's Worker, as on the simulators (`simpler_runner.DeviceRunner`).
 """
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Mapping, Sequence
+from typing import ClassVar, Mapping
 
 from ..cann import Cann, locate_cann
 from ..errors import ToolchainError
-from ..runconfig import RunConfig
 from ..toolchain import Compiler, system_include_dirs
-from .base import PostStep
+from .base import PostStep, UnitSource
 from .simpler_argv import (HOST_CXX, arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv,
                            orchestration_argv, orchestration_compiler)
 from .simpler_env import find_simpler
 from .pypto_places import kernel_payload_path
 from .simpler_sim import SimplerSimPlatform, bare_compiler
 
-NPU_DEVICES = "/dev/davinci[0-9]*"          # the Ascend driver's device nodes, one per NPU
 EXTRACTOR = "pypto_build elf_payload 1"      # the payload extraction's identity: bump when its rule changes
 
 
@@ -61,52 +58,38 @@ class SimplerDevicePlatform(SimplerSimPlatform):
             return self.kernel_compiler
         return self.compiler if runtime == "host_build_graph" else self._cross()
 
-    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str], *,
-                    sub_dir: Path, runtime: str) -> tuple[str, ...]:
+    def _kernel_argv(self, unit: UnitSource, output: str) -> tuple[str, ...]:
         assert self.cann is not None
-        extra = [os.path.normpath(os.path.join(sub_dir, d)) for d in include_dirs]
-        return device_kernel_argv(self.install, self.cann.home, arch_of(self.name), runtime, core_type,
-                                  os.path.join(sub_dir, source), os.path.join(sub_dir, output), extra)
+        extra = [os.path.normpath(os.path.join(unit.sub_dir, d)) for d in unit.include_dirs]
+        return device_kernel_argv(self.install, self.cann.home, arch_of(self.name), unit.runtime, unit.core_type,
+                                  os.path.join(unit.sub_dir, unit.source), os.path.join(unit.sub_dir, output), extra)
 
-    def orchestration_argv(self, source: str, output: str, *, sub_dir: Path, runtime: str) -> tuple[str, ...]:
+    def _orchestration_argv(self, unit: UnitSource, output: str) -> tuple[str, ...]:
         assert self.cann is not None
-        cxx, host_gxx = orchestration_compiler(self.name, runtime, self.cann.home)
+        cxx, host_gxx = orchestration_compiler(self.name, unit.runtime, self.cann.home)
         no_gnu_unique = self.no_gnu_unique if host_gxx else compiler_is_gcc(cxx)
-        argv = orchestration_argv(self.install, self.name, runtime, cxx, os.path.join(sub_dir, source),
-                                  os.path.join(sub_dir, output), host_gxx, no_gnu_unique=no_gnu_unique)
-        return (*self.compiler_for("orchestration", runtime).command, *argv[1:])
+        argv = orchestration_argv(self.install, self.name, unit.runtime, cxx, os.path.join(unit.sub_dir, unit.source),
+                                  os.path.join(unit.sub_dir, output), host_gxx, no_gnu_unique=no_gnu_unique)
+        return (*self.compiler_for("orchestration", unit.runtime).command, *argv[1:])
 
-    def kernel_binary(self, func_id: int, core_type: str, source: str, external: bool) -> str:
-        """The compiled object: ours (the link and the extraction make what PyPTO reads, `post_steps`)."""
-        stem = Path(source).stem
-        if external:
-            return f".pypto_build/{self.name}/cache/external/{func_id}_{core_type}_{stem}.o"
-        return f".pypto_build/{self.name}/kernels/{core_type}/{stem}.o"
+    def _kernel_output(self, unit: UnitSource) -> str:
+        """The compiled object: ours (the link and the extraction make what PyPTO reads, `_steps`)."""
+        stem = Path(unit.source).stem
+        if unit.external:
+            return f".pypto_build/{self.name}/cache/external/{unit.func_id}_{unit.core_type}_{stem}.o"
+        return f".pypto_build/{self.name}/kernels/{unit.core_type}/{stem}.o"
 
-    def post_steps(self, func_id: int, core_type: str, source: str, external: bool, compiled: str, *,
-                   sub_dir: Path) -> tuple[PostStep, ...]:
+    def _steps(self, unit: UnitSource, compiled: str) -> tuple[PostStep, ...]:
         """Link (PyPTO keeps the image as kernels/<core>/<stem>.o), then the payload out of its .text."""
         assert self.cann is not None
-        stem = Path(source).stem
-        image = (f".pypto_build/{self.name}/cache/external/{func_id}_{core_type}_{stem}.elf" if external else
+        stem, func_id, core_type = Path(unit.source).stem, unit.func_id, unit.core_type
+        image = (f".pypto_build/{self.name}/cache/external/{func_id}_{core_type}_{stem}.elf" if unit.external else
                  f"kernels/{core_type}/{stem}.o")
-        link = device_link_argv(self.cann.home, os.path.join(sub_dir, compiled), os.path.join(sub_dir, image))
-        payload = kernel_payload_path(self.name, func_id, core_type, source, external)
+        link = device_link_argv(self.cann.home, os.path.join(unit.sub_dir, compiled),
+                                os.path.join(unit.sub_dir, image))
+        payload = kernel_payload_path(self.name, func_id, core_type, unit.source, unit.external)
         return (PostStep("link", compiled, image, link, self.cann.identity),
                 PostStep("extract", image, payload, (), EXTRACTOR))
-
-
-    @staticmethod
-    def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
-                say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None,
-                on_task: Callable[[str], None] | None = None) -> list[str]:
-        """On an NPU, as on the simulators (simpler's Worker); without one, one line before anything starts."""
-        if not glob.glob(NPU_DEVICES):
-            raise ToolchainError(f"platform {config.platform}: this machine has no Ascend NPU ({NPU_DEVICES} "
-                                 "missing), so the program cannot run here; run it on an NPU machine, or replay "
-                                 f"with --platform {config.platform}sim (simpler's simulator) or host")
-        return SimplerSimPlatform.execute(sub_dir, args, config, names=names, say=say, device_ids=device_ids,
-                                          on_task=on_task)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Run a built L2 directory's binaries on simpler's `Worker` (PyPTO's runtime), never compiling anything.
 
-`run_on_simpler` is what a simpler-backed `Platform.execute` calls in the replay
-child: it wraps the kernel payloads and the orchestration `.so` the build left
+`run_on_simpler` is what a simpler platform's runner (`simpler_runner.SimplerRunner.run_l2`) calls in the
+replay child: it wraps the kernel payloads and the orchestration `.so` the build left
 behind into simpler's callables, runs them once on `a2a3sim`/`a5sim` (or
 `a2a3`/`a5` on an NPU machine: the same code) and returns the DFX files the run
 wrote. The steps and the `RunConfig` -> `CallConfig` mapping follow PyPTO's
@@ -21,6 +21,7 @@ from ..confine import confine_tree
 from ..errors import PyptoBuildError, ToolchainError, one_line
 from ..manifest import KernelConfig, read_kernel_config
 from ..runconfig import RunConfig
+from ..runtime import changed_files, dfx_snapshot
 
 __all__ = ["SIMPLER_PLATFORMS", "CallSettings", "call_settings", "unsupported_lines", "run_on_simpler"]
 
@@ -357,28 +358,3 @@ def missing_runtime(exc: FileNotFoundError, platform: str, runtime: str) -> str:
     return (f"simpler's {platform} runtime {runtime!r} is not built: {first}{more} is missing; build it in "
             f"{PROJECT_ROOT} (pip install --no-build-isolation -e . there, or python "
             f"simpler_setup/build_runtimes.py --platforms {platform})")
-
-
-# --- DFX files ---------------------------------------------------------------------------------------------
-
-
-def dfx_snapshot(dfx: Path | None) -> dict[str, tuple[int, int, int]]:
-    """Every file under `dfx` (links not followed) with what tells a rewrite apart."""
-    found: dict[str, tuple[int, int, int]] = {}
-    if dfx is None or not dfx.is_dir():
-        return found
-    for dirpath, _dirs, files in os.walk(dfx):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            found[path] = (st.st_ino, st.st_mtime_ns, st.st_size)
-    return found
-
-
-def changed_files(dfx: Path | None, before: dict[str, tuple[int, int, int]]) -> list[str]:
-    """The files under `dfx` that are new or rewritten since `before`, sorted."""
-    after = dfx_snapshot(dfx)
-    return sorted(path for path, stamp in after.items() if before.get(path) != stamp)

@@ -42,7 +42,7 @@ from ..safeio import refusal
 DEFAULT_TIMEOUT = 1800.0
 _POLL_S = 0.2
 _GRACE_S = 10.0             # a child that reported may take this long to leave by itself
-PROGRESS = "[execute] "     # how a platform's progress lines start (Platform.execute); its other lines are the program's
+PROGRESS = "[execute] "     # how a runner's progress lines start (platforms.Runner); its other lines are the program's
 
 
 @dataclass
@@ -195,8 +195,10 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     from . import golden_cache
     from ..sidecars import load_sidecar
     from .execution import execute, save_outputs
+    from ..layout import classify
 
     sub = Path(request["sub"])
+    kind, _markers = classify(sub)                  # L2 or L3: decided once, by the layout
     config: RunConfig = request["config"]
     reads = Reads(sub)
 
@@ -248,7 +250,8 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     pristine = copies(named) if runs > 1 else {}
     at(f"running the program on {config.platform}")
     began = time.perf_counter()
-    dfx = execute(sub, tensors, config, names=list(named), say=said_by_run, on_task=lambda what: at(f"running {what}"))
+    dfx = execute(sub, tensors, config, kind=kind, names=list(named), say=said_by_run,
+                  on_task=lambda what: at(f"running {what}"))
     seconds = [time.perf_counter() - began]
     note(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
     at("saving the outputs")
@@ -273,7 +276,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         again = copies(pristine)
         at(f"timing the program (run {i + 1} of {runs})")
         began = time.perf_counter()
-        execute(sub, list(again.values()), config, names=list(again), say=lambda line: None)
+        execute(sub, list(again.values()), config, kind=kind, names=list(again), say=lambda line: None)
         seconds.append(time.perf_counter() - began)
     return {"checked": checked, "dfx": dfx, "reads": _keyed_files(sub, cached, taken, reads),
             "golden": kept if from_golden else None,

@@ -1,8 +1,9 @@
 """Running a built directory on its platform: what the replay child does (PyPTO's replay).
 
-`check_replayable` says whether a directory can run, `execute` runs it (through
-`Platform.execute`) and writes the diagnostics asked for, `save_outputs` keeps
-the run's outputs. Used by the child process (`child.py`) and by
+`check_replayable` says whether a directory can run, `execute` runs it on its
+platform's runner (`Runner.run_l2` or `run_l3`, as the layout's kind says: the caller
+hands it in, nothing here tells L2 from L3 again) and writes the diagnostics asked
+for, `save_outputs` keeps the run's outputs. Used by the child process (`child.py`) and by
 `CompiledProgram`; it builds nothing and runs no golden (`child.run_program`
 puts the steps together for `compat.replay` and the `replay:`/`validate:` tasks).
 torch is imported only inside these functions, never on a build-only path.
@@ -20,7 +21,7 @@ from .. import atomic
 from ..errors import PyptoBuildError
 from ..confine import confine_tree
 from ..layout import BuildKind, classify, load_layout
-from ..markers import STATE_DIR
+from ..markers import HOST_ORCH, STATE_DIR
 from ..runconfig import RunConfig
 
 
@@ -42,19 +43,25 @@ def check_replayable(work_dir: Path) -> Path:
     return Path(work_dir)
 
 
-def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
-            say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None,
-            on_task: Callable[[str], None] | None = None) -> list[str]:
-    """Run a built directory on `config.platform` (`Platform.execute`); write the diagnostics asked for,
-    after clearing what an earlier run of ours wrote. Returns the diagnostics files."""
-    from ..platforms import platform_class
+def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind,
+            names: Sequence[str] | None = None, say: Callable[[str], None] = print,
+            device_ids: Sequence[int] | None = None, on_task: Callable[[str], None] | None = None) -> list[str]:
+    """Run the built directory `sub_dir`, of the layout's `kind`, on `config.platform`'s runner; write the
+    diagnostics asked for, after clearing what an earlier run of ours wrote. Returns the diagnostics files."""
+    from ..platforms import implementation
 
+    runner = implementation(config.platform or "host").runner()
+    if kind is BuildKind.L3:            # PyPTO's rule: a host driver over chip programs (it clears its own dfx)
+        if on_task is not None:
+            on_task(f"the host driver {HOST_ORCH}")
+        return runner.run_l3(sub_dir, args, config, names=names, say=say, device_ids=device_ids)
+    if kind is not BuildKind.L2:
+        raise PyptoBuildError(f"{sub_dir} is a {kind.value}, which does not run itself; run one of its sub-builds")
     if config.enable_chip_swimlane or config.enable_dump_args:
         base = Path(sub_dir).absolute()
         confine_tree(base, base / "dfx_outputs", "dfx_outputs folder")
         clear_dfx(base / "dfx_outputs")
-    return platform_class(config.platform or "host").execute(sub_dir, args, config, names=names, say=say,
-                                                   device_ids=device_ids, on_task=on_task)
+    return runner.run_l2(sub_dir, args, config, names=names, say=say, on_task=on_task)
 
 
 def clear_dfx(dfx: Path) -> None:

@@ -29,9 +29,10 @@ from .. import procs
 # Imported once by the server: its guard first, then what every run of the host runtime needs (an ImportError
 # is skipped).
 PRELOAD = ("pypto_build.run.warm_server", "torch", "pypto_build.run.child", "pypto_build.run.golden",
-           "pypto_build.run.execution", "pypto_build.sidecars", "pypto_build.platforms.host",
-           "pypto_build.runtime.executor")
-SIMPLER_PRELOAD = ("pypto_build.platforms.simpler_run", "pypto_build.platforms.simpler_l3", "simpler._log",
+           "pypto_build.run.execution", "pypto_build.sidecars", "pypto_build.platforms.host_run",
+           "pypto_build.runtime.executor", "pypto_build.runtime.l3_driver")
+SIMPLER_PRELOAD = ("pypto_build.platforms.simpler_runner", "pypto_build.platforms.simpler_run",
+                   "pypto_build.platforms.simpler_l3", "simpler._log",
                    "simpler.task_interface", "simpler.worker", "simpler_setup.log_config",
                    "simpler_setup.torch_interop", "simpler_setup.environment")
 

@@ -1,9 +1,12 @@
-"""The host runtime: runs built kernels and orchestrations on the CPU (simpler's ABI, no NPU).
+"""The host runtime, and the one L3 driver every runtime runs under.
 
-Door: `HostExecutor` / `ExecutorError` (one L2 program), `run_distributed` (L3:
-one worker process per device), `write_swimlane` / `write_args_dump`
-(diagnostics). Modules: `executor`, `abi`, `dfx`, `l3`, `l3_shims`,
-`rank_channel`; C/C++ headers under `host/`.
+Door: `HostExecutor` / `ExecutorError` (one L2 program on the CPU), `run_l3` / `L3Backend` / `Prepared` (the L3
+driver and its backend seam; `TENSOR_ARG`, the module a backend's `make_tensor_arg` stands in
+for), `HostL3` (the host runtime's backend: one worker process per device),
+`write_swimlane` / `write_args_dump` (a host run's diagnostics), `dfx_snapshot` / `changed_files` (what a run
+wrote under dfx_outputs). Modules: `executor`, `abi`, `dfx`, `l3_driver`, `l3`, `l3_shims` (the stand-ins for
+the modules a host driver imports: the only module that replaces `sys.modules` entries), `rank_channel`;
+C/C++ headers under `host/`.
 """
 from __future__ import annotations
 
@@ -13,9 +16,15 @@ _EXPORTS = {
     "HostExecutor": "executor",
     "ExecutorError": "executor",
     "RunTrace": "executor",
-    "run_distributed": "l3",
+    "run_l3": "l3_driver",
+    "L3Backend": "l3_driver",
+    "Prepared": "l3_driver",
+    "HostL3": "l3",
+    "TENSOR_ARG": "l3_shims",
     "write_swimlane": "dfx",
     "write_args_dump": "dfx",
+    "dfx_snapshot": "dfx",
+    "changed_files": "dfx",
 }
 
 __all__ = [*_EXPORTS]

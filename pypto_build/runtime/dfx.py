@@ -1,12 +1,13 @@
-"""Diagnostics of a host run: a swimlane (Chrome trace / Perfetto JSON) and an argument dump.
+"""Diagnostics files: a host run's swimlane (Chrome trace / Perfetto JSON) and argument dump, and which files a
+run (of any runtime) wrote under its dfx_outputs folder (`dfx_snapshot` before, `changed_files` after).
 
-Both take the `RunTrace` that `HostExecutor.run(..., trace=True)` returns and
-write atomically. Timings are those of a sequential CPU run (a functional
-reference), not of the NPU.
+The writers take the `RunTrace` that `HostExecutor.run(..., trace=True)` returns and write atomically.
+Timings are those of a sequential CPU run (a functional reference), not of the NPU.
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,8 @@ from .. import atomic
 if TYPE_CHECKING:
     from .executor import RunTrace
 
-__all__ = ["write_swimlane", "write_args_dump", "swimlane_events", "args_dump", "ARGS_DUMP"]
+__all__ = ["write_swimlane", "write_args_dump", "swimlane_events", "args_dump", "ARGS_DUMP", "dfx_snapshot",
+           "changed_files"]
 
 ARGS_DUMP = "args_dump.json"
 _TIDS = {"aic": 0, "aiv": 1}
@@ -76,3 +78,25 @@ def write_args_dump(trace: "RunTrace", directory: Path) -> Path:
     path = Path(directory) / ARGS_DUMP
     atomic.write_text(path, json.dumps(args_dump(trace), indent=1) + "\n")
     return path
+
+
+def dfx_snapshot(dfx: Path | None) -> dict[str, tuple[int, int, int]]:
+    """Every file under `dfx` (links not followed) with what tells a rewrite apart."""
+    found: dict[str, tuple[int, int, int]] = {}
+    if dfx is None or not dfx.is_dir():
+        return found
+    for dirpath, _dirs, files in os.walk(dfx):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            found[path] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    return found
+
+
+def changed_files(dfx: Path | None, before: dict[str, tuple[int, int, int]]) -> list[str]:
+    """The files under `dfx` that are new or rewritten since `before`, sorted."""
+    after = dfx_snapshot(dfx)
+    return sorted(path for path, stamp in after.items() if before.get(path) != stamp)

@@ -1,4 +1,4 @@
-"""Stand-ins for the runtime names a generated `orchestration/host_orch.py` imports.
+"""The stand-in modules the L3 driver's host_orch.py imports: the one place that replaces `sys.modules` entries.
 
 PyPTO's distributed codegen emits a host driver that starts with
 
@@ -7,15 +7,16 @@ PyPTO's distributed codegen emits a host driver that starts with
     from pypto.runtime.tensor_arg import make_tensor_arg
     from pypto.runtime.distributed_runner import _submit_chip
 
-and, for a comm-free program, builds one `TaskArgs` per chip dispatch
-(`add_tensor(make_tensor_arg(orch._worker, view), TensorArgType.X)`,
-`add_scalar(v)`) and hands it to `_submit_chip(orch, callables[name], ta,
-config, rank_or_None)`. `stand_in_modules()` installs modules providing exactly
-that subset in `sys.modules` for the duration of a `with` block; `HostOrch`,
-`Callables` and `SubIds` are the `orch`, `callables` and `sub_ids` the entry
-is called with. Anything else
-(communication domains, window buffers, device tensors, SubWorkers, unknown
-names) raises `HostUnimplemented`, which the driver turns into one message.
+`installed()` puts modules providing exactly that in `sys.modules` while the driver runs (`with`), and
+restores whatever was there (or nothing) on the way out: `pypto.runtime.tensor_arg` and
+`pypto.runtime.distributed_runner` on every backend (the backend's `make_tensor_arg`, the driver's
+`_submit_chip`); `simpler` and `simpler.task_interface` only for a backend without simpler (the host runtime),
+whose names are defined here: a comm-free program builds one `TaskArgs` per chip dispatch
+(`add_tensor(make_tensor_arg(orch._worker, view), TensorArgType.X)`, `add_scalar(v)`), and `HostOrch` is the
+`orch` its entry gets. Anything else of simpler's (communication domains, window buffers, device tensors,
+SubWorkers, unknown names) raises `HostUnimplemented`, which the driver turns into one line
+(`unimplemented_message`). `hidden_main()` is the other replacement: the caller's `__main__` hidden while the
+host runtime spawns its rank workers.
 """
 from __future__ import annotations
 
@@ -24,16 +25,17 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .executor import ExecutorError
 
-__all__ = ["HostUnimplemented", "HostOrch", "Callables", "SubIds", "ChipProgram", "TensorArg", "TaskArgs", "CallConfig", "TensorArgType", "DataType",
-           "make_tensor_arg", "submit_chip", "submit_chip_group", "stand_in_modules", "unimplemented",
-           "STAND_IN_MODULES"]
+__all__ = ["HostUnimplemented", "HostOrch", "ChipProgram", "TensorArg", "TaskArgs", "CallConfig", "TensorArgType",
+           "DataType", "make_tensor_arg", "installed", "hidden_main", "unimplemented", "unimplemented_message",
+           "TASK_INTERFACE", "TENSOR_ARG", "RUNNER"]
 
-STAND_IN_MODULES = ("simpler", "simpler.task_interface", "pypto", "pypto.runtime", "pypto.runtime.tensor_arg",
-                    "pypto.runtime.distributed_runner")
+TASK_INTERFACE = "simpler.task_interface"
+TENSOR_ARG = "pypto.runtime.tensor_arg"
+RUNNER = "pypto.runtime.distributed_runner"
 
 # Names whose use means a feature the host runtime does not have, with a readable label.
 _FEATURES = {
@@ -166,115 +168,120 @@ def make_tensor_arg(*args: Any) -> TensorArg:
     return TensorArg(value)
 
 
-def submit_chip(orch: Any, callable_id: Any, task_args: Any, config: Any, worker: int | None) -> Any:
-    """`_submit_chip`: a rank-pinned dispatch keeps its rank; `None` is placed round-robin over the ranks."""
-    return orch.submit_next_level(callable_id, task_args, config, worker=worker)
-
-
-def submit_chip_group(orch: Any, callable_id: Any, args_list: Any, config: Any, workers: Any) -> None:
-    """`_submit_chip_group`: one dispatch of the same program per (task args, rank) pair, in order."""
-    args_list, workers = list(args_list), list(workers)
-    if len(args_list) != len(workers):
-        raise ValueError(f"_submit_chip_group: {len(args_list)} task args for {len(workers)} workers")
-    for task_args, worker in zip(args_list, workers):
-        orch.submit_next_level(callable_id, task_args, config, worker=worker)
-
-
-class Callables(dict):
-    """`callables[name]` -> the chip program handle; an unknown name is a clear error."""
-
-    def __init__(self, chips: dict[str, Path]) -> None:
-        super().__init__({name: ChipProgram(name) for name in chips})
-
-    def __missing__(self, name: str) -> Any:
-        raise ExecutorError(f"host_orch.py dispatches chip program {name!r}, but next_levels/{name}/ has no "
-                            f"kernel_config.py (chip programs: {', '.join(sorted(self))})")
-
-
-class SubIds(dict):
-    def __missing__(self, name: str) -> Any:
-        raise unimplemented(f"SubWorkers (sub_ids[{name!r}])")
-
-
 @dataclass(frozen=True)
 class ChipProgram:
     name: str
 
 
 class HostOrch(_Strict):
-    """The `orch` handed to the entry: `submit_next_level` hands (rank, program name, TaskArgs) to
-    `pool.dispatch`; anything else (domains, SubWorkers, device memory) is a missing feature."""
+    """The `orch` the entry gets on the host runtime: `submit_next_level` hands (rank, chip program, TaskArgs,
+    dispatch folder) to the rank pool; anything else (domains, SubWorkers, device memory) is a missing feature."""
 
-    def __init__(self, pool: Any, world: int) -> None:
+    def __init__(self, pool: Any) -> None:
         self._pool = pool
-        self._world = world
         self._worker = object()   # what `make_tensor_arg(orch._worker, t)` is given; unused on the host
-        self._next_unplaced = 0
-        self.keep: list[Any] = []
 
-    def submit_next_level(self, callable_id: Any, task_args: Any, config: Any = None, *,
-                          worker: int | None = None) -> None:
+    def submit_next_level(self, callable_id: Any, task_args: Any, config: Any = None, *, worker: int) -> None:
+        """simpler's call: an exact rank (the driver's `_submit_chip` places rank-less dispatches); the dispatch
+        folder is `config.output_prefix` when the driver set one."""
         if not isinstance(callable_id, ChipProgram):
             raise ExecutorError(f"submit: {callable_id!r} is not a chip program from `callables`")
         if not isinstance(task_args, TaskArgs):
             raise ExecutorError(f"submit {callable_id.name}: task args must be TaskArgs, got "
                                 f"{type(task_args).__name__}")
-        if worker is None:  # comm-less dispatch: round-robin over the ranks in submission order
-            worker, self._next_unplaced = self._next_unplaced % self._world, self._next_unplaced + 1
-        if isinstance(worker, bool) or not isinstance(worker, int) or not 0 <= worker < self._world:
-            raise ExecutorError(f"submit {callable_id.name}: rank {worker!r} is outside 0..{self._world - 1} "
-                                f"(world size {self._world})")
-        self._pool.dispatch(worker, callable_id.name, task_args)
+        folder = getattr(config, "output_prefix", "") if config is not None else ""
+        self._pool.dispatch(worker, callable_id.name, task_args, Path(folder) if folder else None)
 
 
 def _comm_buffer_spec(*_args: Any, **_kwargs: Any) -> Any:
     raise unimplemented("CommBufferSpec")
 
 
-def _module(name: str, attrs: dict[str, Any], package: bool = False) -> types.ModuleType:
-    mod = types.ModuleType(name, f"pypto_build host-runtime stand-in for {name}")
+def _module(name: str, attrs: dict[str, Any], strict: bool) -> types.ModuleType:
+    """A package module holding `attrs`; `strict`: any other name is a missing feature (simpler's, on the host)."""
+    mod = types.ModuleType(name, f"pypto_build stand-in for {name} (the L3 driver's host_orch.py imports it)")
     mod.__dict__.update(attrs)
-    if package:
-        mod.__path__ = []  # type: ignore[attr-defined]
+    mod.__path__ = []  # type: ignore[attr-defined]  # a package: its submodules can be imported
 
     def __getattr__(attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
         raise unimplemented(f"{name}.{attr}")
 
-    mod.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    if strict:
+        mod.__getattr__ = __getattr__  # type: ignore[attr-defined]
     return mod
 
 
-def _build_modules() -> dict[str, types.ModuleType]:
-    task_interface = _module("simpler.task_interface", {
-        "TaskArgs": TaskArgs, "TensorArgType": TensorArgType, "CallConfig": CallConfig, "DataType": DataType,
-        "CommBufferSpec": _comm_buffer_spec})
-    tensor_arg = _module("pypto.runtime.tensor_arg", {"make_tensor_arg": make_tensor_arg})
-    runner = _module("pypto.runtime.distributed_runner",
-                     {"_submit_chip": submit_chip, "_submit_chip_group": submit_chip_group})
-    runtime = _module("pypto.runtime", {"tensor_arg": tensor_arg, "distributed_runner": runner}, package=True)
-    return {
-        "simpler": _module("simpler", {"task_interface": task_interface}, package=True),
-        "simpler.task_interface": task_interface,
-        "pypto": _module("pypto", {"runtime": runtime}, package=True),
-        "pypto.runtime": runtime,
-        "pypto.runtime.tensor_arg": tensor_arg,
-        "pypto.runtime.distributed_runner": runner,
-    }
+def host_task_interface() -> dict[str, Any]:
+    """The host runtime's `simpler.task_interface`: what a comm-free host driver uses of it."""
+    return {"TaskArgs": TaskArgs, "TensorArgType": TensorArgType, "CallConfig": CallConfig, "DataType": DataType,
+            "CommBufferSpec": _comm_buffer_spec}
+
+
+def _modules(names: dict[str, dict[str, Any]], submit_chip: Callable[..., Any]) -> dict[str, types.ModuleType]:
+    """The modules to install: the pypto ones always, simpler's when `names` stands in for its task_interface."""
+    tensor_arg = _module(TENSOR_ARG, names[TENSOR_ARG], strict=False)
+    runner = _module(RUNNER, {"_submit_chip": submit_chip}, strict=False)
+    runtime = _module("pypto.runtime", {"tensor_arg": tensor_arg, "distributed_runner": runner}, strict=False)
+    found = {"pypto": _module("pypto", {"runtime": runtime}, strict=False), "pypto.runtime": runtime,
+             TENSOR_ARG: tensor_arg, RUNNER: runner}
+    if TASK_INTERFACE in names:
+        task_interface = _module(TASK_INTERFACE, names[TASK_INTERFACE], strict=True)
+        found.update({"simpler": _module("simpler", {"task_interface": task_interface}, strict=True),
+                      TASK_INTERFACE: task_interface})
+    return found
 
 
 @contextlib.contextmanager
-def stand_in_modules() -> Iterator[None]:
-    """Install the stand-in modules in `sys.modules`; restore whatever was there (or nothing) on exit."""
-    saved = {name: sys.modules.get(name) for name in STAND_IN_MODULES}
+def installed(names: dict[str, dict[str, Any]], submit_chip: Callable[..., Any]) -> Iterator[None]:
+    """The stand-in modules in `sys.modules` while the block runs (`names`: a backend's, by module; the driver's
+    `_submit_chip`); whatever was there before (or nothing) is back afterwards."""
+    modules = _modules(names, submit_chip)
+    saved = {name: sys.modules.get(name) for name in modules}
     _missing.clear()
-    sys.modules.update(_build_modules())
+    sys.modules.update(modules)
     try:
         yield
     finally:
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
+        _restore(saved)
+
+
+@contextlib.contextmanager
+def hidden_main() -> Iterator[None]:
+    """The caller's `__main__` hidden while the host runtime spawns its rank workers: a spawned process imports
+    the parent's main script again, and one without an `if __name__ == "__main__"` guard would run again. The
+    workers need nothing from it (their function lives in `runtime/l3.py`)."""
+    saved = {"__main__": sys.modules.get("__main__")}
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        _restore(saved)
+
+
+def _restore(saved: dict[str, types.ModuleType | None]) -> None:
+    for name, previous in saved.items():
+        if previous is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = previous
+
+
+def unimplemented_message(exc: BaseException, path: Path) -> str | None:
+    """One line for a host driver that used what the host runtime does not have (a `HostUnimplemented` in
+    `exc`'s chain, or an import of such a name), or None."""
+    hunt: BaseException | None = exc
+    while hunt is not None:
+        if isinstance(hunt, HostUnimplemented):
+            return _message(hunt.feature, path)
+        hunt = hunt.__cause__ or hunt.__context__
+    missing = last_missing()
+    if isinstance(exc, ImportError) and missing is not None:
+        return _message(missing, path)
+    return None
+
+
+def _message(feature: str, path: Path) -> str:
+    return (f"host runtime: {feature} is not implemented for distributed programs (the host runs "
+            f"comm-free programs that dispatch chip programs to ranks); used by {path}")

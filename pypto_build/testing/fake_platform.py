@@ -14,7 +14,8 @@ by planning with another value of a field:
 
 Command lines are short: the flags, `-I` of the kernel's own include dirs,
 `-o OUT SOURCE`. No root is identity-covered and the compiler has no search
-directories of its own. Nothing can be executed (`execute` raises).
+directories of its own. Nothing can be executed: the fake has no runner (the
+registry does not know it).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import ClassVar, Mapping
 from ..hashing import text_digest
 from ..stamp import STAMP
 from ..identity import BinaryContext, Revision
-from ..platforms import Platform
+from ..platforms import Command, Platform, UnitSource
 from ..procs import path_arg
 from ..toolchain import Compiler
 
@@ -59,33 +60,25 @@ class FakePlatform(Platform):
     runtime_label: ClassVar[str] = "fake runtime"
     pto_isa_label: str = "none"
 
-    # In PyPTO's places (beside the source, cache/binary_context.json), as a platform PyPTO builds for does.
-    def kernel_binary(self, func_id: int, core_type: str, source: str, external: bool) -> str:
-        if external:
-            return f"cache/external/{func_id}_{core_type}_{Path(source).stem}.so"
-        return os.path.splitext(source)[0] + ".so"
+    def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
+        return self.compiler
 
-    def orchestration_binary(self, source: str) -> str:
-        return os.path.splitext(source)[0] + ".so"
+    def command(self, unit: UnitSource) -> Command:
+        """In PyPTO's places (beside the source, cache/external/), as a platform PyPTO builds for does."""
+        if unit.kind == "kernel" and unit.external:
+            output = f"cache/external/{unit.func_id}_{unit.core_type}_{Path(unit.source).stem}.so"
+        else:
+            output = os.path.splitext(unit.source)[0] + ".so"
+        incs = (f"-I{path_arg(d)}" for d in unit.include_dirs)
+        return Command(output, (*self.compiler.command, *self.defines, *incs, "-o", path_arg(output),
+                                path_arg(unit.source)), unit.sub_dir)
 
     @property
     def stamp_path(self) -> str:
         return STAMP
-
-    def kernel_argv(self, core_type: str, source: str, output: str, include_dirs: list[str], *,
-                    sub_dir: Path, runtime: str) -> tuple[str, ...]:
-        return (*self.compiler.command, *self.defines, *(f"-I{path_arg(d)}" for d in include_dirs),
-                "-o", path_arg(output), path_arg(source))
-
-    def orchestration_argv(self, source: str, output: str, *, sub_dir: Path, runtime: str) -> tuple[str, ...]:
-        return (*self.compiler.command, *self.defines, "-o", path_arg(output), path_arg(source))
 
     def covered_roots(self) -> dict[str, str]:
         return {}
 
     def binary_context(self, runtime_name: str) -> BinaryContext:
         return BinaryContext(self.name, runtime_name, self.runtime_revision, Revision("none"))
-
-    @staticmethod
-    def execute(sub_dir, args, config, *, names=None, say=print, device_ids=None, on_task=None) -> list[str]:
-        raise NotImplementedError("FakePlatform only builds (its binaries are digests, not programs)")
