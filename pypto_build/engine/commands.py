@@ -18,16 +18,19 @@ from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
 from doit.doit_cmd import DoitMain
+from doit.runner import ERROR as TASK_RAISED
 
+from ..errors import FAILED
+from ..exits import OneLineOptions
 from . import noop
 from .loader import BuildDirLoader, opt_recompile
 from .session import force_rebuilds, guarded, locked
 from .workers import supervise
 
 
-class BuildDirCommand:
-    """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors
-    (`session.guarded` / `session.locked`, shared with the build's own run)."""
+class BuildDirCommand(OneLineOptions):
+    """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors and the exit
+    statuses of every front end (`session.guarded` / `session.locked`, shared with the build's own run)."""
 
     adopts = False      # commands that build adopt generated outputs on first sight
 
@@ -42,7 +45,7 @@ class BuildDirCommand:
                            watch=bool(params.get("num_process")), where=str(self.loader.root))
             if rc == 0 and self.adopts and not args:
                 noop.record_graph(self.loader.graph, self.task_list)
-            return rc
+            return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
 
 
 class BuildDirRun(BuildDirCommand, Run):

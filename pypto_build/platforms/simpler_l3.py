@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .. import atomic
 from ..confine import confine_tree
-from ..errors import PyptoBuildError, ToolchainError, one_line
+from ..errors import PyptoBuildError, ToolchainError, UserError, one_line
 from ..manifest import read_kernel_config
 from ..pyexec import exec_file
 from ..runconfig import RunConfig
@@ -57,7 +57,7 @@ def run_l3_on_simpler(root: Path, platform: str, args: Sequence, config: RunConf
 
     `args`: CPU torch tensors in `distributed_meta.json` parameter order (outputs written in place);
     `device_ids`: None takes the sidecar's. Returns the files the run wrote or rewrote under
-    `<root>/dfx_outputs`. One-line PyptoBuildError/ToolchainError for what the user can fix; failures
+    `<root>/dfx_outputs`. One-line UserError/ToolchainError for what the user can fix; failures
     inside the runtime propagate as simpler raises them.
     """
     root = Path(root).absolute()
@@ -69,21 +69,21 @@ def run_l3_on_simpler(root: Path, platform: str, args: Sequence, config: RunConf
     dc = meta.distributed_config
     ids = [int(d) for d in (device_ids if device_ids is not None else (dc.device_ids if dc else ()))]
     if not ids or len(set(ids)) != len(ids):
-        raise PyptoBuildError(f"{meta_path}: device ids {ids} must be non-empty and distinct; fix "
-                              "distributed_config.device_ids (or pass other device ids to the run)")
+        raise UserError(f"{meta_path}: device ids {ids} must be non-empty and distinct; fix "
+                        "distributed_config.device_ids (or pass other device ids to the run)")
     params = [p.name for p in meta.params]
     labels = list(names) if names is not None and len(names) == len(args) else params
     if len(args) != len(params):
-        raise PyptoBuildError(f"{meta_path}: the host driver takes {len(params)} argument(s) "
-                              f"({', '.join(params)}), got {len(args)}")
+        raise UserError(f"{meta_path}: the host driver takes {len(params)} argument(s) "
+                        f"({', '.join(params)}), got {len(args)}")
     _check_tensors(args, labels)
     driver = root / HOST_ORCH
     if not driver.is_file():
-        raise PyptoBuildError(f"{driver}: missing; {root} is not a built L3 directory (PyPTO writes "
-                              f"{HOST_ORCH} beside distributed_meta.json)")
+        raise UserError(f"{driver}: missing; {root} is not a built L3 directory (PyPTO writes "
+                        f"{HOST_ORCH} beside distributed_meta.json)")
     if sorted((root / "sub_workers").glob("*.py")):
-        raise PyptoBuildError(f"{root / 'sub_workers'}: SubWorkers are not run by pypto_build's simpler L3 path "
-                              "yet; replay this directory with PyPTO (DistributedCompiledProgram.from_dir)")
+        raise UserError(f"{root / 'sub_workers'}: SubWorkers are not run by pypto_build's simpler L3 path "
+                        "yet; replay this directory with PyPTO (DistributedCompiledProgram.from_dir)")
 
     simpler = import_simpler()
     chips, runtime, sdma = chip_programs(root, platform, simpler)
@@ -123,8 +123,8 @@ def chip_programs(root: Path, platform: str, simpler: Any) -> tuple[dict[str, An
     level = Path(root) / "next_levels"
     dirs = [d for d in sorted(level.iterdir()) if (d / "kernel_config.py").is_file()] if level.is_dir() else []
     if not dirs:
-        raise PyptoBuildError(f"{level}: no chip programs (expected next_levels/<name>/ sub-builds with a "
-                              "kernel_config.py)")
+        raise UserError(f"{level}: no chip programs (expected next_levels/<name>/ sub-builds with a "
+                        "kernel_config.py)")
     chips: dict[str, Any] = {}
     runtimes: dict[str, str] = {}
     sdma = False
@@ -138,8 +138,8 @@ def chip_programs(root: Path, platform: str, simpler: Any) -> tuple[dict[str, An
         sdma = sdma or bool(manifest.runtime_config.get("enable_sdma", False))
     if len(set(runtimes.values())) > 1:
         found = ", ".join(f"{n}: {r}" for n, r in runtimes.items())
-        raise PyptoBuildError(f"{level}: the chip programs name different runtimes ({found}); one Worker runs "
-                              "one runtime, so RUNTIME_CONFIG[\"runtime\"] must agree in every kernel_config.py")
+        raise UserError(f"{level}: the chip programs name different runtimes ({found}); one Worker runs "
+                        "one runtime, so RUNTIME_CONFIG[\"runtime\"] must agree in every kernel_config.py")
     return chips, next(iter(runtimes.values())), sdma
 
 
@@ -151,7 +151,7 @@ def _load_meta(path: Path, *, given_ids: bool) -> Any:
             return load_distributed_meta(path, validate_config=validate)
         except Exception as exc:  # noqa: BLE001 - MetaError / OSError: the sidecar names the problem
             problem = exc
-    raise PyptoBuildError(f"{path}: {one_line(problem, 300)}; recompile via ir.compile() to rewrite it") from None
+    raise UserError(f"{path}: {one_line(problem, 300)}; recompile via ir.compile() to rewrite it") from None
 
 
 # --- arguments ---------------------------------------------------------------------------------------------
@@ -163,10 +163,10 @@ def _check_tensors(args: Sequence, labels: Sequence[str]) -> None:
 
     for label, arg in zip(labels, args):
         if not isinstance(arg, torch.Tensor):
-            raise PyptoBuildError(f"argument {label!r}: an L3 run takes CPU torch tensors, got "
-                                  f"{type(arg).__name__}")
+            raise UserError(f"argument {label!r}: an L3 run takes CPU torch tensors, got "
+                            f"{type(arg).__name__}")
         if arg.device.type != "cpu":
-            raise PyptoBuildError(f"argument {label!r} is on {arg.device}; pass a CPU tensor (.cpu())")
+            raise UserError(f"argument {label!r} is on {arg.device}; pass a CPU tensor (.cpu())")
 
 
 @contextlib.contextmanager
@@ -232,9 +232,9 @@ class _Callables(dict):
     """The driver's `callables`: chip program name -> its registered handle; an unknown name is one line."""
 
     def __missing__(self, name: str) -> Any:
-        raise PyptoBuildError(f"dispatches chip program {name!r}, but next_levels/{name}/ has no "
-                              f"kernel_config.py (chip programs: {', '.join(sorted(self))}); recompile via "
-                              "ir.compile() to regenerate the directory")
+        raise UserError(f"dispatches chip program {name!r}, but next_levels/{name}/ has no "
+                        f"kernel_config.py (chip programs: {', '.join(sorted(self))}); recompile via "
+                        "ir.compile() to regenerate the directory")
 
 
 def _make_tensor_arg(worker: Any, arg: Any) -> Any:
@@ -246,8 +246,8 @@ def _make_tensor_arg(worker: Any, arg: Any) -> Any:
     if isinstance(arg, Tensor):
         return arg
     if not isinstance(arg, torch.Tensor):
-        raise PyptoBuildError(f"make_tensor_arg: got a {type(arg).__name__}; pypto_build's simpler L3 path takes "
-                              "host torch tensors only (device-resident tensors need PyPTO's DistributedWorker)")
+        raise UserError(f"make_tensor_arg: got a {type(arg).__name__}; pypto_build's simpler L3 path takes "
+                        "host torch tensors only (device-resident tensors need PyPTO's DistributedWorker)")
     return make_tensor_arg(worker, arg)
 
 
@@ -276,12 +276,12 @@ def _load_driver(path: Path, dispatcher: _Dispatcher) -> tuple[Callable[..., Any
     try:
         exec_file(module, path)
     except ImportError as exc:
-        raise PyptoBuildError(f"{_where(exc, path)}: {one_line(exc, 200)}; pypto_build's simpler L3 path provides "
-                              f"{_PROVIDED} (what PyPTO's codegen imports); regenerate it or replay with PyPTO") \
+        raise UserError(f"{_where(exc, path)}: {one_line(exc, 200)}; pypto_build's simpler L3 path provides "
+                        f"{_PROVIDED} (what PyPTO's codegen imports); regenerate it or replay with PyPTO") \
             from None
     except Exception as exc:  # noqa: BLE001 - the driver's own error, named by file and line
-        raise PyptoBuildError(f"{_where(exc, path)}: {type(exc).__name__}: {one_line(exc, 200)}; fix {path.name} "
-                              "or recompile via ir.compile() to regenerate it") from None
+        raise UserError(f"{_where(exc, path)}: {type(exc).__name__}: {one_line(exc, 200)}; fix {path.name} "
+                        "or recompile via ir.compile() to regenerate it") from None
     finally:
         for name, previous in saved.items():
             if previous is None:
@@ -292,8 +292,8 @@ def _load_driver(path: Path, dispatcher: _Dispatcher) -> tuple[Callable[..., Any
                       and fn.__module__ == module.__name__ and getattr(fn, ENTRY_MARKER, False) is True),
                      key=lambda fn: fn.__name__)
     if len(entries) != 1:
-        raise PyptoBuildError(f"{path}: expected exactly one function marked `{ENTRY_MARKER} = True`, found "
-                              f"{len(entries)}; the host driver is malformed (regenerate it)")
+        raise UserError(f"{path}: expected exactly one function marked `{ENTRY_MARKER} = True`, found "
+                        f"{len(entries)}; the host driver is malformed (regenerate it)")
     alloc = vars(module).get("_alloc_intermediates")
     return entries[0], alloc if callable(alloc) else None
 
@@ -309,8 +309,8 @@ def _call_alloc(alloc: Callable[..., Any], tensors: dict[str, Any], world: int, 
     try:
         alloc(tensors, world_size=world) if takes_world else alloc(tensors)
     except Exception as exc:  # noqa: BLE001 - the driver's own error
-        raise PyptoBuildError(f"{_where(exc, path)}: _alloc_intermediates failed: {type(exc).__name__}: "
-                              f"{one_line(exc, 200)}") from None
+        raise UserError(f"{_where(exc, path)}: _alloc_intermediates failed: {type(exc).__name__}: "
+                        f"{one_line(exc, 200)}") from None
     for value in tensors.values():
         for t in (value if isinstance(value, (list, tuple)) else [value]):
             if hasattr(t, "is_shared") and not t.is_shared():
@@ -364,13 +364,13 @@ def _run(simpler: Any, chips: dict[str, Any], cfg: Any, entry: Callable[..., Any
         try:
             worker.run(orchestration)
         except PyptoBuildError as exc:
-            raise PyptoBuildError(f"{_where(exc, driver)}: {exc}") from None
+            raise UserError(f"{_where(exc, driver)}: {exc}") from None
         except Exception as exc:
             where = _where(exc, driver)
             if where == str(driver):
                 raise                          # not the driver's: simpler's own failure, as it raised it
-            raise PyptoBuildError(f"{where}: {type(exc).__name__}: {one_line(exc, 300)}; fix {driver.name} or "
-                                  "recompile via ir.compile() to regenerate it") from exc
+            raise UserError(f"{where}: {type(exc).__name__}: {one_line(exc, 300)}; fix {driver.name} or "
+                            "recompile via ir.compile() to regenerate it") from exc
     finally:
         worker.close()
 

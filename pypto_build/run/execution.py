@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import atomic
-from ..errors import PyptoBuildError
+from ..errors import UserError
 from ..confine import confine_tree
 from ..layout import BuildKind, classify, load_layout
 from ..markers import STATE_DIR
@@ -34,11 +34,11 @@ def check_replayable(work_dir: Path) -> Path:
     kind, _markers = classify(work_dir)
     if kind is BuildKind.MULTI_ORCH:
         subs = ", ".join(str(s.path) for s in load_layout(work_dir).sub_builds)
-        raise PyptoBuildError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
-                              f"instead: {subs}")
+        raise UserError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
+                        f"instead: {subs}")
     if load_sidecar(work_dir) is None and kind is BuildKind.L3:
-        raise PyptoBuildError(f"{Path(work_dir) / DISTRIBUTED_META_FILENAME} not found; a distributed build needs "
-                              "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
+        raise UserError(f"{Path(work_dir) / DISTRIBUTED_META_FILENAME} not found; a distributed build needs "
+                        "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
     return Path(work_dir)
 
 
