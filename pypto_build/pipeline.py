@@ -2,7 +2,7 @@
 
 Every front end builds through `run()`: the API (`build`, `validate`, `replay` and
 the program objects), the `pypto-build` verbs and their doit commands, `ci`,
-`watch` and `example` (`pypto-build doit <command>` plans through the same
+`watch`, `example` and `debug/run.py` (`pypto-build doit <command>` plans through the same
 `Request` stages, then runs doit's own command: engine/loader.py). `run` chooses
 the platform once, lets the no-op record answer when it may, plans, opens the
 caches, runs the engine (`engine.run_build`: `--recompile` and the other forcing

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from .runconfig import RunSpec
 from .settings import CACHE, LAUNCHER, REMOTE_CACHE
@@ -57,9 +57,9 @@ class Request:
     def given(cls, *, platform: str | None = None, rebuild_from_pto: bool | None = None, ptoas: str | None = None,
               allow_unapplied_pto: bool = False, pto: PtoOptions | None = None, include_stale: bool = False,
               launcher: str | None = None, cache_dir: str | os.PathLike | None = None,
-              remote_cache: str | None = None, tasks=(), jobs: int = 1, recompile: bool = False,
-              keep_going: bool = False, force=(), trace: str | os.PathLike | None = None, quiet: bool = False,
-              run: RunSpec | None = None) -> Request:
+              remote_cache: str | None = None, tasks: Iterable[str] = (), jobs: int = 1, recompile: bool = False,
+              keep_going: bool = False, force: Iterable[str] = (), trace: str | os.PathLike | None = None,
+              quiet: bool = False, run: RunSpec | None = None) -> Request:
         """The API's keyword arguments (and the flags', through `options.request`) as a Request, judged here:
         the `.pto` settings, the launcher and the remote cache's URL (each a `UserError` in one line)."""
         found = None
@@ -70,10 +70,13 @@ class Request:
         if remote_cache or os.environ.get(REMOTE_CACHE):
             from .cache import settings             # malformed: one line, even with nothing to build
             remote = settings(remote_cache)
-        return cls(platform or None, pto or _pto_options(rebuild_from_pto, ptoas, allow_unapplied_pto),
-                   include_stale, found, os.fspath(cache_dir) if cache_dir else os.environ.get(CACHE) or None,
-                   remote, tuple(tasks or ()), max(1, int(jobs)), recompile, keep_going, tuple(force or ()),
-                   os.fspath(trace) if trace is not None else None, quiet, run or RunSpec())
+        return cls(platform=platform or None,
+                   pto=pto or _pto_options(rebuild_from_pto, ptoas, allow_unapplied_pto),
+                   include_stale=include_stale, launcher=found,
+                   cache_dir=os.fspath(cache_dir) if cache_dir else os.environ.get(CACHE) or None,
+                   remote=remote, tasks=tuple(tasks or ()), jobs=max(1, int(jobs)), recompile=recompile,
+                   keep_going=keep_going, force=tuple(force or ()),
+                   trace=os.fspath(trace) if trace is not None else None, quiet=quiet, run=run or RunSpec())
 
     @property
     def may_skip(self) -> bool:

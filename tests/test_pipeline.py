@@ -53,7 +53,8 @@ def calls_of(name: str) -> list[str]:
         if rel.startswith(("testing/", "examples/")):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and name in (getattr(node.func, "id", None), getattr(node.func, "attr", None)):
+            called = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and name in (getattr(called, "id", None), getattr(called, "attr", None)):
                 found.append(rel)
                 break
     return found

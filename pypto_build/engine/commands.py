@@ -21,23 +21,24 @@ from doit.doit_cmd import DoitMain
 from doit.runner import ERROR as TASK_RAISED
 
 from ..errors import FAILED
-from ..exits import OneLineOptions
+from ..exits import OneLineOptions, guarded
 from . import noop
 from .loader import BuildDirLoader, opt_recompile
-from .session import force_rebuilds, guarded, locked
+from .session import force_rebuilds, locked, planned
 from .workers import supervise
 
 
 class BuildDirCommand(OneLineOptions):
-    """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors and the exit
-    statuses of every front end (`session.guarded` / `session.locked`, shared with the build's own run)."""
+    """Mixin for doit commands: build root as cwd, directory lock, content state (`session.planned` /
+    `session.locked`, shared with the build's own run), and, inside doit's command line, what stops it said
+    as every front end says it, with its exit status (`exits.guarded`)."""
 
     adopts = False      # commands that build adopt generated outputs on first sight
 
     def execute(self, params, args):
         if not isinstance(self.loader, BuildDirLoader):
             self.loader = BuildDirLoader()
-        return guarded(self.loader, params, lambda: self._execute_locked(params, args))
+        return guarded(lambda: planned(self.loader, params, lambda: self._execute_locked(params, args)))
 
     def _execute_locked(self, params, args):
         with locked(self.loader, self.adopts) as self.dep_manager:

@@ -1,7 +1,7 @@
 """One run of doit on a build directory: planned first, under the lock, in the root, on our state.
 
-`planned` and `locked` are what every run on a build directory shares (`guarded`:
-`planned` for doit's commands, `commands.BuildDirCommand`, `pypto-build doit ...`);
+`planned` and `locked` are what every run on a build directory shares (doit's own
+commands too: `commands.BuildDirCommand`, `pypto-build doit ...`);
 `run_build` is the engine stage of the one pipeline (`pipeline.run`): doit's task
 control and runner driven directly — what doit's `run` command does with the
 values the pipeline would have put on its command line (`-n`, `--continue`,
@@ -22,7 +22,7 @@ from doit.globals import Globals
 from doit.runner import MRunner, MThreadRunner, Runner
 from doit.task import Stream
 
-from .. import exits, hashing, invalidation, local_slots, search_dirs
+from .. import hashing, invalidation, local_slots, search_dirs
 from ..errors import UserError, one_line
 from ..launcher import local_jobs
 from ..markers import STATE_DIR
@@ -52,12 +52,6 @@ def planned(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
     except InvalidCommand as exc:
         raise UserError(f"{loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build "
                         f"doit list --all {loader.root}`" if exc.not_found else one_line(exc)) from None
-
-
-def guarded(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
-    """`planned`, for doit's own commands (`pypto-build doit ...`), inside doit's command line: what stops it
-    is said and becomes the exit status every front end gives it (`exits.guarded`)."""
-    return exits.guarded(lambda: planned(loader, params, body))
 
 
 @contextlib.contextmanager
