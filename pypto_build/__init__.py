@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "build": "api", "validate": "api", "BuildResult": "api", "UnitResult": "api",
-    "BuildError": "errors", "PyptoBuildError": "errors",
+    "BuildError": "errors", "PyptoBuildError": "errors", "UserError": "errors", "Failure": "errors",
     "replay": "compat", "ReplayResult": "compat", "RunConfig": "runconfig",
     "CompiledProgram": "compat", "BenchmarkStats": "compat", "benchmark": "compat",
     "write_run_script": "compat",

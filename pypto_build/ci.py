@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, TextIO
 from xml.etree import ElementTree as ET
 
 from . import atomic, stages
-from .errors import PyptoBuildError
+from .errors import FAILED, OK, PyptoBuildError, UserError
 
 if TYPE_CHECKING:
-    from .cache import Remote
+    from .request import Request
 
 
 @dataclass
@@ -74,30 +74,29 @@ class CiResult:
         return all(d.ok for d in self.dirs)
 
 
-def run_ci(dirs: list[Path], *, jobs: int = 1, cache_dir: str | None = None, remote_cache: str | None = None,
-           graph_options: dict | None = None, run_timeout: float | None = None,
-           progress: TextIO | None = None) -> CiResult:
+def run_ci(dirs: list[Path], request: Request, *, progress: TextIO | None = None) -> CiResult:
     """Build (and validate where there is a golden) every directory; never stops at a failure.
 
-    `graph_options`: the keyword arguments of `graph.load_graph` for every directory (platform, `.pto`
-    options, include_stale, launcher: `options.graph_options`). The remote cache is opened once for the
-    whole run: one ping, one warning at most, and a failure in any directory (any process) disables it
-    for all the others. With a launcher (its `launcher`, else $PYPTO_BUILD_LAUNCHER or $CXX's) and `jobs`
+    `request`: what the user asked, for every directory (`request.jobs`: directories at once, each building
+    one unit at a time, going on past a failed unit). The remote cache is opened once for the whole run:
+    one ping, one warning at most, and a failure in any directory (any process) disables it for all the
+    others. With a launcher (its `launcher`, else $PYPTO_BUILD_LAUNCHER or $CXX's) and `request.jobs`
     above this machine's CPUs, the directories' local work (links, program runs) shares the CPUs' local
     slots.
     """
-    from .cache import open_remote, settings
+    from .cache import open_remote
     from .launcher import local_jobs
     from .shards import directory_key
 
     start = time.monotonic()
-    if not dirs:                # an empty shard: nothing to ask the remote, but a bad URL is still refused
-        settings(remote_cache)
+    if not dirs:                # an empty shard: nothing to ask the remote (the request judged its URL)
         return CiResult()
     roots = [Path(d).resolve() for d in dirs]
+    jobs = request.jobs
     parallel = jobs > 1 and len(roots) > 1
-    remote = open_remote(remote_cache, for_spawn=parallel)
-    args = (cache_dir, remote, dict(graph_options or {}), run_timeout, local_jobs() if jobs > local_jobs() else 0)
+    each = replace(request, jobs=1, keep_going=True, remote=open_remote(request.remote, for_spawn=parallel),
+                   run=replace(request.run, quiet=progress is None))       # -q reaches the program
+    args = (each, local_jobs() if jobs > local_jobs() else 0)
     if not parallel:
         results = [_one(r, *args, progress) for r in roots]
     else:
@@ -159,28 +158,22 @@ def _died(root: Path, proc, start: float) -> DirResult:
                            f"`pypto-build validate {root}` to see why")
 
 
-def _one(root: Path, cache_dir: str | None, remote: Remote | None, graph_options: dict,
-         run_timeout: float | None = None, local_limit: int = 0, progress: TextIO | None = None) -> DirResult:
-    """One directory: validate if it has a golden, else build; bad input becomes a failed result."""
-    from . import local_slots
-    from .api import run_graph
-    from .cache import open_caches
-    from .graph import load_graph, run_targets
-    from .runconfig import RunSpec
+def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | None = None) -> DirResult:
+    """One directory through the pipeline: validate if it has a golden, else build; bad input becomes a
+    failed result."""
+    from . import local_slots, pipeline
+    from .graph import run_targets
 
     start = time.monotonic()
     if progress is not None:
         print(f"== {root}", file=progress, flush=True)
     try:
-        graph = load_graph(root, **graph_options)
+        graph = request.plan(root)
         if graph.launcher is not None and local_limit:
             local_slots.configure(local_limit)      # this directory's process: each runs its units one at a time
-        caches = open_caches(cache_dir, remote, check_remote=False)     # opened once by run_ci
         validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
-        run = replace(RunSpec.given(timeout=run_timeout), quiet=progress is None)     # -q reaches the program
-        result = run_graph(graph, caches=caches, run=run,
-                           tasks=[stages.VALIDATE] if validating else None, keep_going=True, progress=progress,
-                           check=False)
+        result = pipeline.run(root, replace(request, tasks=(stages.VALIDATE,) if validating else ()), graph=graph,
+                              progress=progress, check=False)
         failures = result.failures
         unvalidated = [] if failures or result.returncode else result.why_not_validated()
         error = (failures[0].message if failures else f"doit exit status {result.returncode}" if result.returncode
@@ -201,7 +194,7 @@ def ci_verb(args) -> int:
     from . import options
     from .shards import parse_shard, shard_plan
 
-    options.judge(args)
+    request = options.request(args)         # judged once: options, launcher, the remote cache's URL
     shard = parse_shard(args.shard) if args.shard is not None else None
     if args.list:
         for line in shard_plan(args.dirs, shard.count if shard else 1).lines(shard.index if shard else None):
@@ -210,15 +203,13 @@ def ci_verb(args) -> int:
     dirs, record = args.dirs, None
     if shard is not None:
         if shard.index is None:
-            raise PyptoBuildError(f"--shard {args.shard!r}: names no shard to build; pass K/N (e.g. --shard "
-                                  f"1/{shard.count}), or add --list to print every shard's directories")
+            raise UserError(f"--shard {args.shard!r}: names no shard to build; pass K/N (e.g. --shard "
+                            f"1/{shard.count}), or add --list to print every shard's directories")
         plan = shard_plan(args.dirs, shard.count)
         dirs, record = plan.paths(shard.index), plan.record(shard.index)
         print(f"pypto-build ci: shard {shard}: {len(dirs)} of {plan.total} directories (plan {plan.digest[:16]})"
               + ("; nothing to build here, reports say so" if not dirs else ""))
-    result = run_ci(dirs, jobs=args.jobs, cache_dir=args.cache_dir, remote_cache=args.remote_cache,
-                    graph_options=options.graph_options(args), run_timeout=options.run_timeout(args),
-                    progress=None if args.quiet else sys.stdout)
+    result = run_ci(dirs, request, progress=None if request.quiet else sys.stdout)
     result.shard = record
     if args.junit_xml:
         write_junit(result, args.junit_xml)
@@ -235,7 +226,7 @@ def ci_verb(args) -> int:
     failed = sum(1 for d in result.dirs if not d.ok) - unvalidated
     print(f"pypto-build ci: {len(result.dirs) - failed - unvalidated} ok, {failed} failed"
           + (f", {unvalidated} not validated" if unvalidated else ""))
-    return 0 if result.ok else 1
+    return OK if result.ok else FAILED
 
 
 def report(ci: CiResult) -> dict:

@@ -20,7 +20,7 @@ from xml.etree import ElementTree as ET
 
 from . import atomic, safeio
 from .ci import junit_suite, write_xml
-from .errors import PyptoBuildError
+from .errors import UserError
 from .shards import MAX_SHARDS, plan_digest
 
 FIX = "pass the files `pypto-build ci --shard K/N --json FILE` wrote, one per shard"
@@ -132,27 +132,27 @@ def load_shard_report(path: Path) -> ShardReport:
     try:
         data = json.loads(safeio.read_bytes(path))
     except OSError as exc:
-        raise PyptoBuildError(f"{path}: cannot be read ({exc.strerror or exc}); {FIX}") from None
+        raise UserError(f"{path}: cannot be read ({exc.strerror or exc}); {FIX}") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise PyptoBuildError(f"{path}: not JSON ({str(exc).splitlines()[0]}); {FIX}") from None
+        raise UserError(f"{path}: not JSON ({str(exc).splitlines()[0]}); {FIX}") from None
     except RecursionError:
-        raise PyptoBuildError(f"{path}: JSON nested deeper than Python's parser goes, not a report ci wrote; "
-                              f"{FIX}") from None
+        raise UserError(f"{path}: JSON nested deeper than Python's parser goes, not a report ci wrote; "
+                        f"{FIX}") from None
     why = _shape_error(data)
     if why:
-        raise PyptoBuildError(f"{path}: {why}; {FIX}")
+        raise UserError(f"{path}: {why}; {FIX}")
     report = ShardReport(Path(path), data)
     if len(report.directories) != report.shard["assigned"]:
-        raise PyptoBuildError(f"{path}: shard {report.name} lists {len(report.directories)} directories but its "
-                              f"plan gives it {report.shard['assigned']}; the report is cut short: run that "
-                              "shard again")
+        raise UserError(f"{path}: shard {report.name} lists {len(report.directories)} directories but its "
+                        f"plan gives it {report.shard['assigned']}; the report is cut short: run that "
+                        "shard again")
     return report
 
 
 def merge_reports(paths: list[Path]) -> MergedReport:
-    """Every shard's report of one plan, checked complete (see the module's text); raises PyptoBuildError."""
+    """Every shard's report of one plan, checked complete (see the module's text); raises UserError."""
     if not paths:
-        raise PyptoBuildError(f"ci-report: no reports given; {FIX}")
+        raise UserError(f"ci-report: no reports given; {FIX}")
     reports = [load_shard_report(Path(p)) for p in paths]
     first = reports[0]
     plan, count, total = first.shard["plan"], first.shard["count"], first.shard["directories"]
@@ -160,31 +160,31 @@ def merge_reports(paths: list[Path]) -> MergedReport:
     for r in reports:
         s = r.shard
         if (s["plan"], s["count"], s["directories"]) != (plan, count, total):
-            raise PyptoBuildError(
+            raise UserError(
                 f"{r.file}: shard {r.name} of plan {s['plan'][:16]} ({s['directories']} directories), but "
                 f"{first.file} is shard {first.name} of plan {plan[:16]} ({total} directories); merge the reports "
                 "of one plan (every shard given the same directories and N)")
         if s["index"] in by_index:
-            raise PyptoBuildError(f"{r.file}: shard {r.name} again (also {by_index[s['index']].file}); pass each "
-                                  "shard's report once")
+            raise UserError(f"{r.file}: shard {r.name} again (also {by_index[s['index']].file}); pass each "
+                            "shard's report once")
         by_index[s["index"]] = r
     missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in by_index]
     if missing:
-        raise PyptoBuildError(f"shard {', '.join(missing)} missing: no report among the {len(reports)} given; pass "
-                              "every shard's report (a shard whose job died before writing one must run again)")
+        raise UserError(f"shard {', '.join(missing)} missing: no report among the {len(reports)} given; pass "
+                        "every shard's report (a shard whose job died before writing one must run again)")
     seen: dict[str, Path] = {}
     for r in reports:
         for d in r.directories:
             if d["key"] in seen:
-                raise PyptoBuildError(f"{r.file}: directory {d['key']} also in {seen[d['key']]}; a directory "
-                                      "belongs to one shard: merge the reports of one plan")
+                raise UserError(f"{r.file}: directory {d['key']} also in {seen[d['key']]}; a directory "
+                                "belongs to one shard: merge the reports of one plan")
             seen[d["key"]] = r.file
     if len(seen) != total:
-        raise PyptoBuildError(f"{first.file}: the reports hold {len(seen)} directories, plan {plan[:16]} has {total}; "
-                              "a report was edited or belongs to another run: run the shards again")
+        raise UserError(f"{first.file}: the reports hold {len(seen)} directories, plan {plan[:16]} has {total}; "
+                        "a report was edited or belongs to another run: run the shards again")
     if plan_digest(seen) != plan:
-        raise PyptoBuildError(f"{first.file}: the reports' directories are not those of plan {plan[:16]}; a report "
-                              "was edited or belongs to another run: run the shards again")
+        raise UserError(f"{first.file}: the reports' directories are not those of plan {plan[:16]}; a report "
+                        "was edited or belongs to another run: run the shards again")
     return MergedReport(tuple(by_index[k] for k in range(1, count + 1)))
 
 

@@ -1,6 +1,6 @@
 """`pypto-build` command line: a table of verbs (`VERBS`), each with its help, its arguments and its runner.
 
-Bad input: one line, exit 2; failed units: exit 1; interrupted: 130 (verbs.guarded).
+Bad input: one line, exit 2; failed units: exit 1; interrupted: 130 (exits.guarded).
 build / explain / replay / validate share their options and behaviour with
 `doit replay|pypto-build|pypto-validate|pypto-watch` (options.py, verbs.py).
 """
@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Callable, NoReturn
 
 from . import __version__, options
-from .errors import PyptoBuildError, error
-from .verbs import guarded, run_verb
+from .errors import USER, UserError
+from .exits import guarded
+from .verbs import run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
                    "cache_dir", "remote_cache")
@@ -40,8 +41,8 @@ EPILOG = """examples:
 
 DIR may be any directory inside a build directory (found as git finds its top).
 Staleness is decided by content (xxhash), not mtimes. State lives in DIR/.pypto_build/.
-Exit status: 0 ok; 1 a unit or a validation failed, or a .pto edit could not be applied; 2 bad input;
-130 interrupted. Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
+Exit status: 0 ok; 1 a unit, the program or a validation failed, or a .pto edit could not be applied;
+2 bad input or environment; 3 an internal error (a bug: its traceback is shown); 130 interrupted. Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
 PYPTO_COMPILER_TIMEOUT (seconds, default 900), PTOAS_ROOT, PYPTO_REBUILD_FROM_PTO=0,
 PYPTO_PTOAS_TIMEOUT (seconds, default 60), PYPTO_RUN_TIMEOUT (seconds a replayed program may run,
 default 1800)."""
@@ -160,9 +161,8 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 def _compdb(args: argparse.Namespace) -> int:
     from .compdb import write_compdb
-    from .graph import load_graph
     from .markers import find_root
-    print(write_compdb(load_graph(find_root(args.dir), args.platform, launcher=args.launcher), args.output))
+    print(write_compdb(options.request(args).plan(find_root(args.dir)), args.output))
     return 0
 
 
@@ -200,7 +200,7 @@ def _cache(args: argparse.Namespace) -> int:
     from .cache import ArtifactCache
     cache = ArtifactCache.from_env(args.cache_dir)
     if cache is None:
-        raise PyptoBuildError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
+        raise UserError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
     if args.action == "clean":
         from .cache import human_size
         print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
@@ -213,12 +213,11 @@ def _doit(args: argparse.Namespace) -> int:
     from .engine import BuildDirLoader, BuildDirMain
     from .markers import find_root
     if not args.args:
-        error("doit needs a build directory: pypto-build doit <command> DIR [...]")
-        return 2
+        raise UserError("doit needs a build directory: pypto-build doit <command> DIR [...]")
     rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)
     directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))
     if not directory.is_dir():
-        raise PyptoBuildError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
+        raise UserError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
     return BuildDirMain(BuildDirLoader(find_root(directory))).run([args.command, *rest])
 
 
@@ -384,5 +383,5 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()
-        return 2
+        return USER
     return guarded(lambda: _BY_NAME[args.verb].run(args), debug=args.debug)

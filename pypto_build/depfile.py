@@ -12,14 +12,11 @@ caller, which requires every prerequisite to exist.
 """
 from __future__ import annotations
 
+from .errors import DepfileError
 
 # Recorded with every compile's values: states recorded under `-MMD` (no system headers, none behind
 # `-isystem` or `#pragma GCC system_header`) are incomplete, so their units rebuild once.
 TRACKING = "MD exact + shared sets"
-
-
-class DepfileError(ValueError):
-    """The text is not a depfile g++ wrote for this target (or holds a name it cannot represent)."""
 
 
 def written_target(target: str) -> str:

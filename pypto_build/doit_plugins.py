@@ -1,7 +1,8 @@
 """`doit replay`, `doit pypto-build`, `doit pypto-validate`, `doit pypto-watch` (entry points `doit.COMMAND`).
 
 Each is `pypto-build <verb>` with the same options (options.py), the same lines and
-the same exit status (verbs.py); only the spelling of the front end differs. They
+the same exit status (verbs.py, exits.py: a bad option too is one line and exit 2);
+only the spelling of the front end differs. They
 work in any build directory (or a subdirectory of one) without a dodo.py, and
 never read a `doit.cfg`/`pyproject.toml` found there (a build directory is data).
 
@@ -17,6 +18,7 @@ import os
 from doit.cmd_base import Command
 
 from . import options
+from .exits import OneLineOptions, guarded
 from .watch import watch_options
 
 _DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str, "default": "",
@@ -24,14 +26,14 @@ _DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": st
 _ALL = options.BUILD
 
 
-class _Verb(Command):
+class _Verb(OneLineOptions, Command):
     verb = "build"
 
     def __init__(self, task_loader=None, config=None, bin_name="doit", cmds=None, opt_vals=None, **kwargs):
         super().__init__(config={}, bin_name=bin_name, opt_vals=opt_vals)
 
     def execute(self, params, args):
-        from .verbs import guarded, run_verb
+        from .verbs import run_verb
 
         directory = params.get("build_dir") or os.getcwd()
         return guarded(lambda: run_verb(self.verb, params, directory, list(args)))
@@ -88,7 +90,6 @@ class Watch(_Verb):
     cmd_options = (_DIR, *options.doit_options(watch_options()))
 
     def execute(self, params, args):
-        from .verbs import guarded
         from .watch import watch_verb
 
         directory = params.get("build_dir") or os.getcwd()

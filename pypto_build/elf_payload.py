@@ -38,7 +38,7 @@ import struct
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from .errors import PyptoBuildError
+from .errors import UserError
 
 SHDR_SIZE = 64               # an ELF64 section header
 PHDR_SIZE = 56               # an ELF64 program header
@@ -48,7 +48,7 @@ _MACH_O_64 = b"\xcf\xfa\xed\xfe"
 _FIX = "rebuild the kernel (expected ld.lld's linked ELF64 image)"
 
 
-class PayloadError(PyptoBuildError, ValueError):
+class PayloadError(UserError, ValueError):
     """A kernel image is not an ELF we can take the `.text` payload from."""
 
 

@@ -1,13 +1,24 @@
-"""Exception types: one line for the user, a traceback only with --debug; and how a line is said.
+"""The one error tree, the one map from it to exit statuses, and how a line is said.
 
-`warn`, `error` and `interrupted` are the one home of the `pypto-build: ...`
-prefixes every front end prints on stderr.
+Every exception pypto_build raises is a `PyptoBuildError`, in one of two branches:
+`UserError` (the user's input or the environment: exit 2) and `Failure` (a unit,
+the program or the validation failed: exit 1). `exit_status` is the one place
+that turns what stopped a run into the exit status every front end gives
+(exits.py prints the line). `warn`, `error` and `interrupted` are the one home of
+the `pypto-build: ...` prefixes every front end prints on stderr.
 """
 from __future__ import annotations
 
 import sys
 
 INTERRUPTED = "pypto-build: interrupted; finished units are kept"
+
+# The exit statuses of every front end (docs/guide.md, "Commands"): each means one thing.
+OK = 0
+FAILED = 1          # a unit, the program or the validation failed (or was not made: NOT VALIDATED)
+USER = 2            # the user's input or the environment: one line naming the file, what is wrong, the fix
+INTERNAL = 3        # a bug (an exception outside this tree): its traceback, always
+INTERRUPTED_STATUS = 130    # Ctrl-C or SIGTERM
 
 
 def warn(message: str) -> None:
@@ -31,41 +42,93 @@ def one_line(text: object, limit: int | None = None) -> str:
     return flat if limit is None or len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-class PyptoBuildError(Exception):
-    """A problem with the user's input or environment.
+def exit_status(exc: BaseException) -> int:
+    """The exit status of a run that `exc` stopped: the one map, for every front end.
 
-    The message is one line that names the file, what is wrong and how to fix
-    it; the CLI prints it without a traceback.
+    A `Failure` is 1; a `UserError` (or a bare `PyptoBuildError`) and an `OSError` the run met (a full
+    disk, a permission: the environment) are 2; an interrupt is 130; anything else is a bug: 3.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED_STATUS
+    if isinstance(exc, Failure):
+        return FAILED
+    if isinstance(exc, (PyptoBuildError, OSError)):
+        return USER
+    return INTERNAL
+
+
+class PyptoBuildError(Exception):
+    """Every error pypto_build raises: a `UserError` or a `Failure` (never raised bare).
+
+    The message is one line that names the file, what is wrong and how to fix it; a front end prints it
+    without a traceback (with `--debug`, after one) and exits with `exit_status`.
     """
 
 
-class LayoutError(PyptoBuildError):
+class UserError(PyptoBuildError):
+    """A problem with the user's input or environment (exit 2): fix it and run again."""
+
+
+class Failure(PyptoBuildError):
+    """A unit, the program or the validation failed (exit 1): the input was read, the work was done, and
+    it did not succeed."""
+
+
+class LayoutError(UserError):
     """The build directory is not a kind we can read, or a path escapes it."""
 
 
-class ManifestError(PyptoBuildError, ValueError):
+class ManifestError(UserError, ValueError):
     """`kernel_config.py` cannot be read without executing it."""
 
 
-class MetaError(PyptoBuildError, ValueError):
+class MetaError(UserError, ValueError):
     """A metadata sidecar (`compiled_meta.json`, `distributed_meta.json`) is invalid."""
 
 
-class ArgumentError(PyptoBuildError, TypeError, ValueError):
-    """A program was called with arguments that do not fit the parameters its sidecar declares (count, dtype,
-    shape, contiguity, device); raised before any kernel runs. A TypeError and a ValueError too, as Python
-    says a wrong call."""
+class ArgumentError(UserError, TypeError, ValueError):
+    """A program or a function was called with arguments that do not fit: those its sidecar declares (count,
+    dtype, shape, contiguity, device; raised before any kernel runs) or the function's own. A TypeError and a
+    ValueError too, as Python says a wrong call."""
 
 
-class ToolchainError(PyptoBuildError):
+class ToolchainError(UserError):
     """A compiler or platform tool is missing or unusable."""
 
 
-class BuildError(PyptoBuildError):
-    """One or more units failed to build.
+class DepfileError(UserError, ValueError):
+    """The text is not a depfile g++ wrote for this target (or holds a name it cannot represent)."""
 
-    `failures` holds one `UnitFailure` per failing unit (unit, command, compiler
-    message); `result` is the partial `BuildResult` when available.
+
+class TooLarge(UserError):
+    """A file is over its size limit; the message says by how much (no path: callers add it)."""
+
+
+class SpliceError(UserError):
+    """A kernel wrapper cannot take a ptoas body (sentinels missing or out of order, signature change)."""
+
+
+class RemoteError(UserError):
+    """The remote cache did not answer as a cache should (the run warns once and builds locally)."""
+
+
+class HttpError(RemoteError):
+    """A request to the remote cache did not complete as HTTP (refused, cut, late, garbled, too big)."""
+
+
+class WatcherFailed(UserError):
+    """The file watcher could not be started or stopped working (its cause says why)."""
+
+
+class WorkerDied(UserError):
+    """A `-j` worker process died on its own (OOM killer, crash); the run was stopped, finished units kept."""
+
+
+class BuildError(Failure):
+    """One or more units failed to build, or a validation the run was to make was not made.
+
+    `failures` holds the failed tasks' `UnitResult`s (unit, status, reason, the compiler's message);
+    `result` is the partial `BuildResult` when available.
     """
 
     def __init__(self, message: str, failures: list | None = None, result: object = None):
@@ -74,13 +137,13 @@ class BuildError(PyptoBuildError):
         self.result = result
 
 
-class SpliceError(PyptoBuildError):
-    """A kernel wrapper cannot take a ptoas body (sentinels missing or out of order, signature change)."""
-
-
-class WorkerDied(PyptoBuildError):
-    """A `-j` worker process died on its own (OOM killer, crash); the run was stopped, finished units kept."""
-
-
-class ProgramFailed(PyptoBuildError):
+class ProgramFailed(Failure):
     """A replayed program crashed, exited, hung past its timeout or did not report a result."""
+
+
+class ExecutorError(Failure, RuntimeError):
+    """A host run could not start or failed; the message names the file, task or argument."""
+
+
+class ValidationFailed(Failure, AssertionError):
+    """An output does not match golden.py's (an AssertionError too, as PyPTO's replay raises)."""

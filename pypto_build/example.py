@@ -16,10 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import atomic, stages
-from .api import run_graph
-from .errors import LayoutError
-from .graph import load_graph
+from . import atomic, pipeline, stages
+from .errors import FAILED, OK, LayoutError
+from .request import Request
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 STANDIN = Path("standin_ptoas") / "ptoas"       # the stand-in ptoas, inside a copy of the `--pto` example
@@ -65,16 +64,18 @@ def run_example(args) -> int:
         _check_copy(example, dest)
         if example is PLAIN and (dest / "ptoas").is_dir():
             example = WITH_PTO                   # a copy of the `--pto` example replays as one
-    graph_pto = _standin_options(dest) if example.pto else None
+    # replay --validate on the recorded platform (or host where simpler is missing), through the one pipeline;
+    # no artefact cache: the demonstration compiles
+    standin = {"pto": _standin_options(dest)} if example.pto else {}
+    request = Request(jobs=max(1, args.jobs), tasks=(stages.VALIDATE,), force=(stages.prefix(stages.VALIDATE),),
+                      **standin)
 
     def replay_once() -> bool:
-        graph = load_graph(dest.resolve(), None, graph_pto)  # the recorded platform, or host where simpler is missing
-        result = run_graph(graph, tasks=[stages.VALIDATE], force=(stages.prefix(stages.VALIDATE),), jobs=args.jobs,
-                           progress=sys.stdout, check=False)
+        result = pipeline.run(dest, request, progress=sys.stdout, check=False)
         return result.ok and not result.failures
 
     if not replay_once():
-        return 1
+        return FAILED
     if fresh:
         edited = dest / example.edit
         if example.pto:
@@ -87,7 +88,7 @@ def run_example(args) -> int:
             with open(edited, "a", encoding="utf-8") as handle:
                 handle.write(f"// {EDIT_MARK} to show an incremental rebuild\n")
         if not replay_once():
-            return 1
+            return FAILED
     if example.pto:
         print(f"\npypto-build: now `pypto-build watch --validate --ptoas {dest / STANDIN} {dest}` and edit the "
               f"`// CPP:` lines of its ptoas/*.pto (or the kernels): every save rebuilds, runs and validates. "
@@ -97,7 +98,7 @@ def run_example(args) -> int:
         print(f"\npypto-build: now `pypto-build watch --validate {dest}` and edit the kernels under it: every save "
               f"rebuilds, runs and validates (or, once: `pypto-build replay --validate {dest}`); "
               "`pypto-build example --pto` shows the ptoas/*.pto flow")
-    return 0
+    return OK
 
 
 def _copy(example: Example, dest: Path) -> None:

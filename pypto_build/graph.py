@@ -78,22 +78,25 @@ class Graph:
         return [u.task for p in self.plans for u in p.units]
 
 
-def load_graph(root: Path, platform: str | Platform | None = None, pto: PtoOptions | None = None,
-               include_stale: bool = False, launcher: str | None = None) -> Graph:
+def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto: PtoOptions | None = None,
+               include_stale: bool = False, launcher: str | tuple[str, ...] | None = None) -> Graph:
     """Read the build directory at `root` and plan it for `platform` (default: `platforms.choose` — the
     recorded one unless $PYPTO_BUILD_PLATFORM says otherwise; a recorded simulator simpler cannot
     serve here falls back to host).
 
-    `platform` is a name (its toolchain is located) or a `Platform` already located (tests plan with
-    a fake compiler this way). Bad input raises a PyptoBuildError subclass naming the file;
-    `include_stale` also plans the L3 `next_levels/` sub-builds the host driver never references;
-    `launcher` (else $PYPTO_BUILD_LAUNCHER, else the one $CXX starts with) runs the compiles.
+    `platform` is a name (its toolchain is located), a `Choice` already made (`pipeline.run`: the
+    platform is chosen once) or a `Platform` already located (tests plan with a fake compiler this
+    way). Bad input raises a `UserError` naming the file; `include_stale` also plans the L3
+    `next_levels/` sub-builds the host driver never references; `launcher` (a command as
+    `launcher.find` found it, else $PYPTO_BUILD_LAUNCHER, else the one $CXX starts with) runs the
+    compiles.
     """
     started = time.time_ns()
     check_environment()                 # a bad value: one line, before anything is read or written
     settings.platform(PLATFORMS)
     layout = load_layout(root, include_stale=include_stale)
-    choice = None if isinstance(platform, Platform) else choose(root, platform, cannot_serve=cannot_serve)
+    choice = (None if isinstance(platform, Platform) else platform if isinstance(platform, Choice)
+              else choose(root, platform, cannot_serve=cannot_serve))
     search_dirs.load(layout.root)       # the compiler's answers and the digests of the toolchain's files ...
     hashing.recall(layout.root)         # ... kept by an earlier build (read only)
     target = platform if isinstance(platform, Platform) else implementation(choice.name).locate()

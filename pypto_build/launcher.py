@@ -27,7 +27,7 @@ from .errors import ToolchainError, warn
 from .procs import which
 from .shared_flag import SharedFlag
 
-ENV = "PYPTO_BUILD_LAUNCHER"
+ENV = settings.LAUNCHER
 # Known launchers, with the words each prints when it compiled here instead of on a host it was sent to. icecream
 # 1.4 says nothing when its scheduler or daemon is down (tested by hand, docs/ci.md), only when a host fails.
 KNOWN: dict[str, tuple[str, ...]] = {"distcc": ("running locally instead",),
@@ -86,13 +86,14 @@ def peel(words: Sequence[str]) -> tuple[list[str], list[str]]:
     return words[:n], words[n:]
 
 
-def resolve(option: str | None = None, env: Mapping[str, str] | None = None,
+def resolve(option: str | tuple[str, ...] | None = None, env: Mapping[str, str] | None = None,
             from_cxx: Sequence[str] = ()) -> Launcher | None:
-    """The run's launcher: `option`, else `$PYPTO_BUILD_LAUNCHER`, else the one `$CXX` starts with; None.
+    """The run's launcher: `option` (a tuple: a command `find` found already), else `$PYPTO_BUILD_LAUNCHER`,
+    else the one `$CXX` starts with; None.
 
     A launcher that is not found is one line (ToolchainError) before anything is built.
     """
-    command = find(option, env, from_cxx)
+    command = option if isinstance(option, tuple) else find(option, env, from_cxx)
     return None if command is None else Launcher(command, SharedFlag())
 
 

@@ -9,13 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import TooLarge
 from .safeio import open_regular
 
 MAX_METADATA_BYTES = 16 * 2**20
-
-
-class TooLarge(Exception):
-    """A file is over its size limit; the message says by how much (no path: callers add it)."""
 
 
 def read_capped(path: Path, limit: int = MAX_METADATA_BYTES) -> bytes:

@@ -2,10 +2,10 @@
 
 `pypto-build build/replay/validate` (argparse), `debug/run.py` (argparse) and
 `doit pypto-build` / `doit replay` (doit's option dicts) render the same `Opt` table,
-so they accept the same options with the same meaning. `graph_options()`,
-`cache_options()`, `run_spec()` and `run_options()` turn parsed values (an
-argparse namespace or doit's dict, same names) into what planning, the caches,
-the program runs and doit take: the one place a `RunConfig` is made from flags.
+so they accept the same options with the same meaning. `request()` turns parsed
+values (an argparse namespace or doit's dict, same names) into the one
+`request.Request` every stage of the pipeline reads; `run_spec()` is the one place
+a `RunConfig` is made from flags.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import settings
-from .errors import PyptoBuildError
+from .errors import UserError
+from .request import Request
 from .runconfig import LOG_LEVELS, RunConfig, RunSpec
 
 DEFAULT_RUN_TIMEOUT = settings.RUN_TIMEOUT[1]
@@ -166,8 +167,8 @@ def judge(values: Any) -> None:
         least, most = o.limits
         if value < least or (most is not None and value > most):
             allowed = f"a number from {least} to {most}" if most is not None else f"a number of at least {least}"
-            raise PyptoBuildError(f"{o.spelled} {value}: out of range; pass {allowed}"
-                                  + (f", or leave it out for {o.default}" if o.default is not None else ""))
+            raise UserError(f"{o.spelled} {value}: out of range; pass {allowed}"
+                            + (f", or leave it out for {o.default}" if o.default is not None else ""))
 
 
 def _get(values: Any, name: str, default: Any = None) -> Any:
@@ -191,7 +192,7 @@ def run_config(values: Any) -> RunConfig:
                          enable_scope_stats=bool(_get(values, "scope_stats", False)),
                          log_level=_get(values, "log_level"))
     except ValueError as exc:
-        raise PyptoBuildError(f"{exc}; pass one of the listed values") from None
+        raise UserError(f"{exc}; pass one of the listed values") from None
 
 
 def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> float:
@@ -207,22 +208,16 @@ def run_spec(values: Any) -> RunSpec:
     return RunSpec(run_config(values), run_timeout(values), bool(_get(values, "quiet", False)))
 
 
-def graph_options(values: Any) -> dict:
-    """Keyword arguments of `graph.load_graph` from parsed BUILD option values."""
-    from .pto import pto_options
-
-    return {"platform": _get(values, "platform"),
-            "pto": pto_options(False if _get(values, "no_rebuild_from_pto", False) else None, _get(values, "ptoas"),
-                               allow_unapplied=bool(_get(values, "allow_unapplied_pto", False))),
-            "include_stale": bool(_get(values, "include_stale", False)), "launcher": _get(values, "launcher")}
-
-
-def cache_options(values: Any) -> dict:
-    """Keyword arguments of `cache.open_caches` (and `api.build`) from parsed BUILD option values."""
-    return {"cache_dir": _get(values, "cache_dir"), "remote_cache": _get(values, "remote_cache")}
-
-
-def run_options(values: Any) -> dict:
-    """Keyword arguments of `api.run_graph` from parsed BUILD option values."""
-    return {"jobs": int(_get(values, "jobs", 1)), "recompile": bool(_get(values, "recompile", False)),
-            "keep_going": bool(_get(values, "keep_going", False)), "trace": _get(values, "trace")}
+def request(values: Any, **fields: Any) -> Request:
+    """What the user asked, from parsed option values (an argparse namespace or doit's dict, the same names;
+    missing ones: the defaults) and `fields` the front end adds (`tasks`, `force`): judged once, here."""
+    judge(values)
+    given = {"platform": _get(values, "platform"), "ptoas": _get(values, "ptoas"),
+             "rebuild_from_pto": False if _get(values, "no_rebuild_from_pto", False) else None,
+             "allow_unapplied_pto": bool(_get(values, "allow_unapplied_pto", False)),
+             "include_stale": bool(_get(values, "include_stale", False)), "launcher": _get(values, "launcher"),
+             "cache_dir": _get(values, "cache_dir"), "remote_cache": _get(values, "remote_cache"),
+             "jobs": int(_get(values, "jobs", 1)), "recompile": bool(_get(values, "recompile", False)),
+             "keep_going": bool(_get(values, "keep_going", False)), "trace": _get(values, "trace"),
+             "quiet": bool(_get(values, "quiet", False)), "run": run_spec(values)}
+    return Request.given(**{**given, **fields})

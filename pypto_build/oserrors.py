@@ -13,7 +13,7 @@ import functools
 import os
 from typing import Callable
 
-from .errors import PyptoBuildError, one_line
+from .errors import UserError, one_line
 from .safeio import NotRegularFile
 
 FREE_SPACE = "free space and rebuild"
@@ -78,13 +78,13 @@ def describe_sqlite(path: str | os.PathLike, exc: BaseException, doing: str) -> 
     return f"{os.fspath(path)}: the build state could not be {doing}: {what}; {fix}"
 
 
-def run_failure(state_db: str | os.PathLike, exc: BaseException) -> PyptoBuildError:
+def run_failure(state_db: str | os.PathLike, exc: BaseException) -> UserError:
     """The one line for a write of the run itself that failed (the state database, doit's own file work)."""
     if isinstance(exc, OSError):
-        return PyptoBuildError(describe(exc))
+        return UserError(describe(exc))
     line = describe_sqlite(state_db, exc, "written") or (f"{os.fspath(state_db)}: the build state could not be "
                                                           f"written ({one_line(exc)}); {FREE_SPACE}")
-    return PyptoBuildError(line + " (finished binaries are kept; units whose state was lost rebuild once)")
+    return UserError(line + " (finished binaries are kept; units whose state was lost rebuild once)")
 
 
 def _read_only_fs(path: str | os.PathLike) -> bool:

@@ -17,13 +17,15 @@ import os
 import stat
 from typing import BinaryIO
 
+from .errors import UserError
+
 REPLACE = "replace it with the regular file it should be"
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
-class NotRegularFile(OSError):
-    """A path we read is a FIFO, socket, device or directory; str() is the one-line message."""
+class NotRegularFile(UserError, OSError):
+    """A path we read is a FIFO, socket, device or directory (an OSError too); str() is the one-line message."""
 
     def __init__(self, path: str | os.PathLike, kind: str):
         super().__init__(errno.EINVAL, f"is {kind}, not a regular file", os.fspath(path))

@@ -2,7 +2,7 @@
 
 A bad value is refused while planning, before anything is written: one line
 naming the variable, its value, what is wrong and the fix (`SettingError`, a
-`PyptoBuildError`: exit 2, no traceback). Consumers call these functions
+`UserError`: exit 2, no traceback). Consumers call these functions
 instead of reading `os.environ` themselves, so a value is judged the same way
 everywhere (and a doit action never meets a value planning did not accept).
 Standard library only: the no-op path imports this.
@@ -15,7 +15,7 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from .errors import PyptoBuildError
+from .errors import UserError
 
 COMPILER_TIMEOUT = ("PYPTO_COMPILER_TIMEOUT", 900.0)
 PTOAS_TIMEOUT = ("PYPTO_PTOAS_TIMEOUT", 60.0)
@@ -23,13 +23,16 @@ RUN_TIMEOUT = ("PYPTO_RUN_TIMEOUT", 1800.0)        # a replayed program (run/chi
 PLATFORM = "PYPTO_BUILD_PLATFORM"                  # the target, over the one the directory records
 REBUILD_FROM_PTO = "PYPTO_REBUILD_FROM_PTO"
 _OFF, _ON = ("0", "false", "no"), ("1", "true", "yes")        # PyPTO turns the .pto stage off for the first three
+CACHE = "PYPTO_BUILD_CACHE"                        # the artefact cache's directory (--cache-dir)
 CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
+REMOTE_CACHE = "PYPTO_BUILD_REMOTE_CACHE"          # the remote cache's URL (--remote-cache)
+LAUNCHER = "PYPTO_BUILD_LAUNCHER"                  # the compile launcher (--launcher)
 DEFAULT_CACHE_BYTES = 5 * 2**30
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 
 
-class SettingError(PyptoBuildError, ValueError):
+class SettingError(UserError, ValueError):
     """An environment variable has a value we cannot use."""
 
 

@@ -31,7 +31,7 @@ from typing import Iterable
 
 import xxhash
 
-from .errors import PyptoBuildError
+from .errors import UserError
 
 # N of `--shard K/N` is a number of CI jobs, and `ci-report` merges one report from each of them. CI services cap
 # the jobs of one run far below this (GitHub Actions: 256 per matrix; GitLab: 200 per `parallel`), so a larger N
@@ -57,15 +57,15 @@ def parse_shard(text: str) -> Shard:
     try:
         index, count = (int(head), int(tail)) if slash else (None, int(head))
     except ValueError:
-        raise PyptoBuildError(f"--shard {text!r}: not K/N; {fix}") from None
+        raise UserError(f"--shard {text!r}: not K/N; {fix}") from None
     if count < 1:
-        raise PyptoBuildError(f"--shard {text!r}: the number of shards must be at least 1; {fix}")
+        raise UserError(f"--shard {text!r}: the number of shards must be at least 1; {fix}")
     if count > MAX_SHARDS:
-        raise PyptoBuildError(f"--shard {text!r}: {count:,} shards, more than the {MAX_SHARDS:,} a plan takes (each "
-                              f"shard is one CI job and one report); pass K/N with N at most {MAX_SHARDS:,}")
+        raise UserError(f"--shard {text!r}: {count:,} shards, more than the {MAX_SHARDS:,} a plan takes (each "
+                        f"shard is one CI job and one report); pass K/N with N at most {MAX_SHARDS:,}")
     if index is not None and not 1 <= index <= count:
         what = "shards are numbered from 1" if index < 1 else f"there is no shard {index} of {count}"
-        raise PyptoBuildError(f"--shard {text!r}: {what}; {fix}")
+        raise UserError(f"--shard {text!r}: {what}; {fix}")
     return Shard(index, count)
 
 
@@ -155,7 +155,7 @@ def shard_plan(dirs: Iterable[str | os.PathLike], count: int, *,
                cwd: str | os.PathLike | None = None) -> ShardPlan:
     """Split `dirs` over `count` shards (see the module's text); independent of their order."""
     if not 1 <= count <= MAX_SHARDS:
-        raise PyptoBuildError(f"shard_plan: count {count}: the number of shards must be 1 to {MAX_SHARDS}")
+        raise UserError(f"shard_plan: count {count}: the number of shards must be 1 to {MAX_SHARDS}")
     given: dict[str, str] = {}
     for d in dirs:
         given.setdefault(directory_key(d, cwd), os.fspath(d))

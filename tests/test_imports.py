@@ -54,16 +54,17 @@ def test_the_walk_sees_imports_inside_functions():
 # Bottom to top. A part is a top-level module or a family folder; a part imports only parts of its own
 # layer or below (within a layer, no circle: test_no_import_circle).
 LAYERS = (
-    ("core", {"__init__", "doors", "errors", "safeio", "atomic", "hashing", "settings", "limits", "markers",
+    ("core", {"__init__", "doors", "errors", "exits", "safeio", "atomic", "hashing", "settings", "limits", "markers",
               "stages", "confine", "manifest_ast", "manifest", "layout", "sidecars", "racy", "filestate",
               "depfile", "header_sets", "stamp", "procs", "oserrors", "pyexec", "runconfig", "toolchain",
               "identity", "cann", "elf_payload", "search_dirs", "shared_flag", "launcher", "local_slots",
               "arguments", "invalidation", "golden_key"}),
     ("families", {"runtime", "platforms", "pto", "cache", "testing"}),
-    ("planning", {"units", "graph", "compile_command", "compile_actions", "step_actions", "uptodate", "options", "compdb"}),
+    ("planning", {"units", "graph", "compile_command", "compile_actions", "step_actions", "uptodate", "request",
+                  "options", "compdb"}),
     ("running", {"run"}),
     ("engine", {"engine"}),
-    ("front ends", {"api", "verbs", "ci", "shards", "ci_report", "compat", "watch", "doit_plugins", "replay_main",
+    ("front ends", {"pipeline", "api", "verbs", "ci", "shards", "ci_report", "compat", "watch", "doit_plugins", "replay_main",
                     "example", "cli", "__main__"}),
 )
 FAMILIES = {"runtime", "platforms", "pto", "cache", "testing", "run", "engine", "compat", "watch"}

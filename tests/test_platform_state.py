@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 
 from pypto_build import header_sets
-from pypto_build.api import build, run_graph
+from pypto_build.api import build
+from pypto_build.pipeline import run
+from pypto_build.request import Request
 from pypto_build.engine.explanation import explain
 from pypto_build.graph import load_graph
 from pypto_build.markers import STATE_DB, STATE_DIR, state_folder
@@ -31,7 +33,7 @@ def on_host(root: Path) -> list[str]:
 
 
 def on_fake(root: Path) -> list[str]:
-    return run_graph(load_graph(root, platform=FakePlatform())).compiled
+    return run(root, Request(), graph=load_graph(root, platform=FakePlatform())).compiled
 
 
 def stale(root: Path, platform) -> list[str]:

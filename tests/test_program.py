@@ -189,8 +189,10 @@ def test_no_run_script_for_l3_and_multi_orch(tmp_path, capsys):
     assert write_run_script(l3, on_skip=reasons.append) is None
     assert "distributed (L3)" in reasons[0]
     multi = synth.write_multi_orch(tmp_path / "multi")
-    assert emit_runner_command(argparse.Namespace(dir=multi)) == 2
-    assert "multi-orchestration parent" in capsys.readouterr().err              # an error: on stderr
+    from pypto_build.cli import main
+    assert main(["emit-runner", str(multi)]) == 2                                 # a UserError: one line, exit 2
+    err = capsys.readouterr().err                                                # an error: on stderr
+    assert err.startswith("pypto-build: error: no debug/run.py written: ") and "multi-orchestration parent" in err
     assert not (l3 / "debug").exists() and not (multi / "debug").exists()
 
 

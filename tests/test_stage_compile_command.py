@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from pypto_build import atomic
-from pypto_build.api import build, run_graph
+from pypto_build.api import build
+from pypto_build import pipeline
+from pypto_build.request import Request
 from pypto_build.cli import main as cli_main
 from pypto_build.compdb import compile_commands
 from pypto_build.compile_command import compile_command, listed, output_at
@@ -151,7 +153,7 @@ def test_compdb_holds_the_argv_the_fake_build_ran(tmp_path, monkeypatch):
     log = tmp_path / "cxx.log"
     monkeypatch.setenv(fake_compiler.LOG_ENV, str(log))
     graph = load_graph(root, platform=FAKE, launcher=str(recorder(tmp_path / "rec-launcher", tmp_path / "l.log")))
-    assert run_graph(graph).ok
+    assert pipeline.run(graph.layout.root, Request(), graph=graph).ok
     assert not (tmp_path / "l.log").exists()            # nothing went through the launcher
     entries = assert_compdb_is_what_ran(root, graph, what_ran(graph, log))
     assert all(e["arguments"][:3] == [sys.executable, "-S", fake_compiler.__file__] for e in entries)
@@ -211,7 +213,7 @@ def test_a_failed_compile_shows_the_command_that_ran(tmp_path, monkeypatch):
     log = tmp_path / "cxx.log"
     monkeypatch.setenv(fake_compiler.LOG_ENV, str(log))
     graph = load_graph(root, platform=FAKE)
-    result = run_graph(graph, check=False, keep_going=True)
+    result = pipeline.run(graph.layout.root, Request(keep_going=True), graph=graph, check=False)
     (failed,) = result.failures
     started = [r["argv"] for r in runs(log) if os.path.basename(kernel) in map(os.path.basename, r["argv"])]
     assert len(started) == 1 and "-MD" in started[0]

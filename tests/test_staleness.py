@@ -1,7 +1,7 @@
 """The staleness decisions, fast: what is stale and why, with a stand-in compiler (issue 12, item 5).
 
 Every build here plans with `FakePlatform` (pypto_build.testing: `python
-fake_compiler.py`, no g++, no torch) and runs through `run_graph`; `explain`
+fake_compiler.py`, no g++, no torch) and runs through the one pipeline (`pipeline.run` on its graph); `explain`
 must say the same reason a build then shows. Reasons are compared as exact
 strings, so a change of wording or of logic in uptodate.py / depstate.py /
 explanation.py fails here. The end-to-end tests with g++ (test_explain.py,
@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from conftest import settle_ctimes
-from pypto_build.api import BuildResult, run_graph
+from pypto_build.pipeline import BuildResult, run
+from pypto_build.request import Request
 from pypto_build.depfile import parse_depfile
 from pypto_build.engine.explanation import explain
 from pypto_build.graph import load_graph
@@ -53,7 +54,7 @@ STAMP_REBUILT = "cache/binary_context.json missing or outdated"   # every compil
 
 
 def build(root: Path, platform: FakePlatform = FAKE, **kwargs) -> BuildResult:
-    return run_graph(load_graph(root, platform=platform), check=False, **kwargs)
+    return run(root, Request(**kwargs), graph=load_graph(root, platform=platform), check=False)
 
 
 def stale(root: Path, platform: FakePlatform = FAKE) -> dict[str, str]:
@@ -80,7 +81,7 @@ def rebuilds(root: Path, units: dict[str, str], platform: FakePlatform = FAKE, *
     settle_ctimes()     # a header the test just wrote, read in the clock tick the compile starts in: rebuilt again
     result = build(root, platform)
     assert result.ok and ran(result) == {**units, STAMP: STAMP_REBUILT}
-    assert stale(root, platform) == {}          # explain, not another build: each run_graph costs ~0.1 s
+    assert stale(root, platform) == {}          # explain, not another build: each build costs ~0.1 s
     return result
 
 

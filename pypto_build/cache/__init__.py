@@ -3,7 +3,7 @@
 Door: `open_caches` / `Caches` (what one run restores from and stores to), the
 compile entries (`compile_key`, `restore_compile`, `store_compile`,
 `open_cache`), the local store (`ArtifactCache`, `human_size`) and the remote
-(`open_remote`, `Remote`, `settings`). Modules: `store` (the content-addressed
+(`open_remote`, `Remote`, `settings`, `RemoteSettings`). Modules: `store` (the content-addressed
 local store), `compiles` (compile keys and header manifests), `remote`,
 `remote_http`, `remote_config` (the Bazel-HTTP protocol).
 """
@@ -23,6 +23,7 @@ _EXPORTS = {
     "Remote": "remote",
     "open_remote": "remote",
     "settings": "remote_config",
+    "RemoteSettings": "remote_config",
 }
 
 __all__ = [*_EXPORTS]

@@ -27,11 +27,11 @@ from ..settings import check_environment
 
 if TYPE_CHECKING:
     from .remote import Remote
+    from .remote_config import RemoteSettings
     from .store import ArtifactCache
 
 VERSION = "pypto_build-cache-2"     # 2: header lists from -MD (system headers too)
 MAX_CANDIDATES = 8
-REMOTE_ENV = "PYPTO_BUILD_REMOTE_CACHE"     # remote_config.ENV_URL, read here without importing it
 
 
 def compile_key(kind: str, argv_key: str, compiler_id: str, context: str, source: str) -> str:
@@ -108,23 +108,18 @@ class Caches:
     remote: Remote | None = None
 
 
-def open_caches(cache_dir: str | None = None, remote_cache: str | Remote | None = None, *,
-                check_remote: bool = True) -> Caches:
-    """The caches of a run: `cache_dir` (else $PYPTO_BUILD_CACHE), `remote_cache` (else
-    $PYPTO_BUILD_REMOTE_CACHE) opened once here (a malformed URL is one line of error; an unreachable
-    server is dropped with one warning). With `check_remote=False` a `Remote` some leader already
-    opened (`pypto-build ci`) is used as it is and a URL is dropped (graphs that compile nothing)."""
-    cache = cache_dir or os.environ.get("PYPTO_BUILD_CACHE") or None
-    if cache:
+def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | None = None) -> Caches:
+    """The caches of a run as its `request.Request` holds them: the local directory `cache_dir` and the
+    remote — its settings (opened here, once: pinged; an unreachable server is dropped with one warning)
+    or a `Remote` some leader already opened (`pypto-build ci`, used as it is). Nothing is read from the
+    environment here: the request did that."""
+    if cache_dir:
         check_environment(cache=True)   # the cache size: one line, before anything is written
-    if not check_remote:
-        remote = None if isinstance(remote_cache, str) else remote_cache
-    elif not (remote_cache or os.environ.get(REMOTE_ENV)):    # no remote: its HTTP code is never imported
-        remote = None
-    else:
-        from .remote import open_remote
-        remote = open_remote(remote_cache)
-    return Caches(os.path.abspath(os.path.expanduser(cache)) if cache else None, remote)
+    if remote is not None:
+        from .remote import Remote, open_remote      # a run with no remote never imports its HTTP code
+        if not isinstance(remote, Remote):
+            remote = open_remote(remote)
+    return Caches(os.path.abspath(os.path.expanduser(cache_dir)) if cache_dir else None, remote)
 
 
 def open_cache(directory: str | None, remote: Remote | None = None):

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import atomic
-from ..errors import warn
+from ..errors import RemoteError, warn
 from ..shared_flag import SharedFlag
 from .remote_config import RemoteSettings, settings
 from .remote_http import MAX_BODY, HttpError, request
@@ -45,10 +45,6 @@ AC_FORMAT = "pypto_build-ac-2"
 AC_MAX_BODY = 64 * 2**10                # a record is ~250 bytes
 PING_PATH = "/ac/" + "0" * 64           # never written: a cache answers 404
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class RemoteError(Exception):
-    """The remote cache did not answer as a cache should."""
 
 
 @dataclass(frozen=True)
@@ -63,23 +59,26 @@ class Remote:
         return self.settings.endpoint.url
 
 
-def open_remote(url: str | None, *, for_spawn: bool = False) -> Remote | None:
-    """The run's remote cache (`url`, else $PYPTO_BUILD_REMOTE_CACHE), checked once; None if none or dead.
+def open_remote(found: RemoteSettings | str | None, *, for_spawn: bool = False) -> Remote | None:
+    """The run's remote cache (`found`: its settings as the request parsed them, or a URL), pinged once; None
+    if none or dead.
 
-    A malformed URL or timeout raises PyptoBuildError (one line). A server that does not answer the
-    ping like a cache is dropped with the run's one warning. `for_spawn`: the flag will be handed to
-    spawned processes (`ci -j N`), so it is made in the spawn context.
+    A malformed URL or timeout raises a UserError (one line). A server that does not answer the ping like a
+    cache is dropped with the run's one warning. `for_spawn`: the flag will be handed to spawned processes
+    (`ci -j N`), so it is made in the spawn context.
     """
-    found = settings(url)
+    if not isinstance(found, RemoteSettings):
+        found = settings(found)
     if found is None:
         return None
     remote = Remote(found, SharedFlag(for_spawn))
-    why = RemoteCache(remote).ping()
-    if why is None:
-        return remote
-    if remote.health.raise_once():
-        warn(f"remote cache unreachable ({remote.url}: {why}); building locally")
-    return None
+    try:
+        RemoteCache(remote).ping()
+    except RemoteError as exc:
+        if remote.health.raise_once():
+            warn(f"remote cache unreachable ({remote.url}: {exc}); building locally")
+        return None
+    return remote
 
 
 class RemoteCache:
@@ -89,13 +88,9 @@ class RemoteCache:
         self.remote = remote
         self.warn = warn
 
-    def ping(self) -> str | None:
-        """None when the server answers with a cache's miss or hit, else why it does not."""
-        try:
-            status, _ = self._request("GET", PING_PATH, max_body=AC_MAX_BODY)
-            return None if status in (200, 404) else f"HTTP {status}"
-        except RemoteError as exc:
-            return str(exc)
+    def ping(self) -> None:
+        """Return when the server answers with a cache's miss or hit; RemoteError saying why it does not."""
+        self._request("GET", PING_PATH, max_body=AC_MAX_BODY)
 
     def get(self, key: str, dest: Path) -> bool:
         """Restore `key` onto `dest` atomically; False on a miss or any failure (nothing written then)."""

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from ..errors import PyptoBuildError
+from ..errors import UserError
+from ..settings import REMOTE_CACHE
 
-ENV_URL = "PYPTO_BUILD_REMOTE_CACHE"
+ENV_URL = REMOTE_CACHE
 ENV_TIMEOUT = "PYPTO_BUILD_REMOTE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
 _FORM = "write it as http://HOST[:PORT][/PATH] (or https://...)"
@@ -49,7 +50,7 @@ class RemoteSettings:
 def settings(url: str | None, env: Mapping[str, str] | None = None) -> RemoteSettings | None:
     """The remote cache of a run (`url`, else $PYPTO_BUILD_REMOTE_CACHE), or None when none is set.
 
-    Raises PyptoBuildError (one line) on a malformed URL or timeout.
+    Raises UserError (one line) on a malformed URL or timeout.
     """
     env = os.environ if env is None else env
     source = "--remote-cache" if url else ENV_URL
@@ -60,11 +61,11 @@ def settings(url: str | None, env: Mapping[str, str] | None = None) -> RemoteSet
 
 
 def parse_url(value: str, source: str = "--remote-cache") -> Endpoint:
-    """The endpoint of `value`; PyptoBuildError naming `source` (the flag or variable) when malformed."""
+    """The endpoint of `value`; UserError naming `source` (the flag or variable) when malformed."""
     where = f"{source} {value!r}" if source.startswith("-") else f"{source}={value!r}"
 
-    def bad(what: str, fix: str = _FORM) -> PyptoBuildError:
-        return PyptoBuildError(f"{where}: {what}; {fix}")
+    def bad(what: str, fix: str = _FORM) -> UserError:
+        return UserError(f"{where}: {what}; {fix}")
 
     if _BAD_PATH_RE.search(value):
         raise bad("the URL contains a space or a control character", "percent-encode it (%20) or remove it")
@@ -103,6 +104,6 @@ def _timeout(text: str | None) -> float:
     except ValueError:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):
-        raise PyptoBuildError(f"{ENV_TIMEOUT}={text!r}: not a positive number of seconds; set it to e.g. "
-                              f"{DEFAULT_TIMEOUT_S:g} (the deadline of one remote cache request) or unset it")
+        raise UserError(f"{ENV_TIMEOUT}={text!r}: not a positive number of seconds; set it to e.g. "
+                        f"{DEFAULT_TIMEOUT_S:g} (the deadline of one remote cache request) or unset it")
     return seconds

@@ -17,14 +17,10 @@ import socket
 import ssl
 import time
 
-from ..errors import one_line
+from ..errors import HttpError, one_line
 from .remote_config import Endpoint
 
 MAX_BODY = 256 * 2**20          # no cache entry of ours is near this; a bigger answer is not a cache's
-
-
-class HttpError(Exception):
-    """The request did not complete as HTTP (refused, cut, late, garbled, too big)."""
 
 
 def request(endpoint: Endpoint, method: str, path: str, body: bytes = b"", *, timeout_s: float,

@@ -34,7 +34,7 @@ import xxhash
 
 from .. import atomic, errors
 from ..safeio import NotRegularFile, kind_of, open_regular
-from ..settings import DEFAULT_CACHE_BYTES, cache_size
+from ..settings import CACHE, DEFAULT_CACHE_BYTES, cache_size
 
 _HEADER = struct.Struct("<8sI16sQ")      # magic, flags, raw xxh3-128 digest, data length
 _MAGIC = b"PTOAC\x00\x00\x01"
@@ -104,7 +104,7 @@ class ArtifactCache:
                  env: Mapping[str, str] | None = None) -> "ArtifactCache | None":
         """The cache at `directory` (--cache-dir), else $PYPTO_BUILD_CACHE, else None."""
         env = os.environ if env is None else env
-        where = directory or env.get("PYPTO_BUILD_CACHE") or None
+        where = directory or env.get(CACHE) or None
         if where is None:
             return None
         return cls(Path(os.path.expanduser(str(where))), max_bytes=cache_size(env))

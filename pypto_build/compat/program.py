@@ -248,14 +248,14 @@ def benchmark(compiled, args: Sequence, *, rounds: int = 100, warmup: int = 3) -
     NPU performance (PyPTO's device timings do not exist on the host runtime).
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds <= 0:
-        raise ValueError(f"benchmark(): rounds must be a positive integer, got {rounds!r}")
+        raise ArgumentError(f"benchmark(): rounds must be a positive integer, got {rounds!r}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"benchmark(): warmup must be a non-negative integer, got {warmup!r}")
+        raise ArgumentError(f"benchmark(): warmup must be a non-negative integer, got {warmup!r}")
     if not isinstance(compiled, CompiledProgram):
         if isinstance(compiled, (str, os.PathLike)):
             compiled = CompiledProgram.from_dir(compiled)
         else:
-            raise TypeError(f"benchmark(): expected a CompiledProgram, got {type(compiled).__name__}")
+            raise ArgumentError(f"benchmark(): expected a CompiledProgram, got {type(compiled).__name__}")
     with compiled._lock:
         full, _ = compiled._full_args(args)
         executor = compiled.ensure_built()

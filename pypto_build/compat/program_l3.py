@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..arguments import require_fit
+from ..errors import ArgumentError
 from ..sidecars import DISTRIBUTED_META_FILENAME, DistributedConfigMeta, ProgramMeta, load_distributed_meta
 
 __all__ = ["DistributedConfig", "DistributedCompiledProgram"]
@@ -32,13 +33,13 @@ class DistributedConfig:
         object.__setattr__(self, "device_ids", ids)
         if not ids or any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in ids) \
                 or len(set(ids)) != len(ids):
-            raise ValueError(f"DistributedConfig.device_ids {ids!r}: expected a non-empty list of distinct "
+            raise ArgumentError(f"DistributedConfig.device_ids {ids!r}: expected a non-empty list of distinct "
                              "non-negative ints")
         if not isinstance(self.num_sub_workers, int) or self.num_sub_workers < 0:
-            raise ValueError(f"DistributedConfig.num_sub_workers {self.num_sub_workers!r}: expected an int >= 0")
+            raise ArgumentError(f"DistributedConfig.num_sub_workers {self.num_sub_workers!r}: expected an int >= 0")
         n = self.aicpu_thread_num
         if isinstance(n, bool) or not isinstance(n, int) or (n != 0 and n < 2):
-            raise ValueError(f"DistributedConfig.aicpu_thread_num {self.aicpu_thread_num!r}: expected 0 or >= 2")
+            raise ArgumentError(f"DistributedConfig.aicpu_thread_num {self.aicpu_thread_num!r}: expected 0 or >= 2")
 
 
 class DistributedCompiledProgram:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence, TextIO
 
 from ..arguments import require_fit
+from ..errors import ArgumentError
 from ..run import check_replayable
 from ..sidecars import load_sidecar
 from ..runconfig import RunConfig, RunSpec
@@ -58,7 +59,7 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
         import torch
         for i, t in enumerate(tensors):
             if not isinstance(t, torch.Tensor):
-                raise TypeError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
+                raise ArgumentError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
     result = build(work_dir, platform=config.platform, recompile=recompile,
                    rebuild_from_pto=None if rebuild_from_pto else False, allow_unapplied_pto=allow_unapplied_pto,
                    jobs=jobs, progress=progress, quiet=quiet)

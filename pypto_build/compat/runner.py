@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import keyword
 import os
-import sys
 from pathlib import Path
 from typing import Callable
 
 from .. import atomic
+from ..errors import OK, UserError
 from ..sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, known_torch_dtype, load_compiled_meta
 
 __all__ = ["write_run_script", "render_run_script", "skip_reason", "inline_statement", "torch_dtype_name",
@@ -189,13 +189,14 @@ def add_emit_runner_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def emit_runner_command(args: argparse.Namespace) -> int:
-    """`pypto-build emit-runner DIR`: print the path written (0) or why nothing was (0 if disabled, else 2)."""
+    """`pypto-build emit-runner DIR`: print the path written, or that PYPTO_EMIT_DEBUG_RUNNER disables it (0);
+    any other reason nothing was written is a UserError (one line, exit 2)."""
     reasons: list[str] = []
     path = write_run_script(args.dir, on_skip=reasons.append)
     if path is not None:
         print(f"pypto-build: wrote {path} (run it: python {path})")
-        return 0
-    disabled = os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no")
-    print(f"pypto-build: {'' if disabled else 'error: '}no debug/run.py written: {reasons[0] if reasons else 'skipped'}",
-          file=sys.stdout if disabled else sys.stderr)
-    return 0 if disabled else 2
+        return OK
+    if os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no"):
+        print(f"pypto-build: no debug/run.py written: {reasons[0]}")
+        return OK
+    raise UserError(f"no debug/run.py written: {reasons[0] if reasons else 'skipped'}")

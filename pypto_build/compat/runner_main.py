@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import options
-from ..errors import BuildError, PyptoBuildError
+from ..errors import OK, UserError, ValidationFailed
 
 __all__ = ["main", "make_parser"]
 
@@ -44,10 +44,11 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
 
     Inputs from golden.py: exactly `pypto-build replay [--validate] WORK_DIR` (verbs.py), golden.py and the
     program running in a child process. Inline inputs: `replay(work_dir, *tensors)`, then `user_compare`.
-    0 on success; 1 when a unit, the run or the validation fails; 2 for bad input; errors go to stderr.
+    The exit status and the lines are every front end's (exits.py): 0 on success; 1 when a unit, the run or
+    the validation fails (`user_compare` raising AssertionError); 2 for bad input; errors go to stderr.
     """
-    from ..runtime import ExecutorError
-    from ..verbs import guarded, run_verb
+    from ..exits import guarded
+    from ..verbs import run_verb
 
     parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,
                          validate_default=inline_inputs is not None)
@@ -55,21 +56,7 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
     work_dir = args.work_dir.resolve()
     if inline_inputs is None or (args.validate and (work_dir / "golden.py").is_file()):
         return guarded(lambda: run_verb("replay", args, work_dir))
-    try:
-        return _inline(work_dir, args, inline_inputs, user_compare)
-    except AssertionError as exc:
-        print(str(exc) or "validation failed", file=sys.stderr)
-        return 1
-    except (BuildError, ExecutorError) as exc:
-        print(f"pypto-build replay: {exc}", file=sys.stderr)
-        return 1
-    except (PyptoBuildError, OSError) as exc:
-        print(f"pypto-build replay: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("pypto-build replay: interrupted", file=sys.stderr)
-        from ..engine import exit_now
-        exit_now(130)
+    return guarded(lambda: _inline(work_dir, args, inline_inputs, user_compare))
 
 
 def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[], Sequence],
@@ -80,8 +67,8 @@ def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[]
     tensors = list(inline_inputs())
     missing = [i for i, t in enumerate(tensors) if t is None]
     if missing:
-        raise PyptoBuildError(f"inline input(s) {missing} are None (scalar parameters): set their values in "
-                              "_inline_inputs() of debug/run.py")
+        raise UserError(f"inline input(s) {missing} are None (scalar parameters): set their values in "
+                        "_inline_inputs() of debug/run.py")
     if args.log_sync_pypto and not args.quiet:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
     run = options.run_spec(args)
@@ -89,8 +76,11 @@ def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[]
            rebuild_from_pto=not args.no_rebuild_from_pto, jobs=args.jobs, progress=sys.stdout,
            run_timeout=run.timeout, allow_unapplied_pto=args.allow_unapplied_pto, quiet=args.quiet)
     if user_compare is not None:
-        user_compare(*tensors)
-    return 0
+        try:
+            user_compare(*tensors)
+        except AssertionError as exc:       # the user's comparison said no: a failed validation
+            raise ValidationFailed(str(exc) or "_user_compare: validation failed") from exc
+    return OK
 
 
 if __name__ == "__main__":  # pragma: no cover

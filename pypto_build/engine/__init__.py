@@ -3,7 +3,7 @@
 Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
 commands), `run_build` (a build's own run: doit's task control and runner
 without its command layer), `BuildReporter`, `explain` / `format_lines`,
-`write_trace`, `exit_now`, `dir_lock` (one run per directory), `sigterm_as_interrupt`, `open_state` (a platform's
+`write_trace`, `dir_lock` (one run per directory), `sigterm_as_interrupt`, `open_state` (a platform's
 doit state), `own_process` (`pypto-build` itself: deferred standard modules), and `noop` (the no-op record, offered whole: it is read before doit
 loads). Modules: `loader`, `tasks` (graph -> task dicts), `session`, `commands`,
 `doit_core`, `depstate`, `statedb`, `file_checker`,
@@ -22,7 +22,6 @@ _EXPORTS = {
     "explain": "explanation",
     "format_lines": "explanation",
     "write_trace": "trace",
-    "exit_now": "workers",
     "dir_lock": "lock",
     "sigterm_as_interrupt": "lock",
     "open_state": "statedb",

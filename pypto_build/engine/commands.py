@@ -18,23 +18,27 @@ from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
 from doit.doit_cmd import DoitMain
+from doit.runner import ERROR as TASK_RAISED
 
+from ..errors import FAILED
+from ..exits import OneLineOptions, guarded
 from . import noop
 from .loader import BuildDirLoader, opt_recompile
-from .session import force_rebuilds, guarded, locked
+from .session import force_rebuilds, locked, planned
 from .workers import supervise
 
 
-class BuildDirCommand:
-    """Mixin for doit commands: build root as cwd, directory lock, content state, one-line errors
-    (`session.guarded` / `session.locked`, shared with the build's own run)."""
+class BuildDirCommand(OneLineOptions):
+    """Mixin for doit commands: build root as cwd, directory lock, content state (`session.planned` /
+    `session.locked`, shared with the build's own run), and, inside doit's command line, what stops it said
+    as every front end says it, with its exit status (`exits.guarded`)."""
 
     adopts = False      # commands that build adopt generated outputs on first sight
 
     def execute(self, params, args):
         if not isinstance(self.loader, BuildDirLoader):
             self.loader = BuildDirLoader()
-        return guarded(self.loader, params, lambda: self._execute_locked(params, args))
+        return guarded(lambda: planned(self.loader, params, lambda: self._execute_locked(params, args)))
 
     def _execute_locked(self, params, args):
         with locked(self.loader, self.adopts) as self.dep_manager:
@@ -42,7 +46,7 @@ class BuildDirCommand:
                            watch=bool(params.get("num_process")), where=str(self.loader.root))
             if rc == 0 and self.adopts and not args:
                 noop.record_graph(self.loader.graph, self.task_list)
-            return rc
+            return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
 
 
 class BuildDirRun(BuildDirCommand, Run):

@@ -50,9 +50,9 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
     if only:
         missing = [n for n in only if n not in by_name]
         if missing:
-            from ..errors import PyptoBuildError
-            raise PyptoBuildError(f"{root}: no task named {', '.join(missing)}; `pypto-build doit list --all "
-                                  f"{root}` lists them")
+            from ..errors import UserError
+            raise UserError(f"{root}: no task named {', '.join(missing)}; `pypto-build doit list --all "
+                            f"{root}` lists them")
         names = [n for n in names if n in only]
     return [out[n] for n in names]
 

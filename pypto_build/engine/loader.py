@@ -1,9 +1,10 @@
 """`BuildDirLoader`: a build directory as doit tasks (no dodo.py), with the state and checker we use.
 
-It plans the graph (`graph.load_graph`) unless given one, says what planning
-has to tell (`Graph.notices`), and hands doit the task dicts of
-`engine/tasks.py` with the run's caches and run settings. The commands that
-use it are in `engine/commands.py`.
+It is given the graph, caches and run settings of the one pipeline (`pipeline.run`), or,
+under doit's own commands, plans them from their option values through the same
+`request.Request` (`options.request`: the pipeline's first two stages); says what
+planning has to tell (`Graph.notices`), and hands doit the task dicts of
+`engine/tasks.py`. The commands that use it are in `engine/commands.py`.
 """
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
 
 from .. import options
-from ..cache import Caches, open_caches
+from ..cache import Caches
 from ..errors import PyptoBuildError
-from ..graph import Graph, load_graph
+from ..graph import Graph
 from ..markers import STATE_DB, find_root, state_folder
 from ..runconfig import RunSpec
 from .file_checker import XXHChecker
@@ -26,8 +27,7 @@ from .tasks import DEFAULT_TASKS, task_dicts
 
 opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
                  "default": "", "help": "build directory (default: the one the current directory is in)"}
-opt_recompile = {"section": "pypto_build", "name": "recompile", "long": "recompile", "type": bool,
-                 "default": False, "help": "mark every compile target out of date (sources are never deleted)"}
+opt_recompile, = options.doit_options(tuple(o for o in options.BUILD if o.dest == "recompile"))
 GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "cache_dir",
                  "remote_cache")
 
@@ -45,7 +45,7 @@ class BuildDirLoader:
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
-                 keep_errors: bool = False, force: tuple[str, ...] = ()):
+                 force: tuple[str, ...] = ()):
         self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
         self.config: dict | None = None
         self.task_opts: dict | None = None
@@ -55,9 +55,7 @@ class BuildDirLoader:
         self.run = run
         self.reporter = reporter
         self.quiet = quiet
-        self.keep_errors = keep_errors             # True: a PyptoBuildError is kept in `error` for the caller
         self.force = force                         # task-name prefixes that run whatever their state says
-        self.error: PyptoBuildError | None = None
         self.values: dict = {}
 
     def setup(self, opt_values):
@@ -76,11 +74,10 @@ class BuildDirLoader:
                 "default_tasks": list(DEFAULT_TASKS), "reporter": self.reporter or BuildReporter}
 
     def plan(self) -> Graph:
-        """Read the build directory and plan its graph once (bad input raises PyptoBuildError)."""
+        """The graph, planned once from doit's option values when none was given (bad input: a UserError)."""
         if self.graph is None:
-            self.graph = load_graph(self.root, **options.graph_options(self.values))
-            self.caches = open_caches(**options.cache_options(self.values))
-            self.run = options.run_spec(self.values)
+            request = options.request(self.values)
+            self.graph, self.caches, self.run = request.plan(self.root), request.caches(), request.run
         return self.graph
 
     def load_tasks(self, cmd, pos_args):

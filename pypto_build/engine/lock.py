@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import PyptoBuildError
+from ..errors import UserError
 from ..safeio import refusal
 
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -51,7 +51,7 @@ def held() -> bool:
     return bool(_held)
 
 
-class NotWritable(PyptoBuildError):
+class NotWritable(UserError):
     """A run cannot take the lock: the build directory is not writable (`root`, what is wrong in `what`).
     A run with nothing to do is still answered, read-only (`session.run_build`)."""
 
@@ -94,7 +94,7 @@ def _open(state_dir: Path, shared: bool) -> int | None:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise PyptoBuildError(refusal(path, mode, "remove it (pypto_build creates it again)"))
+        raise UserError(refusal(path, mode, "remove it (pypto_build creates it again)"))
     return fd
 
 

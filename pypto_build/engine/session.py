@@ -1,10 +1,10 @@
 """One run of doit on a build directory: planned first, under the lock, in the root, on our state.
 
-`guarded` and `locked` are what every command on a build directory shares
-(`commands.BuildDirCommand` for `pypto-build doit ...`); `run_build` is the run
-that build / replay / validate and the API make (`api.run_graph`): doit's task
+`planned` and `locked` are what every run on a build directory shares (doit's own
+commands too: `commands.BuildDirCommand`, `pypto-build doit ...`);
+`run_build` is the engine stage of the one pipeline (`pipeline.run`): doit's task
 control and runner driven directly — what doit's `run` command does with the
-values `run_graph` would have put on its command line (`-n`, `--continue`,
+values the pipeline would have put on its command line (`-n`, `--continue`,
 `--recompile`, task names) — so a build never imports doit's command layer,
 its option parser or its plugin loading (`doit_core.py`).
 """
@@ -14,17 +14,16 @@ import contextlib
 import functools
 import sqlite3
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 
 from doit.control import TaskControl
-from doit.exceptions import InvalidCommand, InvalidDodoFile, InvalidTask
+from doit.exceptions import InvalidCommand
 from doit.globals import Globals
 from doit.runner import MRunner, MThreadRunner, Runner
 from doit.task import Stream
 
 from .. import hashing, invalidation, local_slots, search_dirs
-from ..errors import PyptoBuildError, error, interrupted, one_line
+from ..errors import UserError, one_line
 from ..launcher import local_jobs
 from ..markers import STATE_DIR
 from ..oserrors import run_failure
@@ -37,14 +36,12 @@ from .lock import NotWritable, dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
 from .statedb import open_state, take_over
 from .tasks import DEFAULT_TASKS
-from .workers import exit_now, supervise
+from .workers import supervise
 
 
-def guarded(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
-    """Plan (bad input is refused before anything is written), then `body()`; every failure is one line.
-
-    A library caller (`loader.keep_errors`) gets the error in `loader.error` and status 3.
-    """
+def planned(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
+    """Plan (bad input is refused before anything is written), then `body()`. What stops it is raised in
+    the error tree's words: an unknown task name, a failed write of the run itself, one line each."""
     try:
         loader.setup(params)
         loader.plan()
@@ -52,26 +49,9 @@ def guarded(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
             return body()
         except (OSError, sqlite3.Error) as exc:     # a write of the run itself (full disk, ...): one line
             raise run_failure(loader.dep_file, exc) from None
-    except PyptoBuildError as exc:
-        if loader.keep_errors:                      # a library caller raises it
-            loader.error = exc
-            return 3
-        error(exc)
-        return 2
-    except KeyboardInterrupt:
-        if loader.keep_errors:                      # a library caller handles its own interrupts
-            raise
-        interrupted()
-        exit_now(130)
     except InvalidCommand as exc:
-        refused = PyptoBuildError(
-            f"{loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build doit "
-            f"list --all {loader.root}`" if exc.not_found else one_line(exc))
-        if not loader.keep_errors:
-            error(refused)
-            return 2
-        loader.error = refused
-        return 3
+        raise UserError(f"{loader.root}: no task or target named {exc.not_found!r}; see them with `pypto-build "
+                        f"doit list --all {loader.root}`" if exc.not_found else one_line(exc)) from None
 
 
 @contextlib.contextmanager
@@ -95,7 +75,9 @@ def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
 
 def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: int = 1, recompile: bool = False,
               keep_going: bool = False) -> int:
-    """Build `tasks` (default: every stamp) of the loader's graph; doit's exit status (3: not run).
+    """Build `tasks` (default: every stamp) of the loader's graph; doit's exit status (0, or 1 / 2: a task
+    failed / raised). Bad input and a failed write of the run are raised (errors.py), as is anything that
+    stops doit itself.
 
     `jobs` > 1 runs that many doit worker processes; `recompile` marks every compile stale (kept
     until each has run); `keep_going` goes on past a failed task. After a full clean build the
@@ -114,14 +96,7 @@ def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: i
                 raise
             return _answer_read_only(loader, list(tasks or []), refused)
 
-    try:
-        return guarded(loader, {}, body)
-    except (InvalidDodoFile, InvalidTask) as exc:    # as doit's command line says them
-        sys.stderr.write(f"ERROR: {exc}\n")
-        return 3
-    except Exception:                               # as doit's command line: a traceback, status 3
-        sys.stderr.write(traceback.format_exc())
-        return 3
+    return planned(loader, {}, body)
 
 
 def force_rebuilds(dep: ContentDependency, loader: BuildDirLoader, recompile: bool) -> None:
@@ -158,7 +133,7 @@ def _answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWrit
         found = evaluate(dep, [t for t in wanted.values() if t.actions], by_name)
         for e in found.values():
             if e.status == "error":
-                raise PyptoBuildError(e.reason)
+                raise UserError(e.reason)
             if e.status != "up-to-date":
                 raise refused.needing(e.task, e.reason)
         Globals.dep_manager = dep

@@ -25,7 +25,7 @@ from doit.dependency import DatabaseException, SqliteDB
 
 from .file_checker import XXHChecker
 from .depstate import ContentDependency
-from ..errors import PyptoBuildError, one_line
+from ..errors import UserError, one_line
 from ..header_sets import sets_dir
 from ..markers import STATE_DB, STATE_DIR, state_folder
 from ..oserrors import describe_sqlite
@@ -61,19 +61,19 @@ def check_state_files(dep_file: Path) -> None:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise PyptoBuildError(f"{path}: the build state cannot be read ({one_line(exc.strerror)}); "
-                                  f"{start_afresh(path)}") from None
+            raise UserError(f"{path}: the build state cannot be read ({one_line(exc.strerror)}); "
+                            f"{start_afresh(path)}") from None
         if not stat.S_ISREG(mode):
             after = ("the build state starts afresh: sources and binaries are kept, every unit rebuilds once"
                      if path == dep_file else "sqlite creates it again when it needs one")
-            raise PyptoBuildError(refusal(path, mode, f"remove it ({after})"))
+            raise UserError(refusal(path, mode, f"remove it ({after})"))
 
 
 def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tuple[str, ...] = ()) -> ContentDependency:
     """The doit state of a build directory (`adopt`: a building command; `read_only`: a reader;
     `force`: task-name prefixes that run whatever their state says).
 
-    One clear `PyptoBuildError` when it cannot be opened.
+    One clear `UserError` when it cannot be opened.
     """
     check_state_files(dep_file)
     if not read_only:
@@ -86,10 +86,10 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
         cause = exc.__cause__ or exc.__context__ or exc
         line = describe_sqlite(dep_file, cause, "opened")
         if line:
-            raise PyptoBuildError(line) from None
+            raise UserError(line) from None
         reason = one_line(str(exc).rsplit("Original error:", 1)[-1])
-        raise PyptoBuildError(f"{dep_file}: the build state is unreadable ({reason}); "
-                              f"{start_afresh(dep_file)}") from None
+        raise UserError(f"{dep_file}: the build state is unreadable ({reason}); "
+                        f"{start_afresh(dep_file)}") from None
 
 
 def start_afresh(path: Path) -> str:

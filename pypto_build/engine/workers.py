@@ -12,7 +12,7 @@ found by the crash harness (tests/test_crash.py):
 * Ctrl-C printed a traceback per worker (fork hooks: workers exit quietly);
 * a worker forked at the instant of an interrupt never sees it, and
   multiprocessing joins it at exit, forever (`supervise` kills the workers a
-  stopped run started; `exit_now` skips the exit-time joins);
+  stopped run started; `exits.exit_now` skips the exit-time joins);
 * the user's signal can land on a helper thread instead of the main one, which
   then waits for results from workers that already left (the watcher delivers
   it to the main thread), or during the fork of a worker, where its
@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, NoReturn
+from typing import Callable
 
 from . import lock
 from .. import procs
@@ -81,14 +81,6 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                     after_in_child=_after_fork_in_child)
-
-
-def exit_now(code: int) -> NoReturn:
-    """Leave after an interrupt without multiprocessing's exit handlers: the state is already saved,
-    and joining a doit worker or queue thread the interrupt caught mid-handshake can hang forever."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 # --- supervising a run ---------------------------------------------------------------------------------

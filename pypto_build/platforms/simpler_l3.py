@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..errors import PyptoBuildError, ToolchainError, one_line
+from ..errors import ToolchainError, UserError, one_line
 from ..manifest import read_kernel_config
 from ..runconfig import RunConfig
 from ..runtime import TENSOR_ARG, L3Backend, Prepared
@@ -106,7 +106,7 @@ def chip_programs(chips: dict[str, Path], platform: str, simpler: Any) -> tuple[
     if len(set(runtimes.values())) > 1:
         found = ", ".join(f"{n}: {r}" for n, r in runtimes.items())
         level = next(iter(chips.values())).parent
-        raise PyptoBuildError(f"{level}: the chip programs name different runtimes ({found}); one Worker runs "
+        raise UserError(f"{level}: the chip programs name different runtimes ({found}); one Worker runs "
                               "one runtime, so RUNTIME_CONFIG[\"runtime\"] must agree in every kernel_config.py")
     return callables, next(iter(runtimes.values())), sdma
 
@@ -120,6 +120,6 @@ def _make_tensor_arg(worker: Any, arg: Any) -> Any:
     if isinstance(arg, Tensor):
         return arg
     if not isinstance(arg, torch.Tensor):
-        raise PyptoBuildError(f"make_tensor_arg: got a {type(arg).__name__}; pypto_build's simpler L3 path takes "
-                              "host torch tensors only (device-resident tensors need PyPTO's DistributedWorker)")
+        raise UserError(f"make_tensor_arg: got a {type(arg).__name__}; pypto_build's simpler L3 path takes "
+                        "host torch tensors only (device-resident tensors need PyPTO's DistributedWorker)")
     return make_tensor_arg(worker, arg)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..confine import confine_tree
-from ..errors import PyptoBuildError, ToolchainError, one_line
+from ..errors import ToolchainError, UserError, one_line
 from ..manifest import KernelConfig, read_kernel_config
 from ..runconfig import RunConfig
 from ..runtime import changed_files, dfx_snapshot
@@ -68,8 +68,8 @@ def call_settings(config: RunConfig, runtime_config: Mapping[str, Any], sub_dir:
     if isinstance(swimlane, bool):
         swimlane = _SWIMLANE_MAX if swimlane else 0
     if not isinstance(swimlane, int) or not 0 <= swimlane <= _SWIMLANE_MAX:
-        raise PyptoBuildError(f"enable_chip_swimlane = {swimlane!r} is not a swimlane level; use 0 (off) to "
-                              f"{_SWIMLANE_MAX} (full), e.g. --swimlane-level {_SWIMLANE_MAX}")
+        raise UserError(f"enable_chip_swimlane = {swimlane!r} is not a swimlane level; use 0 (off) to "
+                        f"{_SWIMLANE_MAX} (full), e.g. --swimlane-level {_SWIMLANE_MAX}")
     # RunConfig's own value (PyPTO's RunConfig has one) wins over RUNTIME_CONFIG; ours has none yet
     threads = getattr(config, "aicpu_thread_num", None)
     if threads is None:
@@ -111,7 +111,7 @@ def run_on_simpler(sub_dir: Path, platform: str, payloads: Mapping[int, Path], o
     `payloads`: func_id -> file holding that kernel's payload (on a simulator the whole `.so`, on a device
     the `.text` bytes); `orchestration`: the orchestration `.so`. `args` are the orchestration's parameters
     in call order (CPU contiguous torch tensors; ctypes, int, float or bool scalars). Returns the files the
-    run wrote or rewrote under `<sub_dir>/dfx_outputs`. One-line PyptoBuildError/ToolchainError for what
+    run wrote or rewrote under `<sub_dir>/dfx_outputs`. One-line UserError/ToolchainError for what
     the user can fix; failures inside the runtime propagate as simpler raises them.
     """
     sub_dir = Path(sub_dir)
@@ -154,13 +154,13 @@ def read_binaries(manifest: KernelConfig, payloads: Mapping[int, Path], orchestr
     wanted = {k.func_id: k for k in manifest.kernels}
     extra = sorted(set(payloads) - set(wanted))
     if extra:
-        raise PyptoBuildError(f"{where}: payloads given for func_id {', '.join(map(str, extra))}, which "
-                              "KERNELS does not declare; pass exactly the kernels of this kernel_config.py")
+        raise UserError(f"{where}: payloads given for func_id {', '.join(map(str, extra))}, which "
+                        "KERNELS does not declare; pass exactly the kernels of this kernel_config.py")
     kernels = {}
     for func_id, spec in wanted.items():
         what = f"kernel func_id {func_id} ({spec.name or Path(spec.source).stem})"
         if func_id not in payloads:
-            raise PyptoBuildError(f"{where}: no payload given for {what}; build the directory first")
+            raise UserError(f"{where}: no payload given for {what}; build the directory first")
         kernels[func_id] = _read(Path(payloads[func_id]), f"the payload of {what}")
     return Binaries(kernels, _read(orchestration, "the orchestration binary"))
 
@@ -169,10 +169,10 @@ def _read(path: Path, what: str) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise PyptoBuildError(f"{path}: {what} cannot be read ({one_line(exc.strerror or exc, 120)}); build the "
-                              "directory (pypto-build build DIR) before running it") from None
+        raise UserError(f"{path}: {what} cannot be read ({one_line(exc.strerror or exc, 120)}); build the "
+                        "directory (pypto-build build DIR) before running it") from None
     if not data:
-        raise PyptoBuildError(f"{path}: {what} is empty; rebuild the directory (pypto-build build DIR)")
+        raise UserError(f"{path}: {what} is empty; rebuild the directory (pypto-build build DIR)")
     return data
 
 
@@ -212,7 +212,7 @@ def _check_args(args: Sequence, labels: list[str], simpler: Any) -> None:
         else:
             problem = f"is a {type(arg).__name__}; pass a torch tensor or a scalar (int, float, ctypes)"
         if problem:
-            raise PyptoBuildError(f"argument {label} {problem}")
+            raise UserError(f"argument {label} {problem}")
 
 
 def _fits_float32(value: float) -> bool:
@@ -295,8 +295,8 @@ def call_config(settings: CallSettings, simpler: SimplerApi) -> Any:
             cfg.output_prefix = settings.output_prefix
         cfg.validate()
     except (ValueError, TypeError) as exc:
-        raise PyptoBuildError(f"simpler refuses this run's settings: {one_line(exc, 300)}; fix the run options "
-                              "(or RUNTIME_CONFIG in kernel_config.py)") from None
+        raise UserError(f"simpler refuses this run's settings: {one_line(exc, 300)}; fix the run options "
+                        "(or RUNTIME_CONFIG in kernel_config.py)") from None
     return cfg
 
 

@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 from .. import procs
 from .launch import spawn
 from .reads import Reads
-from ..errors import ProgramFailed, PyptoBuildError, one_line
+from ..errors import ArgumentError, ProgramFailed, PyptoBuildError, UserError, ValidationFailed, one_line
 from ..runconfig import RunConfig
 from ..safeio import refusal
 
@@ -126,7 +126,7 @@ def _check_data(sub: Path) -> None:
         except OSError:
             continue
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise PyptoBuildError(refusal(path, mode, "golden.py would block or fail reading it — replace it "
+            raise UserError(refusal(path, mode, "golden.py would block or fail reading it — replace it "
                                                       "with the data file"))
 
 
@@ -147,8 +147,8 @@ def _rebuilt(kind: str, message: str) -> BaseException:
     from .golden import GoldenError, NothingCompared
     from ..runtime import ExecutorError
 
-    types = {"mismatch": AssertionError, "count": ValueError, "golden": GoldenError, "nothing": NothingCompared,
-             "executor": ExecutorError, "input": PyptoBuildError, "program": ProgramFailed}
+    types = {"mismatch": ValidationFailed, "count": ArgumentError, "golden": GoldenError, "nothing": NothingCompared,
+             "executor": ExecutorError, "input": UserError, "program": ProgramFailed}
     return types.get(kind, ProgramFailed)(message)
 
 

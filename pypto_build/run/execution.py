@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import atomic
-from ..errors import PyptoBuildError
+from ..errors import UserError
 from ..confine import confine_tree
 from ..layout import BuildKind, classify, load_layout
 from ..markers import HOST_ORCH, STATE_DIR
@@ -35,11 +35,11 @@ def check_replayable(work_dir: Path) -> Path:
     kind, _markers = classify(work_dir)
     if kind is BuildKind.MULTI_ORCH:
         subs = ", ".join(str(s.path) for s in load_layout(work_dir).sub_builds)
-        raise PyptoBuildError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
-                              f"instead: {subs}")
+        raise UserError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
+                        f"instead: {subs}")
     if load_sidecar(work_dir) is None and kind is BuildKind.L3:
-        raise PyptoBuildError(f"{Path(work_dir) / DISTRIBUTED_META_FILENAME} not found; a distributed build needs "
-                              "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
+        raise UserError(f"{Path(work_dir) / DISTRIBUTED_META_FILENAME} not found; a distributed build needs "
+                        "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
     return Path(work_dir)
 
 
@@ -56,7 +56,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
             on_task(f"the host driver {HOST_ORCH}")
         return runner.run_l3(sub_dir, args, config, names=names, say=say, device_ids=device_ids)
     if kind is not BuildKind.L2:
-        raise PyptoBuildError(f"{sub_dir} is a {kind.value}, which does not run itself; run one of its sub-builds")
+        raise UserError(f"{sub_dir} is a {kind.value}, which does not run itself; run one of its sub-builds")
     if config.enable_chip_swimlane or config.enable_dump_args:
         base = Path(sub_dir).absolute()
         confine_tree(base, base / "dfx_outputs", "dfx_outputs folder")

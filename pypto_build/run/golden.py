@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import PyptoBuildError, one_line
+from ..errors import Failure, UserError, ValidationFailed, one_line
 from ..arguments import check_arguments
 from ..golden_key import GOLDEN_PARAMS, INPUT_PARAMS
 from ..sidecars import ProgramMeta
@@ -29,8 +29,8 @@ from ..safeio import refusal
 DEFAULT_TOL = 1e-5
 
 
-class GoldenError(PyptoBuildError):
-    """golden.py is missing or does not follow the contract."""
+class GoldenError(Failure):
+    """golden.py is missing or does not follow the contract: the validation cannot be made (exit 1)."""
 
 
 class NothingCompared(GoldenError):
@@ -180,7 +180,7 @@ def require_run_extra() -> None:
     """Refuse to start a run when torch is not installed (`extra_missing`'s line), before anything else fails
     on it (a kept golden result, golden.py's own import). Looks it up only: imports nothing."""
     if importlib.util.find_spec("torch") is None:
-        raise PyptoBuildError(extra_missing(ModuleNotFoundError("No module named 'torch'", name="torch")))
+        raise UserError(extra_missing(ModuleNotFoundError("No module named 'torch'", name="torch")))
 
 
 def _raised(exc: BaseException) -> str:
@@ -231,7 +231,7 @@ def compare(golden: Golden, actual: dict[str, object], expected: dict[str, objec
             continue
         problem = mismatch(got.detach().cpu(), want.detach().cpu(), rtol, atol)
         if problem:
-            raise AssertionError(f"Output '{name}' does not match golden (rtol={rtol}, atol={atol}): {problem}")
+            raise ValidationFailed(f"Output '{name}' does not match golden (rtol={rtol}, atol={atol}): {problem}")
         compared.append(name)
     if not compared:
         raise NothingCompared(f"{golden.path}: every output in __outputs__ ({', '.join(expected)}) has no "

@@ -14,6 +14,8 @@ import math
 import struct
 from typing import Any
 
+from ..errors import UserError
+
 __all__ = [
     "ABI_VERSION", "MAX_TENSOR_DIMS", "EXTERNAL_TASK_ID", "ChipTensor", "DataType", "PTO2RuntimeOps",
     "ChipTaskArgs", "PTO2OrchestrationConfig", "SUBMIT_FN", "SCOPE_FN", "ALLOC_FN", "IS_FATAL_FN",
@@ -33,7 +35,7 @@ ARG_ROLES = {0: "in", 1: "out", 2: "inout", 3: "out", 4: "no_dep"}
 LOG_LEVELS = {0: "debug", 1: "info", 2: "warn", 3: "error", 4: "always"}
 
 
-class UnsupportedDType(TypeError):
+class UnsupportedDType(UserError, TypeError):
     """A dtype the host runtime cannot represent as a torch tensor (FP8/FP4) or has no DataType for."""
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import ManifestError
+from ..errors import ExecutorError, ManifestError
 from ..manifest import KernelSpec, read_kernel_config
 from ..markers import host_binary, host_external_binary
 from . import abi
@@ -36,10 +36,6 @@ _LOGGER = logging.getLogger("pypto_build.runtime")
 _PY_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.INFO}
 _MAX_TENSORS, _MAX_SCALARS = 32, 16  # CORE_MAX_TENSOR_ARGS, CORE_MAX_SCALAR_ARGS
 _BUILD_HINT = "build the directory first (pypto_build.build(DIR) or `pypto-build build DIR`)"
-
-
-class ExecutorError(RuntimeError):
-    """A host run could not start or failed; the message names the file, task or argument."""
 
 
 @dataclass

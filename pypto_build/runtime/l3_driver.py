@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Itera
 
 from .. import atomic
 from ..confine import confine_tree
-from ..errors import PyptoBuildError, ToolchainError, one_line
+from ..errors import PyptoBuildError, ToolchainError, UserError, one_line
 from ..markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
 from ..pyexec import exec_file
 from ..sidecars import load_distributed_meta
@@ -136,18 +136,18 @@ def _checked(root: Path, args: Sequence, names: Sequence[str] | None,
     dc = meta.distributed_config
     ids = [int(d) for d in (device_ids if device_ids is not None else (dc.device_ids if dc else ()))]
     if not ids or len(set(ids)) != len(ids):
-        raise PyptoBuildError(f"{meta_path}: device ids {ids} must be non-empty and distinct; fix "
+        raise UserError(f"{meta_path}: device ids {ids} must be non-empty and distinct; fix "
                               "distributed_config.device_ids (or pass other device ids to the run)")
     params = [p.name for p in meta.params]
     if len(args) != len(params):
-        raise PyptoBuildError(f"{meta_path}: the host driver takes {len(params)} argument(s) "
+        raise UserError(f"{meta_path}: the host driver takes {len(params)} argument(s) "
                               f"({', '.join(params)}), got {len(args)}")
     _check_tensors(args, list(names) if names is not None and len(names) == len(args) else params)
     if not (root / HOST_ORCH).is_file():
-        raise PyptoBuildError(f"{root / HOST_ORCH}: missing; {root} is not a built L3 directory (PyPTO writes "
+        raise UserError(f"{root / HOST_ORCH}: missing; {root} is not a built L3 directory (PyPTO writes "
                               f"{HOST_ORCH} beside {DISTRIBUTED_META})")
     if sorted((root / "sub_workers").glob("*.py")):
-        raise PyptoBuildError(f"{root / 'sub_workers'}: SubWorkers are not run by pypto_build's L3 driver yet; "
+        raise UserError(f"{root / 'sub_workers'}: SubWorkers are not run by pypto_build's L3 driver yet; "
                               "replay this directory with PyPTO (DistributedCompiledProgram.from_dir)")
     return meta, ids
 
@@ -157,7 +157,7 @@ def chip_dirs(root: Path) -> dict[str, Path]:
     level = Path(root) / "next_levels"
     chips = {d.name: d for d in sorted(level.iterdir()) if (d / KERNEL_CONFIG).is_file()} if level.is_dir() else {}
     if not chips:
-        raise PyptoBuildError(f"{level}: no chip programs (expected next_levels/<name>/ sub-builds with a "
+        raise UserError(f"{level}: no chip programs (expected next_levels/<name>/ sub-builds with a "
                               f"{KERNEL_CONFIG})")
     return chips
 
@@ -170,7 +170,7 @@ def _load_meta(path: Path, *, given_ids: bool) -> ProgramMeta:
             return load_distributed_meta(path, validate_config=validate)
         except Exception as exc:  # noqa: BLE001 - MetaError / OSError: the sidecar names the problem
             problem = exc
-    raise PyptoBuildError(f"{path}: {one_line(problem, 300)}; recompile via ir.compile() to rewrite it") from None
+    raise UserError(f"{path}: {one_line(problem, 300)}; recompile via ir.compile() to rewrite it") from None
 
 
 def _check_tensors(args: Sequence, labels: Sequence[str]) -> None:
@@ -179,10 +179,10 @@ def _check_tensors(args: Sequence, labels: Sequence[str]) -> None:
 
     for label, arg in zip(labels, args):
         if not isinstance(arg, torch.Tensor):
-            raise PyptoBuildError(f"argument {label!r}: an L3 run takes CPU torch tensors, got "
+            raise UserError(f"argument {label!r}: an L3 run takes CPU torch tensors, got "
                                   f"{type(arg).__name__}")
         if arg.device.type != "cpu":
-            raise PyptoBuildError(f"argument {label!r} is on {arg.device}; pass a CPU tensor (.cpu())")
+            raise UserError(f"argument {label!r} is on {arg.device}; pass a CPU tensor (.cpu())")
 
 
 @contextlib.contextmanager
@@ -222,17 +222,17 @@ def _load_driver(path: Path) -> tuple[Callable[..., Any], Callable[..., Any] | N
         if missing is not None:
             raise ExecutorError(missing) from None
         if isinstance(exc, ImportError):
-            raise PyptoBuildError(f"{_where(exc, path)}: {one_line(exc, 200)}; pypto_build's L3 driver provides "
+            raise UserError(f"{_where(exc, path)}: {one_line(exc, 200)}; pypto_build's L3 driver provides "
                                   f"{_PROVIDED} (what PyPTO's codegen imports); regenerate it or replay with "
                                   "PyPTO") from None
-        raise PyptoBuildError(f"{_where(exc, path)}: {type(exc).__name__}: {one_line(exc, 200)}; fix {path.name} "
+        raise UserError(f"{_where(exc, path)}: {type(exc).__name__}: {one_line(exc, 200)}; fix {path.name} "
                               "or recompile via ir.compile() to regenerate it") from None
     entries = sorted((fn for fn in vars(module).values() if isinstance(fn, types.FunctionType)
                       and fn.__module__ == module.__name__ and getattr(fn, ENTRY_MARKER, False) is True),
                      key=lambda fn: fn.__name__)
     if len(entries) != 1:
         found = f": {', '.join(fn.__name__ for fn in entries)}" if entries else ""
-        raise PyptoBuildError(f"{path}: expected exactly one function marked `{ENTRY_MARKER} = True`, found "
+        raise UserError(f"{path}: expected exactly one function marked `{ENTRY_MARKER} = True`, found "
                               f"{len(entries)}{found}; the host driver is malformed (regenerate it)")
     alloc = vars(module).get("_alloc_intermediates")
     return entries[0], alloc if callable(alloc) else None
@@ -265,12 +265,12 @@ def _running(driver: Path, run: Callable[[], None]) -> None:
         run()
     except (ExecutorError, ToolchainError):
         raise                                   # the runtime's own failure, already one line
-    except PyptoBuildError as exc:
-        raise type(exc)(f"{_where(exc, driver)}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - re-raised as one line when the driver's code raised it
         missing = l3_shims.unimplemented_message(exc, driver)
         if missing is not None:
             raise ExecutorError(missing) from None
+        if isinstance(exc, PyptoBuildError):
+            raise type(exc)(f"{_where(exc, driver)}: {exc}") from None
         where = _where(exc, driver)
         if where == str(driver):
             raise                               # not the driver's: the runtime's own failure, as it raised it
@@ -290,7 +290,7 @@ class _Callables(dict):
     """The entry's `callables`: chip program name -> its handle; an unknown name is one line."""
 
     def __missing__(self, name: str) -> Any:
-        raise PyptoBuildError(f"dispatches chip program {name!r}, but next_levels/{name}/ has no "
+        raise UserError(f"dispatches chip program {name!r}, but next_levels/{name}/ has no "
                               f"{KERNEL_CONFIG} (chip programs: {', '.join(sorted(self))}); recompile via "
                               "ir.compile() to regenerate the directory")
 
@@ -299,7 +299,7 @@ class _SubIds(dict):
     """The entry's `sub_ids`: no SubWorker runs here (a directory with some is refused before the run)."""
 
     def __missing__(self, name: str) -> Any:
-        raise PyptoBuildError(f"uses SubWorker {name!r} (sub_ids), which pypto_build's L3 driver does not run; "
+        raise UserError(f"uses SubWorker {name!r} (sub_ids), which pypto_build's L3 driver does not run; "
                               "replay this directory with PyPTO (DistributedCompiledProgram.from_dir)")
 
 
@@ -370,5 +370,5 @@ def clear_dispatch_dirs(dfx: Path) -> None:
 
 def _no_link(path: Path) -> None:
     if path.is_symlink():
-        raise PyptoBuildError(f"{path}: a symbolic link where the run clears its dispatch folders (rank<r>/d<k>); "
+        raise UserError(f"{path}: a symbolic link where the run clears its dispatch folders (rank<r>/d<k>); "
                               "nothing was deleted — replace the link with a folder (or remove it) and run again")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..errors import UserError
 from .executor import ExecutorError
 
 __all__ = ["HostUnimplemented", "HostOrch", "ChipProgram", "TensorArg", "TaskArgs", "CallConfig", "TensorArgType",
@@ -48,7 +49,7 @@ _FEATURES = {
 _missing: list[str] = []  # features touched through a stand-in since the last install (see `last_missing`)
 
 
-class HostUnimplemented(AttributeError):
+class HostUnimplemented(UserError, AttributeError):
     """A generated host driver used something the host runtime does not implement; `feature` names it."""
 
     def __init__(self, feature: str) -> None:

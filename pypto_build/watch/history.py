@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import atomic
-from ..errors import PyptoBuildError, one_line
+from ..errors import UserError, one_line
 from ..hashing import file_digest, text_digest
 from ..limits import TooLarge, read_capped
 from ..markers import STATE_DIR
@@ -32,7 +32,7 @@ ASIDE = ".damaged"      # a damaged history is kept as history.json.damaged (the
 KEEP = 500
 
 
-class Damaged(PyptoBuildError):
+class Damaged(UserError):
     """The history file cannot be used (unreadable, not JSON, a field of the wrong type or out of range)."""
 
     def __init__(self, path: Path, what: str) -> None:

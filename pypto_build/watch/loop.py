@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import PyptoBuildError, one_line
+from ..errors import UserError, WatcherFailed, one_line
 from ..hashing import stat_key
 from .inputs import ignored
 from .session import Session, Settings
@@ -56,8 +56,8 @@ def _watch(root: Path, settings: Settings, out: TextIO, poll: bool | None, stop:
             except WatcherFailed as failed:
                 exc = failed.__cause__
                 if poll:
-                    raise PyptoBuildError(f"{root}: cannot watch for changes ({one_line(exc)}); "
-                                          "run `pypto-build replay --validate DIR` after each edit instead") from None
+                    raise UserError(f"{root}: cannot watch for changes ({one_line(exc)}); "
+                                    "run `pypto-build replay --validate DIR` after each edit instead") from None
                 session.say(f"[watch] file notification unavailable ({one_line(exc)}); polling instead")
                 poll = True
                 continue
@@ -134,10 +134,6 @@ def _stats(paths: list[str]) -> list[tuple | None]:
         except OSError:
             found.append(None)
     return found
-
-
-class WatcherFailed(Exception):
-    """The file watcher could not be started or stopped working (its cause says why)."""
 
 
 def changes(session: Session, paths: list[str]) -> list[tuple[str, str]]:

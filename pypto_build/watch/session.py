@@ -24,7 +24,7 @@ from typing import TextIO
 from .. import stages
 from ..errors import ProgramFailed, PyptoBuildError, one_line
 from ..markers import STATE_DB, STATE_DIR, current_state_folder
-from ..runconfig import RunSpec
+from ..request import Request
 from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect
 
@@ -34,14 +34,12 @@ Change = tuple[str, str]  # (absolute path, "modified" | "added" | "removed")
 
 @dataclass
 class Settings:
-    """How rounds run: validate or only run, the run spec, timed runs, jobs and the build's options."""
+    """How rounds run: what the user asked of each build and run (`request`: the options, the run spec),
+    validate or only run, and the timed runs."""
 
+    request: Request = field(default_factory=Request)
     validate: bool = True
-    run: RunSpec = field(default_factory=RunSpec)
     runs: int = 5
-    jobs: int = 1
-    graph_options: dict = field(default_factory=dict)
-    cache_options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -84,10 +82,8 @@ class Session:
 
     def plan(self, report: Round | None = None) -> bool:
         """(Re-)plan the graph; on bad input the round is an ERROR (nothing built or run). Whether it planned."""
-        from ..graph import load_graph
-
         try:
-            self.graph = load_graph(self.root, **self.settings.graph_options)
+            self.graph = self.settings.request.plan(self.root)
         except (PyptoBuildError, OSError) as exc:
             if report is None:
                 raise
@@ -161,12 +157,10 @@ class Session:
             raise _Moved(moved)
 
     def _build(self, report: Round):
-        from ..api import run_graph
-        from ..cache import open_caches
+        from .. import pipeline
 
-        try:
-            result = run_graph(self.graph, caches=open_caches(**self.settings.cache_options), jobs=self.settings.jobs,
-                               progress=None, check=False)
+        try:       # the build of the one pipeline, on the graph kept warm (planned again only when needed)
+            result = pipeline.run(self.root, self.settings.request, graph=self.graph, progress=None, check=False)
         except (PyptoBuildError, OSError) as exc:
             report.verdict, report.detail = "BUILD FAILED", _said(exc)
             return None
@@ -184,7 +178,8 @@ class Session:
         from ..run import check_replayable, run_program
         from ..runtime import ExecutorError
 
-        config = dataclasses.replace(self.settings.run.config, platform=self.graph.platform.name)
+        run = self.settings.request.run
+        config = dataclasses.replace(run.config, platform=self.graph.platform.name)
         lines: list[str] = []
         marks: dict[str, float] = {}
         began = time.perf_counter()
@@ -202,7 +197,7 @@ class Session:
         try:
             with dir_lock(self.root / STATE_DIR):
                 outcome = run_program(check_replayable(self.root), config, validate=self.settings.validate,
-                                      timeout=self.settings.run.timeout, say=lines.append,
+                                      timeout=run.timeout, say=lines.append,
                                       launcher=self.launcher.start, timing_runs=self.settings.runs, on_phase=phase)
             report.verdict = "PASSED" if self.settings.validate else "RAN"
             report.detail = ", ".join(outcome.checked)

@@ -15,21 +15,19 @@ def watch_options() -> tuple:
 
 def watch_verb(values: Any, directory: Path | str) -> int:
     """`watch` with parsed option values (argparse namespace or doit dict): one behaviour for both front ends."""
-    from ..errors import PyptoBuildError
+    from ..errors import UserError
     from ..markers import find_root
     from ..run import check_replayable
     from .loop import watch
     from .session import Settings
 
     get = (lambda name, default=None: options._get(values, name, default))
-    options.judge(values)
+    request = options.request(values)       # judged once: options, launcher, the remote cache's URL
     root = check_replayable(find_root(Path(directory)))
     if not (root / "golden.py").is_file():
-        raise PyptoBuildError(f"{root / 'golden.py'} not found; watch takes the program's inputs from golden.py — "
-                              "add one (generate_inputs/compute_golden), or use `pypto-build build` after each edit")
-    settings = Settings(validate=bool(get("validate", False)), run=options.run_spec(values),
-                        runs=int(get("runs", 5)), jobs=int(get("jobs", 1)), graph_options=options.graph_options(values),
-                        cache_options=options.cache_options(values))
+        raise UserError(f"{root / 'golden.py'} not found; watch takes the program's inputs from golden.py — "
+                        "add one (generate_inputs/compute_golden), or use `pypto-build build` after each edit")
+    settings = Settings(request, validate=bool(get("validate", False)), runs=int(get("runs", 5)))
     return watch(root, settings, poll=True if get("poll", False) else None)
 
 

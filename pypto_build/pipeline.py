@@ -1,0 +1,167 @@
+"""The one pipeline: what the user asked (`request.Request`) -> plan -> caches -> engine -> `BuildResult`.
+
+Every front end builds through `run()`: the API (`build`, `validate`, `replay` and
+the program objects), the `pypto-build` verbs and their doit commands, `ci`,
+`watch`, `example` and `debug/run.py` (`pypto-build doit <command>` plans through the same
+`Request` stages, then runs doit's own command: engine/loader.py). `run` chooses
+the platform once, lets the no-op record answer when it may, plans, opens the
+caches, runs the engine (`engine.run_build`: `--recompile` and the other forcing
+are applied there, once) and collects what happened. What stops it is raised as
+errors.py says it; the front ends turn that into their exit status (exits.py).
+"""
+from __future__ import annotations
+
+import io
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from . import stages
+from .errors import BuildError
+from .request import Request
+
+if TYPE_CHECKING:
+    from .graph import Graph
+
+_one_run = threading.Lock()   # doit keeps globals and we chdir: one run per process at a time
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What happened to one task: status is ran, up-to-date, failed or skipped."""
+
+    task: str
+    status: str
+    reason: str = ""
+    seconds: float = 0.0
+    message: str = ""
+
+    @property
+    def headline(self) -> str:
+        """The message's first line: file, what is wrong, how to fix it (details follow it)."""
+        return self.message.partition("\n")[0]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What one run did: per task its status and reason (`units`), the run's exit status, what planning
+    and the `.pto` stage had to say (`warnings`), the kernel files re-spliced from `.pto`, the `.pto`
+    units whose edits could not be applied and those never seen edited that ptoas could not compile (their
+    kernels built as they are). `ok`: the run succeeded and every validation it ran to make was made
+    (`not_validated`: the ones skipped, e.g. after `doit ignore`); `failures` the failed tasks."""
+
+    work_dir: Path
+    platform: str
+    units: tuple[UnitResult, ...]
+    returncode: int
+    warnings: tuple[str, ...] = field(default=())
+    spliced: tuple[str, ...] = field(default=())        # kernel files re-spliced from .pto
+    not_applied: tuple[str, ...] = field(default=())    # .pto units whose edits were not applied
+    header: str = ""        # the run's first line: platform (and why, when not the recorded one), runtime, PTO-ISA
+    pto_rejected: tuple[str, ...] = field(default=())   # unedited .pto ptoas could not compile: kernels kept
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.not_validated
+
+    @property
+    def not_validated(self) -> list[str]:
+        """Validation tasks that were skipped (`doit ignore`, a unit they depend on failed): no verdict."""
+        return self.names("skipped", stages.prefix(stages.VALIDATE))
+
+    def why_not_validated(self) -> list[str]:
+        """Per skipped validation, one line: the task, why, and how to have it run."""
+        lines = []
+        for u in self.units:
+            if u.task in self.not_validated:
+                fix = (f"`pypto-build doit forget {self.work_dir} {u.task}` makes it run again"
+                       if "doit ignore" in u.reason else "fix what it depends on and run again")
+                lines.append(f"{u.task}: {u.reason or 'skipped'}; nothing was compared — {fix}")
+        return lines
+
+    def names(self, status: str, prefix: str = "") -> list[str]:
+        """Task names with `status`, optionally only those starting with `prefix`."""
+        return sorted(u.task for u in self.units if u.status == status and u.task.startswith(prefix))
+
+    @property
+    def compiled(self) -> list[str]:
+        """Compile and orchestration tasks that ran."""
+        return [n for n in self.names("ran") if n.startswith(stages.UNITS)]
+
+    @property
+    def from_cache(self) -> list[str]:
+        """Compile and orchestration tasks whose binary was restored from the artefact cache."""
+        return self.names("from-cache")
+
+    @property
+    def failures(self) -> list[UnitResult]:
+        return [u for u in self.units if u.status == "failed"]
+
+def run(root: Path | str, request: Request, *, graph: Graph | None = None, progress: TextIO | None = None,
+        check: bool = True) -> BuildResult:
+    """Run `request` on the build directory at `root`: plan (unless `graph` is the plan already: a watch's
+    warm one, or a test's fake platform), open the caches, run the engine, return what happened.
+
+    `progress`: a stream for one line per task run and a summary (None: silent; `request.quiet`: only
+    verdicts and `.pto` edits not applied). With `check`, a failed task, an incomplete run or a
+    validation not made raises `BuildError` (with the partial result); bad input raises a `UserError`.
+    """
+    if graph is None:
+        root = Path(root).resolve()
+        choice = None
+        if request.may_skip:
+            from .engine import noop
+            from .platforms import cannot_serve, choose
+            choice = choose(root, request.platform, cannot_serve=cannot_serve)      # chosen once, used by plan
+            hit = noop.check(root, lambda: noop.key(choice.name, request.pto.enabled, request.pto.ptoas))
+            if hit is not None:
+                return _noop_result(root, choice.name, hit, None if request.quiet else progress)
+        graph = request.plan(root, choice)
+    return _run_engine(graph, request, progress, check)
+
+
+def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: bool) -> BuildResult:
+    """The caches and the engine on a planned graph, and the result (raised with `check` when not ok)."""
+    from .engine import BuildDirLoader, BuildReporter, run_build
+
+    root = graph.layout.root
+    quiet = request.quiet or progress is None
+    reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
+    loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
+                            quiet=quiet, force=request.force)
+    with _one_run:
+        rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
+                       keep_going=request.keep_going)
+    if request.trace is not None:
+        from .engine import write_trace
+        write_trace(reporter.spans, Path(request.trace))
+    units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
+                  for name, o in sorted(reporter.outcomes.items()))
+    (header, *said), warned = graph.notices()
+    warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
+    result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
+                         tuple(reporter.not_applied), header, tuple(reporter.pto_rejected))
+    if check and result.failures:
+        first = result.failures[0]
+        raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.task}: {first.headline}",
+                         list(result.failures), result)
+    if check and rc != 0:
+        raise BuildError(f"{root}: build did not complete (doit exit status {rc}): "
+                         f"{'; '.join(reporter.errors)}", [], result)
+    if check and result.not_validated:
+        raise BuildError(f"{root}: not validated: {result.why_not_validated()[0]}", [], result)
+    return result
+
+
+def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) -> BuildResult:
+    """The result of a run the no-op record answered: every task up to date, nothing loaded."""
+    names = list(hit.get("tasks") or [])
+    lines = list(hit.get("lines") or [])
+    if progress is not None:
+        current = sum(1 for n in names if n.startswith(stages.UNITS))
+        for line in lines:
+            print(line, file=progress)
+        print(f"pypto-build: 0 compiled, {current} up to date", file=progress, flush=True)
+    return BuildResult(root, platform, tuple(UnitResult(n, "up-to-date", "no-op record") for n in sorted(names)),
+                       0, tuple(lines[1:]), header=lines[0] if lines else "")

@@ -1,0 +1,205 @@
+"""One pipeline (issue 23, item 2): what the user asked -> plan -> caches -> engine -> result, in one place.
+
+Every front end builds through `pipeline.run` with one `request.Request`: the API (build, validate,
+replay, the program objects, the recipe), the `pypto-build` verbs and their doit commands, ci, watch,
+example and debug/run.py. Planning and the caches are only ever asked of a Request (doit's own commands
+too), the engine only by the pipeline; the platform is chosen once, the launcher found once and the
+remote cache's URL parsed once per run.
+"""
+from __future__ import annotations
+
+import ast
+import argparse
+from pathlib import Path
+
+import pytest
+
+import pypto_build
+from pypto_build import pipeline
+from pypto_build.errors import UserError
+from pypto_build.request import Request
+from pypto_build.testing import synth
+
+PACKAGE = Path(pypto_build.__file__).parent
+
+
+class Stopped(UserError):
+    """What the spy raises once it has seen the request: the run goes no further."""
+
+
+@pytest.fixture
+def d(tmp_path) -> Path:
+    return synth.write_l2(tmp_path / "d", kernels=2, golden=True)
+
+
+@pytest.fixture
+def runs(monkeypatch) -> list[dict]:
+    """Every call of `pipeline.run`: its root, request and graph (the spy stops the run there)."""
+    seen: list[dict] = []
+
+    def spy(root, request, *, graph=None, progress=None, check=True):
+        seen.append({"root": Path(root).resolve(), "request": request, "graph": graph})
+        raise Stopped("stopped by the test's spy")
+
+    monkeypatch.setattr(pipeline, "run", spy)
+    return seen
+
+
+def calls_of(name: str) -> list[str]:
+    """The package's modules (test support aside) that call a function named `name`."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(("testing/", "examples/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            called = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and name in (getattr(called, "id", None), getattr(called, "attr", None)):
+                found.append(rel)
+                break
+    return found
+
+
+def test_planning_and_the_caches_are_asked_of_a_request_and_the_engine_only_by_the_pipeline():
+    assert calls_of("load_graph") == ["request.py"]
+    assert calls_of("open_caches") == ["request.py"]
+    assert calls_of("run_build") == ["pipeline.py"]
+
+
+def test_the_api_builds_through_the_pipeline(d, runs):
+    from pypto_build import build, rebuild_kernel_cpp_from_pto, replay, validate
+    with pytest.raises(Stopped):
+        build(d, jobs=2, recompile=True, keep_going=True)
+    with pytest.raises(Stopped):
+        validate(d, run_timeout=7)
+    with pytest.raises(Stopped):
+        replay(d)
+    with pytest.raises(Stopped):
+        rebuild_kernel_cpp_from_pto(d)
+    built, validated, replayed, spliced = (r["request"] for r in runs)
+    assert (built.jobs, built.recompile, built.keep_going, built.tasks) == (2, True, True, ())
+    assert validated.tasks == ("validate",) and validated.run.timeout == 7
+    assert replayed.tasks == () and spliced.tasks == ("splice",)
+    assert {r["root"] for r in runs} == {d.resolve()}
+
+
+def test_the_program_objects_build_through_the_pipeline(d, runs):
+    torch = pytest.importorskip("torch")
+    from pypto_build import CompiledProgram
+    with pytest.raises(Stopped):
+        CompiledProgram.from_dir(d)(torch.ones(16), torch.zeros(16))
+    assert [r["root"] for r in runs] == [d.resolve()]
+
+
+@pytest.mark.parametrize("argv, tasks, force", [
+    (["build", "-j", "2", "--recompile"], (), ()),
+    (["replay"], ("replay",), ()),
+    (["replay", "--validate"], ("validate",), ("validate:",)),
+    (["validate", "-q"], ("validate",), ()),
+])
+def test_the_verbs_and_their_doit_commands_build_through_the_pipeline(d, runs, argv, tasks, force):
+    from pypto_build.cli import main
+    from pypto_build.doit_plugins import Build, Replay, Validate
+
+    assert main([*argv, str(d)]) == 2                       # the spy's UserError: one line, exit 2
+    doit = {"build": Build, "replay": Replay, "validate": Validate}[argv[0]]
+    assert doit(config={}).parse_execute([*argv[1:], "--dir", str(d)]) == 2
+    ours, theirs = runs
+    assert ours["request"] == theirs["request"]             # one parse of the same options, either spelling
+    assert (ours["request"].tasks, ours["request"].force) == (tasks, force)
+    if argv[0] == "build":
+        assert (ours["request"].jobs, ours["request"].recompile) == (2, True)
+
+
+def test_debug_run_py_builds_through_the_pipeline(d, runs):
+    from pypto_build.compat.runner_main import main
+    assert main([str(d), "--validate"]) == 2
+    assert runs[0]["request"].tasks == ("validate",) and runs[0]["root"] == d.resolve()
+
+
+def test_ci_builds_each_directory_through_the_pipeline_on_its_plan(d, tmp_path, runs, capsys):
+    from pypto_build.cli import main
+    plain = synth.write_l2(tmp_path / "plain", kernels=1)
+    assert main(["ci", "-j", "1", str(d), str(plain)]) == 1          # each directory failed (the spy), ci went on
+    assert [r["root"] for r in runs] == [d.resolve(), plain.resolve()]
+    validated, built = (r["request"] for r in runs)
+    assert validated.tasks == ("validate",) and built.tasks == ()
+    assert all(r["request"].keep_going and r["request"].jobs == 1 and r["graph"] is not None for r in runs)
+    assert "stopped by the test's spy" in capsys.readouterr().err
+
+
+def test_a_watch_round_builds_through_the_pipeline_on_its_warm_plan(d, runs):
+    from pypto_build.options import request
+    from pypto_build.watch import Session, Settings
+    session = Session(d.resolve(), Settings(request({"jobs": 2})))
+    report = session.round([])
+    assert report.verdict == "BUILD FAILED" and "stopped by the test's spy" in report.detail
+    assert len(runs) == 1 and runs[0]["graph"] is session.graph and runs[0]["request"].jobs == 2
+
+
+def test_the_example_builds_through_the_pipeline(tmp_path, runs):
+    from pypto_build.cli import main
+    assert main(["example", str(tmp_path / "ex")]) == 2
+    assert runs[0]["root"] == (tmp_path / "ex").resolve()
+    assert runs[0]["request"].tasks == ("validate",) and runs[0]["request"].force == ("validate:",)
+
+
+def test_doit_commands_and_explain_plan_through_a_request(d, monkeypatch, capsys):
+    from pypto_build.cli import main
+    planned: list[Request] = []
+    real = Request.plan
+
+    def spy(self, root, choice=None):
+        planned.append(self)
+        return real(self, root, choice)
+
+    monkeypatch.setattr(Request, "plan", spy)
+    assert main(["doit", "list", str(d), "--platform", "host"]) == 0
+    assert main(["explain", "--recompile", str(d)]) == 0
+    assert [(r.platform, r.recompile) for r in planned] == [("host", False), (None, True)]
+    assert "would compile" in capsys.readouterr().out
+
+
+def counting(monkeypatch, target, name: str, *where) -> list:
+    """Count the calls of `target.name` (also where it was imported by name: `where`)."""
+    real, calls = getattr(target, name), []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    for module in (target, *where):
+        monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_the_platform_is_chosen_once_per_run(d, monkeypatch):
+    from pypto_build import build, graph
+    from pypto_build.platforms import choice
+    chosen = counting(monkeypatch, choice, "choose", graph)
+    build(d)                                        # a first build: planned
+    assert len(chosen) == 1
+    synth.kernel_path(d, 0).write_text(synth.kernel_path(d, 0).read_text() + "// edited\n")
+    chosen.clear()
+    assert build(d).compiled == ["compile:aic/main_incore_0_aic"]   # the no-op record asked, then planned
+    assert len(chosen) == 1
+
+
+def test_the_launcher_is_found_and_the_remote_url_parsed_once_per_run(d, monkeypatch):
+    from pypto_build import build, launcher
+    from pypto_build.cache import remote_config
+    found = counting(monkeypatch, launcher, "find")
+    parsed = counting(monkeypatch, remote_config, "parse_url")
+    result = build(d, launcher="env", remote_cache="http://127.0.0.1:9/cache")   # a launcher running the compiler
+    # as it is given; nothing listens at the URL: one warning, a local build
+    assert result.ok and len(found) == 1 and len(parsed) == 1
+
+
+def test_a_request_from_flags_is_the_request_of_the_same_keywords(monkeypatch):
+    from pypto_build.options import BUILD, RUN, add_to_parser, request
+    parser = argparse.ArgumentParser()
+    add_to_parser(parser, (*BUILD, *RUN))
+    flags = request(parser.parse_args(["-j", "3", "-k", "--no-rebuild-from-pto", "--include-stale", "-q"]))
+    given = Request.given(jobs=3, keep_going=True, rebuild_from_pto=False, include_stale=True, quiet=True,
+                          run=flags.run)
+    assert flags == given and flags.run.quiet and not flags.pto.enabled
