@@ -3,11 +3,15 @@
 Every command runs with the build root as working directory (state keys are
 relative paths, so copies of a directory keep their state), under the
 directory lock, with the content dependency manager and the xxhash checker;
-bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR`.
+bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR`;
+`run_build` is the run build / replay / validate and the API make: doit's own
+`run` command (`BuildDirRun`), given the options a build asks for.
 """
 from __future__ import annotations
 
 import functools
+import sys
+import traceback
 
 from doit.cmd_clean import Clean
 from doit.cmd_forget import Forget
@@ -17,11 +21,16 @@ from doit.cmd_info import Info
 from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
+from doit.cmdparse import CmdParseError
 from doit.doit_cmd import DoitMain
+from doit.exceptions import InvalidDodoFile, InvalidTask
 
+from .. import invalidation, local_slots
+from ..launcher import local_jobs
 from . import noop
 from .loader import BuildDirLoader, opt_recompile
-from .session import force_rebuilds, guarded, locked
+from .lock import NotWritable
+from .session import answer_read_only, force_rebuilds, guarded, locked
 from .workers import supervise
 
 
@@ -37,12 +46,19 @@ class BuildDirCommand:
         return guarded(self.loader, params, lambda: self._execute_locked(params, args))
 
     def _execute_locked(self, params, args):
-        with locked(self.loader, self.adopts) as self.dep_manager:
-            rc = supervise(functools.partial(super().execute, params, args),
-                           watch=bool(params.get("num_process")), where=str(self.loader.root))
-            if rc == 0 and self.adopts and not args:
-                noop.record_graph(self.loader.graph, self.task_list)
-            return rc
+        try:
+            with locked(self.loader, self.adopts) as self.dep_manager:
+                rc = supervise(functools.partial(super().execute, params, args),
+                               watch=bool(params.get("num_process")), where=str(self.loader.root))
+                if rc == 0 and self.adopts and not args:
+                    noop.record_graph(self.loader.graph, self.task_list)
+                return rc
+        except NotWritable as refused:          # raised taking the lock: nothing was written
+            return self.read_only(params, args, refused)
+
+    def read_only(self, params, args, refused: NotWritable) -> int:
+        """The directory cannot be written: say so (a command that builds may still answer)."""
+        raise refused
 
 
 class BuildDirRun(BuildDirCommand, Run):
@@ -61,11 +77,26 @@ class BuildDirRun(BuildDirCommand, Run):
                  num_process=0, par_type="process", single=False, auto_delayed_regex=False,
                  force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False):
         force_rebuilds(self.dep_manager, self.loader, recompile)
-        return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
-                                reporter=reporter, num_process=num_process, par_type=par_type,
-                                single=single, auto_delayed_regex=auto_delayed_regex,
-                                force_verbosity=force_verbosity, failure_verbosity=failure_verbosity,
-                                pdb=pdb)
+        # With a launcher, -n counts compiles that may run elsewhere: the local work gets this machine's CPUs
+        # (the workers fork after this and inherit the limit).
+        distributed = self.loader.graph.launcher is not None and num_process > local_jobs()
+        previous = local_slots.configure(local_jobs()) if distributed else None
+        try:
+            return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
+                                    reporter=reporter, num_process=num_process, par_type=par_type,
+                                    single=single, auto_delayed_regex=auto_delayed_regex,
+                                    force_verbosity=force_verbosity, failure_verbosity=failure_verbosity,
+                                    pdb=pdb)
+        finally:
+            if previous is not None:
+                local_slots.configure(previous)
+
+    def read_only(self, params, args, refused: NotWritable) -> int:
+        """Nothing to run on a directory it cannot write: answered from the state, writing nothing
+        (`session.answer_read_only`); else `refused`, naming what would have to run."""
+        if params.get("recompile") or invalidation.pending(self.loader.root) is not None:
+            raise refused
+        return answer_read_only(self.loader, list(args), refused)
 
 
 class BuildDirList(BuildDirCommand, List):
@@ -109,3 +140,25 @@ class BuildDirMain(DoitMain):
         for cls in self.DOIT_CMDS:
             cmds[cls.get_name()] = cls
         return cmds
+
+
+def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: int = 1, recompile: bool = False,
+              keep_going: bool = False) -> int:
+    """Build `tasks` (default: every stamp) of the loader's graph with doit's `run` command; its exit status
+    (3: not run, as doit's command line says it).
+
+    `jobs` > 1 runs that many doit worker processes (`-n`); `recompile` marks every compile stale (kept
+    until each has run); `keep_going` goes on past a failed task (`--continue`). After a full clean build
+    the no-op record is written. Task names follow `--`: a name is never taken for an option.
+    """
+    argv = [*(["-n", str(jobs)] if jobs > 1 else []), *(["--continue"] if keep_going else []),
+            *(["--recompile"] if recompile else []), "--", *(tasks or [])]
+    command = BuildDirRun(task_loader=loader, bin_name=BuildDirMain.BIN_NAME)
+    try:
+        return command.parse_execute(argv)
+    except (CmdParseError, InvalidDodoFile, InvalidTask) as exc:     # as doit's command line says them
+        sys.stderr.write(f"ERROR: {exc}\n")
+        return 3
+    except Exception:                               # as doit's command line: a traceback, status 3
+        sys.stderr.write(traceback.format_exc())
+        return 3
