@@ -23,7 +23,6 @@ from ..oserrors import run_failure
 from . import noop
 from .depstate import ContentDependency
 from .loader import BuildDirLoader
-from .explanation import evaluate, read_only_state
 from .lock import NotWritable, dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
 from .statedb import open_state, take_over
@@ -105,6 +104,8 @@ def answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWrita
     """A run on a directory it cannot write: when nothing needs to run, what the run would say (every task up
     to date, a kept verdict), read from the state without writing anything, status 0; else `refused`, naming
     the first task that would have to run and why."""
+    from .explanation import evaluate, read_only_state      # a read-only directory only
+
     task_list = loader.load_tasks(None, tasks)
     control = TaskControl(task_list)
     control.process(tasks or list(DEFAULT_TASKS))        # task names as a run takes them (unknown: one line)
