@@ -149,18 +149,21 @@ def test_planning_imports_no_doit(tmp_path):
 
 
 def test_a_build_imports_only_what_it_uses(tmp_path):
-    """A one-edit build (issue 14) runs doit's own `run` command (issue 23), and imports no remote-cache, ELF,
-    runtime, simpler or CANN code, and none of the standard modules only those need."""
+    """A one-edit build (issue 14) runs doit's own `run` command (issue 23) without looking up doit plugins (each
+    look-up reads every installed package's entry points), and imports no remote-cache, ELF, runtime, simpler
+    or CANN code, and none of the standard modules only those need."""
     from pypto_build.testing import synth
     root = synth.write_l2(tmp_path / "d", kernels=2)
-    code = ("import sys; from pypto_build.cli import main; assert main(['build', '-q', sys.argv[1]]) == 0; "
-            "print(' '.join(sorted(sys.modules)))")
+    code = ("import sys, importlib.metadata as m; looked = []; real = m.entry_points\n"
+            "m.entry_points = lambda *a, **k: looked.append(k) or real(*a, **k)\n"
+            "from pypto_build.cli import main; assert main(['build', '-q', sys.argv[1]]) == 0\n"
+            "print(' '.join(sorted(sys.modules)), 'entry-points:%d' % len(looked))")
     for _ in range(2):          # the first build, then a one-edit one (the compiler's answers kept)
         out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         synth.kernel_path(root, 0).write_text(synth.kernel_path(root, 0).read_text() + "// edited\n")
     loaded = set(out.stdout.split())
-    assert {"doit.cmd_run", "doit.runner", "doit.task", "pypto_build.engine.commands"} <= loaded
+    assert {"doit.cmd_run", "doit.runner", "doit.task", "pypto_build.engine.commands", "entry-points:0"} <= loaded
     unwanted = {"http.client", "ssl", "elftools", "pypto_build.cache.remote",
                 "pypto_build.runtime.executor", "pypto_build.platforms.simpler_sim",
                 "pypto_build.platforms.simpler_device", "pypto_build.compat", "pypto_build.pto.actions"}
