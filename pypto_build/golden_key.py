@@ -13,7 +13,7 @@ against it (`uptodate.VerdictCheck`, when `validate` decides whether to run), th
 * the environment variables golden.py read through `os.environ` / `os.getenv` (a digest of each value);
 * the interpreter's version and the versions of torch and of the distributions golden.py imported,
   as `importlib.metadata` finds them: looked up again only when `sys.path` or the stat of one of its
-  directories moved (importlib.metadata costs ~25 ms to import, on every `validate` that does nothing);
+  directories moved (asking importlib.metadata costs ~10 ms, on every `validate` that does nothing);
 * the parameters golden.py is called with.
 
 Files are FileStates (stat first, content decides, `racy`'s rule). The index (`golden.json`) carries a

@@ -71,7 +71,7 @@ def values_of(root: Path, task: str) -> dict:
     try:
         return dep.get_values(task)
     finally:
-        dep.backend._conn.close()
+        dep.backend.discard()
 
 
 def test_system_headers_of_the_compiler_are_tracked_in_one_shared_set(l2):
@@ -209,7 +209,7 @@ def test_states_recorded_without_system_headers_rebuild_once(l2):
     from pypto_build.engine.statedb import open_state
     dep = open_state(l2 / HOST / STATE_DB, adopt=False)
     values = dict(dep.get_values(K1))
-    dep._set(K1, "_values_:", {k: v for k, v in values.items() if k != "tracking"})
+    dep.backend.set(K1, "_values_:", {k: v for k, v in values.items() if k != "tracking"})
     dep.close()
     result = build(l2)
     assert result.compiled == [K1]

@@ -99,7 +99,7 @@ def validate_values(root: Path) -> dict:
     try:
         return dict(dep.get_values("validate:.") or {})
     finally:
-        dep.backend._conn.close()
+        dep.backend.discard()
 
 
 def test_expected_values_come_from_inputs_the_program_never_touched(g):

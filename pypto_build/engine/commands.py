@@ -3,7 +3,9 @@
 Every command runs with the build root as working directory (state keys are
 relative paths, so copies of a directory keep their state), under the
 directory lock, with the content dependency manager and the xxhash checker;
-bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR`.
+bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR`;
+`run_build` is the run build / replay / validate and the API make: doit's own
+`run` command (`BuildDirRun`), given the options a build asks for.
 """
 from __future__ import annotations
 
@@ -18,13 +20,18 @@ from doit.cmd_list import List
 from doit.cmd_resetdep import ResetDep
 from doit.cmd_run import Run
 from doit.doit_cmd import DoitMain
+from doit import reporter as doit_reporters
 from doit.runner import ERROR as TASK_RAISED
 
+from .. import invalidation, local_slots
 from ..errors import FAILED
 from ..exits import OneLineOptions, guarded
+from ..launcher import local_jobs
 from . import noop
 from .loader import BuildDirLoader, opt_recompile
-from .session import force_rebuilds, locked, planned
+from .lock import NotWritable
+from .session import answer_read_only, force_rebuilds, locked, planned
+from .sqlitedb import StateDB
 from .workers import supervise
 
 
@@ -34,19 +41,35 @@ class BuildDirCommand(OneLineOptions):
     as every front end says it, with its exit status (`exits.guarded`)."""
 
     adopts = False      # commands that build adopt generated outputs on first sight
+    raises = False      # the pipeline's own run (`run_build`): what stops it is raised to its front end
+
+    def get_backends(self):
+        """The state is ours (`locked` hands every command its dependency manager, on `sqlitedb.StateDB`):
+        no backend, doit's or a plugin's, is looked up (a look-up reads every installed package's entry
+        points: ~7 ms)."""
+        return {"sqlite3": StateDB}
 
     def execute(self, params, args):
         if not isinstance(self.loader, BuildDirLoader):
             self.loader = BuildDirLoader()
-        return guarded(lambda: planned(self.loader, params, lambda: self._execute_locked(params, args)))
+        def body() -> int:
+            return planned(self.loader, params, lambda: self._execute_locked(params, args))
+        return body() if self.raises else guarded(body)
 
     def _execute_locked(self, params, args):
-        with locked(self.loader, self.adopts) as self.dep_manager:
-            rc = supervise(functools.partial(super().execute, params, args),
-                           watch=bool(params.get("num_process")), where=str(self.loader.root))
-            if rc == 0 and self.adopts and not args:
-                noop.record_graph(self.loader.graph, self.task_list)
-            return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
+        try:
+            with locked(self.loader, self.adopts) as self.dep_manager:
+                rc = supervise(functools.partial(super().execute, params, args),
+                               watch=bool(params.get("num_process")), where=str(self.loader.root))
+                if rc == 0 and self.adopts and not args:
+                    noop.record_graph(self.loader.graph, self.task_list)
+                return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
+        except NotWritable as refused:          # raised taking the lock: nothing was written
+            return self.read_only(params, args, refused)
+
+    def read_only(self, params, args, refused: NotWritable) -> int:
+        """The directory cannot be written: say so (a command that builds may still answer)."""
+        raise refused
 
 
 class BuildDirRun(BuildDirCommand, Run):
@@ -61,15 +84,39 @@ class BuildDirRun(BuildDirCommand, Run):
         kwargs["config"] = {}       # a build directory is data: its doit.cfg / pyproject.toml are not read
         super().__init__(task_loader=task_loader, **kwargs)
 
+    def get_reporters(self):
+        """doit's own reporters for `--reporter` (the default is ours, `BuildReporter`, from the loader's
+        config); no plugin's is looked up, as `BuildDirMain.get_cmds` looks up no command."""
+        reporters = {"console": doit_reporters.ConsoleReporter, "executed-only": doit_reporters.ExecutedOnlyReporter,
+                     "json": doit_reporters.JsonReporter, "zero": doit_reporters.ZeroReporter,
+                     "error-only": doit_reporters.ErrorOnlyReporter}
+        self.cmdparser["reporter"].choices = {name: cls.desc for name, cls in reporters.items()}
+        return reporters
+
     def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",
                  num_process=0, par_type="process", single=False, auto_delayed_regex=False,
                  force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False):
         force_rebuilds(self.dep_manager, self.loader, recompile)
-        return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
-                                reporter=reporter, num_process=num_process, par_type=par_type,
-                                single=single, auto_delayed_regex=auto_delayed_regex,
-                                force_verbosity=force_verbosity, failure_verbosity=failure_verbosity,
-                                pdb=pdb)
+        # With a launcher, -n counts compiles that may run elsewhere: the local work gets this machine's CPUs
+        # (the workers fork after this and inherit the limit).
+        distributed = self.loader.graph.launcher is not None and num_process > local_jobs()
+        previous = local_slots.configure(local_jobs()) if distributed else None
+        try:
+            return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
+                                    reporter=reporter, num_process=num_process, par_type=par_type,
+                                    single=single, auto_delayed_regex=auto_delayed_regex,
+                                    force_verbosity=force_verbosity, failure_verbosity=failure_verbosity,
+                                    pdb=pdb)
+        finally:
+            if previous is not None:
+                local_slots.configure(previous)
+
+    def read_only(self, params, args, refused: NotWritable) -> int:
+        """Nothing to run on a directory it cannot write: answered from the state, writing nothing
+        (`session.answer_read_only`); else `refused`, naming what would have to run."""
+        if params.get("recompile") or invalidation.pending(self.loader.root) is not None:
+            raise refused
+        return answer_read_only(self.loader, list(args), refused)
 
 
 class BuildDirList(BuildDirCommand, List):
@@ -113,3 +160,20 @@ class BuildDirMain(DoitMain):
         for cls in self.DOIT_CMDS:
             cmds[cls.get_name()] = cls
         return cmds
+
+
+def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: int = 1, recompile: bool = False,
+              keep_going: bool = False) -> int:
+    """Build `tasks` (default: every stamp) of the loader's graph with doit's `run` command: the engine stage
+    of the one pipeline. Its exit status (0, or 1: a task failed or raised); bad input, a failed write of
+    the run and anything that stops doit itself are raised (errors.py says each).
+
+    `jobs` > 1 runs that many doit worker processes (`-n`); `recompile` marks every compile stale (kept
+    until each has run); `keep_going` goes on past a failed task (`--continue`). After a full clean build
+    the no-op record is written. Task names follow `--`: a name is never taken for an option.
+    """
+    argv = [*(["-n", str(jobs)] if jobs > 1 else []), *(["--continue"] if keep_going else []),
+            *(["--recompile"] if recompile else []), "--", *(tasks or [])]
+    command = BuildDirRun(task_loader=loader, bin_name=BuildDirMain.BIN_NAME)
+    command.raises = True
+    return command.parse_execute(argv)

@@ -1,4 +1,4 @@
-"""doit's dependency manager with the three fixes content builds need.
+"""doit's dependency manager with the fixes content builds need, on our state backend (`sqlitedb`).
 
 1. Input states are snapshotted when a task is checked and those are saved
    after it succeeds (doit saves them after the action: pydoit/doit#119).
@@ -16,7 +16,6 @@ A state that cannot be written (full disk) stops the run with one line
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 
@@ -35,17 +34,16 @@ class ContentDependency(Dependency):
                  **kwargs):
         super().__init__(*args, **kwargs)
         self.force = force          # task-name prefixes that run whatever their state says (replay --validate)
-        # commit each success at once (sqlite3 backend): a killed run keeps its finished units
-        self.checkpoint = checkpoint and hasattr(self.backend, "_conn") and hasattr(self.backend, "_dirty")
-        if self.checkpoint:
-            self.backend._conn.execute("PRAGMA synchronous=NORMAL")    # no WAL: the file alone is the state
+        # commit each success at once (sqlitedb.StateDB): a killed run keeps its finished units
+        self.checkpoint = checkpoint
+        if checkpoint:
+            self.backend.commit_each()
         self._snapshots: dict[str, dict[str, list]] = {}
         self.reasons: dict[str, str] = {}
-        self._set = self._set_changed
         self.adopt = adopt          # only a build adopts; inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
-        if self.adopt and self._get(task.name, "checker:") is None and not self.failed(task.name):
+        if self.adopt and not self.recorded(task.name) and not self.failed(task.name):
             self._adopt(task)                                           # never recorded: first sight
         result = super().get_status(task, tasks_dict, get_log=get_log)
         if result.status == "up-to-date" and ((self.failed(task.name) and not _failure_writes_nothing(task))
@@ -54,7 +52,7 @@ class ContentDependency(Dependency):
         snapshot = {}
         blocked = [getattr(utd, "blocked", "") for utd, _args, _kwargs in task.uptodate]
         for dep in task.file_dep:
-            saved = self._get(task.name, dep)
+            saved = self.backend.get(task.name, dep)
             try:
                 st = os.stat(dep)
                 if not is_regular(st):
@@ -75,16 +73,13 @@ class ContentDependency(Dependency):
             self.reasons[task.name] = self._reason(task, result)
         return result
 
-    def _set_changed(self, task_id: str, dependency: str, value) -> None:
-        """doit's `_set`, leaving a task's row alone when the value is the one it holds: a run writes (and
-        commits) only the rows of tasks whose state changed, not every task it looked at."""
-        held = self.backend.get(task_id, dependency)
-        if held != value and not (isinstance(value, tuple) and held == list(value)):   # stored as JSON: a list
-            self.backend.set(task_id, dependency, value)
-
     def failed(self, name: str) -> bool:
         """Whether the task's last run failed (it runs again until it succeeds)."""
-        return bool(self._get(name, "failed:"))
+        return bool(self.backend.get(name, "failed:"))
+
+    def recorded(self, name: str) -> bool:
+        """Whether a success of the task is recorded (doit's `checker:` entry, written with it)."""
+        return self.backend.get(name, "checker:") is not None
 
     def _adopt(self, task) -> None:
         """First sight of a generated output: record it as built if a check says so (by content)."""
@@ -98,21 +93,21 @@ class ContentDependency(Dependency):
                         adopted(values)
                 except OSError:
                     return          # its record cannot be written (full disk): not adopted, the task runs
-                self._set(task.name, "_values_:", values)
-                self._set(task.name, "checker:", self.checker.__class__.__name__)
+                self.backend.set(task.name, "_values_:", values)
+                self.backend.set(task.name, "checker:", self.checker.__class__.__name__)
                 for dep in task.file_dep:
                     try:
-                        self._set(task.name, dep, make_state(dep))
+                        self.backend.set(task.name, dep, make_state(dep))
                     except OSError:
                         pass        # doit reports the missing file_dep itself
-                self._set(task.name, "deps:", tuple(task.file_dep))
+                self.backend.set(task.name, "deps:", tuple(task.file_dep))
                 return
 
     def mark_forced(self, task_name: str, why: str) -> None:
         """Make a task stale until it next succeeds (its uptodate check sees `forced`)."""
         values = dict(self.get_values(task_name))
         values["forced"] = why
-        self._set(task_name, "_values_:", values)
+        self.backend.set(task_name, "_values_:", values)
 
     def commit(self) -> bool:
         """Write what is set so far now, when this state commits as it goes (a build); False otherwise."""
@@ -123,19 +118,19 @@ class ContentDependency(Dependency):
 
     def _refresh(self, task, snapshot: dict) -> None:
         for dep, state in snapshot.items():
-            if state != self._get(task.name, dep):
-                self._set(task.name, dep, state)
+            if state != self.backend.get(task.name, dep):
+                self.backend.set(task.name, dep, state)
         values = self.get_values(task.name)
         for utd, _args, _kwargs in task.uptodate:
             refresh = getattr(utd, "refresh", None)
             new = refresh(values) if refresh else None
             if new is not None:
                 values = new
-                self._set(task.name, "_values_:", new)
+                self.backend.set(task.name, "_values_:", new)
 
     def _reason(self, task, result) -> str:
         """Why `task` must run, in the words explain and the progress lines use."""
-        if self.failed(task.name) and self._get(task.name, "checker:") is None:
+        if self.failed(task.name) and not self.recorded(task.name):
             return "its last run failed (it never succeeded)"
         if self.force and task.name.startswith(self.force):
             return "replay --validate makes a fresh verdict"
@@ -163,35 +158,28 @@ class ContentDependency(Dependency):
         snapshot = self._snapshots.pop(task.name, {})
         if isinstance(task.values, dict) and task.values.get("not_applied"):
             return                  # ran without effect (no ptoas): stay stale, say so again next run
-        self._set(task.name, "_values_:", task.values)
+        self.backend.set(task.name, "_values_:", task.values)
         if result_hash is not None:
-            self._set(task.name, "result:", result_hash)
+            self.backend.set(task.name, "result:", result_hash)
         elif task.result:
-            self._set(task.name, "result:", task.result if isinstance(task.result, dict) else get_md5(task.result))
-        self._set(task.name, "checker:", self.checker.__class__.__name__)
+            self.backend.set(task.name, "result:", task.result if isinstance(task.result, dict) else get_md5(task.result))
+        self.backend.set(task.name, "checker:", self.checker.__class__.__name__)
         for dep in task.file_dep:
-            state = snapshot.get(dep) or self.checker.get_state(dep, self._get(task.name, dep))
+            state = snapshot.get(dep) or self.checker.get_state(dep, self.backend.get(task.name, dep))
             if state is not None:
-                self._set(task.name, dep, state)
-        self._set(task.name, "deps:", tuple(task.file_dep))
-        if self._get(task.name, "failed:") is not None:
-            self._set(task.name, "failed:", None)
+                self.backend.set(task.name, dep, state)
+        self.backend.set(task.name, "deps:", tuple(task.file_dep))
+        if self.backend.get(task.name, "failed:") is not None:
+            self.backend.set(task.name, "failed:", None)
         if self.checkpoint and task.actions:    # a unit (group tasks have nothing to keep)
             self._commit()                      # doit otherwise writes state only at the end of the run
 
     def _commit(self) -> None:
-        """Write the dirty rows now and keep the connection (SqliteDB.dump would close it)."""
-        db = self.backend
+        """Write the changed rows now, keeping the state open; a failure is one line."""
         try:
-            for task_id in db._dirty:
-                db._conn.execute("insert or replace into doit values (?,?)",
-                                 (task_id, db.codec.encode(db._cache[task_id])))
-            db._conn.commit()
+            self.backend.commit()
         except sqlite3.Error as exc:
-            with contextlib.suppress(sqlite3.Error):
-                db._conn.rollback()
             raise self._not_written(exc) from None
-        db._dirty = set()
 
     def close(self) -> None:
         """doit's final write of the state; a failure is one line, not a traceback.
@@ -201,12 +189,9 @@ class ContentDependency(Dependency):
         (the run's own line, or the no-op record's warning, already says the disk is full).
         """
         try:
-            super().close()
+            self.backend.dump()             # once: closed whether or not it could write
         except sqlite3.Error as exc:
-            self._closed = True
-            with contextlib.suppress(sqlite3.Error):
-                self.backend._conn.close()      # uncommitted rows are rolled back: the file stays whole
-            if not self.checkpoint:
+            if not self.checkpoint:         # uncommitted rows are rolled back: the file stays whole
                 raise self._not_written(exc) from None
 
     def _not_written(self, exc: sqlite3.Error) -> PyptoBuildError:
@@ -220,7 +205,7 @@ class ContentDependency(Dependency):
         """
         self._snapshots.pop(task.name, None)
         try:
-            self._set(task.name, "failed:", "1")
+            self.backend.set(task.name, "failed:", "1")
             if self.checkpoint and task.actions:
                 self._commit()
         except (sqlite3.Error, PyptoBuildError) as exc:

@@ -75,7 +75,7 @@ def read_only_state(root: Path, platform: str, force: tuple[str, ...] = ()) -> I
         try:
             yield dep
         finally:
-            dep.backend._conn.close()          # discard refreshed states: reading writes nothing
+            dep.backend.discard()              # drop refreshed states: reading writes nothing
 
 
 def evaluate(dep: ContentDependency | None, tasks: list, by_name: dict,
@@ -128,7 +128,7 @@ def _ordered(tasks: list, by_name: dict) -> list:
 
 def _one(dep, task, by_name: dict) -> Explanation:
     """The task's status and reason, in the words a build uses (`ContentDependency.reasons`)."""
-    if dep._get(task.name, "checker:") is None and not dep.failed(task.name):
+    if not dep.recorded(task.name) and not dep.failed(task.name):
         for utd, _a, _k in task.uptodate:          # what a build does on first sight (it adopts by content)
             adopt = getattr(utd, "adopt", None)
             if adopt is not None and adopt(dep.get_values) is not None:

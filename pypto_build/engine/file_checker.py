@@ -1,12 +1,13 @@
 """The doit file checker: `filestate`'s content rules plugged into doit (`check_file_uptodate`).
 
-The class name is stored by doit per task; keep it stable.
+Given to doit as a class (`BuildDirLoader.load_doit_config`, `statedb.open_state`), never registered
+in doit's table of checkers by name. The class name is stored by doit per task; keep it stable.
 """
 from __future__ import annotations
 
 import os
 
-from doit.dependency import CHECKERS, FileChangedChecker
+from doit.dependency import FileChangedChecker
 
 from ..filestate import is_modified, make_state, refreshed
 
@@ -25,5 +26,3 @@ class XXHChecker(FileChangedChecker):
             return refreshed(dep, st, current_state)
         return make_state(dep, st)
 
-
-CHECKERS.setdefault("xxh", XXHChecker)

@@ -7,9 +7,10 @@ run that holds the lock (`take_over`): moved, not copied, into that run's
 platform folder — its rows decide by content as always (a unit built last for
 another platform rebuilds once).
 
-Before sqlite touches the database or its journal, their types are checked: a
-FIFO there would block sqlite's first read forever. Readers (explain,
---dry-run) open the database read-only (`mode=ro`), so they work on a
+The database is doit's own sqlite format, read and written by our backend
+(`sqlitedb.StateDB`). Before sqlite touches the database or its journal, their
+types are checked: a FIFO there would block sqlite's first read forever. Readers
+(explain, --dry-run) open the database read-only (`mode=ro`), so they work on a
 read-only directory and can never change it. Every failure is one line that
 says what to do: free space, copy the directory somewhere writable, or remove
 the damaged database file (never the whole state folder: it holds the host binaries).
@@ -21,10 +22,9 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from doit.dependency import DatabaseException, SqliteDB
-
 from .file_checker import XXHChecker
 from .depstate import ContentDependency
+from .sqlitedb import ReadOnlyStateDB, StateDB
 from ..errors import UserError, one_line
 from ..header_sets import sets_dir
 from ..markers import STATE_DB, STATE_DIR, state_folder
@@ -32,25 +32,6 @@ from ..oserrors import describe_sqlite
 from ..safeio import refusal
 
 SIDE_FILES = ("-journal", "-wal", "-shm")     # sqlite's companions of the database file
-
-
-class ReadOnlySqliteDB(SqliteDB):
-    """doit's sqlite backend opened with `mode=ro`: reads only, creates nothing (no table, no journal)."""
-
-    def _sqlite3(self, name):
-        codec = self.codec
-        sqlite3.register_adapter(list, codec.encode)
-        sqlite3.register_adapter(dict, codec.encode)
-        sqlite3.register_converter("json", lambda data: codec.decode(data.decode("utf-8")))
-        conn = sqlite3.connect(Path(name).absolute().as_uri() + "?mode=ro", uri=True,
-                               detect_types=sqlite3.PARSE_DECLTYPES | sqlite3.PARSE_COLNAMES)
-        conn.row_factory = lambda cursor, row: {col[0]: row[i] for i, col in enumerate(cursor.description)}
-        try:
-            conn.execute("select count(*) from doit").fetchone()
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise DatabaseException(f"Original error: {exc}") from exc
-        return conn
 
 
 def check_state_files(dep_file: Path) -> None:
@@ -78,17 +59,15 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
     check_state_files(dep_file)
     if not read_only:
         dep_file.parent.mkdir(parents=True, exist_ok=True)
-    backend = ReadOnlySqliteDB if read_only else SqliteDB
+    backend = ReadOnlyStateDB if read_only else StateDB
     try:
         return ContentDependency(backend, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt,
                                  force=force)
-    except (DatabaseException, sqlite3.Error) as exc:
-        cause = exc.__cause__ or exc.__context__ or exc
-        line = describe_sqlite(dep_file, cause, "opened")
+    except sqlite3.Error as exc:
+        line = describe_sqlite(dep_file, exc, "opened")
         if line:
             raise UserError(line) from None
-        reason = one_line(str(exc).rsplit("Original error:", 1)[-1])
-        raise UserError(f"{dep_file}: the build state is unreadable ({reason}); "
+        raise UserError(f"{dep_file}: the build state is unreadable ({one_line(exc)}); "
                         f"{start_afresh(dep_file)}") from None
 
 

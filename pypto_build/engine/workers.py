@@ -8,7 +8,8 @@ found by the crash harness (tests/test_crash.py):
   and a worker leaving on a signal kills that compiler's group (procs.py);
 * a worker inherits the directory lock's fd: after `kill -9` of the leader
   alone, orphan workers kept the lock and the next run waited forever
-  (fork hooks: the worker closes it and dies with its parent);
+  (fork hooks: the worker closes it and dies with its parent; registered by
+  `install_fork_hooks` when a run first takes the lock, never on import);
 * Ctrl-C printed a traceback per worker (fork hooks: workers exit quietly);
 * a worker forked at the instant of an interrupt never sees it, and
   multiprocessing joins it at exit, forever (`supervise` kills the workers a
@@ -19,13 +20,16 @@ found by the crash harness (tests/test_crash.py):
   KeyboardInterrupt would be raised in a fork hook and dropped by os.fork (the
   hook takes the pending signal and the watcher delivers it again);
 * a worker that dies on its own (OOM killer, crash) never sends its result
-  (the watcher stops the run with `WorkerDied`).
+  (the watcher stops the run with `WorkerDied`). Each worker tells the watcher
+  its pid from its fork hook, and the watcher looks at its exit status without
+  reaping it (`os.waitid` with `WNOWAIT`): a worker that died at once is seen
+  too, and multiprocessing still reaps its own children.
 """
 from __future__ import annotations
 
 import os
 import signal
-import sys
+import struct
 import threading
 import time
 from typing import Callable
@@ -33,7 +37,6 @@ from typing import Callable
 from . import lock
 from .. import procs
 from ..errors import WorkerDied
-from .doit_core import deferred
 
 POLL_S = 0.2
 GRACE_S = 1.0           # the main thread normally reacts to the user's signal well within this
@@ -41,6 +44,10 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _QUIET_EXITS = (128 + signal.SIGINT, 128 + signal.SIGTERM)     # a worker leaving on the user's Ctrl-C / kill
 _watching = threading.Event()   # a _Watcher runs: it resends the signals a fork hook took (_taken)
 _taken: list[int] = []
+_PID = struct.Struct("=i")
+_pids: tuple[int, int] | None = None    # the pipe a watched run's workers send their pid on (read, write end)
+_hooks = threading.Lock()
+_hooked = False
 
 
 # --- fork hooks: every process forked while a run holds the lock is a worker ---------------------------
@@ -68,10 +75,19 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    """Drop the lock, do not outlive the run, leave Ctrl-C / SIGTERM to the leader."""
+    """Drop the lock, tell the watcher this pid, do not outlive the run, leave Ctrl-C / SIGTERM to the leader."""
+    global _pids
     owner = lock.release_inherited()
     if owner is None:
         return
+    pipe, _pids = _pids, None
+    if pipe is not None:
+        try:
+            os.write(pipe[1], _PID.pack(os.getpid()))
+        except OSError:
+            pass                            # the watcher stopped: the run is over
+        for fd in pipe:
+            os.close(fd)
     for signum in _SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:      # nohup'ed / background: stay ignored
             signal.signal(signum, _exit_quietly)
@@ -79,8 +95,15 @@ def _after_fork_in_child() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                    after_in_child=_after_fork_in_child)
+def install_fork_hooks() -> None:
+    """Treat every process forked while this process holds a directory lock as a doit worker (the hooks
+    above; they do nothing while no lock is held). Once per process, before its first run takes the lock."""
+    global _hooked
+    with _hooks:
+        if not _hooked:
+            os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                                after_in_child=_after_fork_in_child)
+            _hooked = True
 
 
 # --- supervising a run ---------------------------------------------------------------------------------
@@ -93,7 +116,7 @@ def supervise(run: Callable[[], int], *, watch: bool, where: str) -> int:
     a worker that dies while the run goes on interrupts it, and `WorkerDied` is raised.
     """
     before = _children()
-    watcher = _Watcher(before) if watch and threading.current_thread() is threading.main_thread() else None
+    watcher = _Watcher() if watch and threading.current_thread() is threading.main_thread() else None
     try:
         rc = run()
     except BaseException:
@@ -135,57 +158,69 @@ def _stop(workers: set) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _multiprocessing():
-    """multiprocessing when it is loaded, else None: no process can have been started through it (a build
-    without -j never loads it, `doit_core`)."""
-    module = sys.modules.get("multiprocessing")
-    return None if module is None or deferred(module) else module
-
-
 def _children() -> set:
     """This process's live multiprocessing children."""
-    mp = _multiprocessing()
-    return set(mp.active_children()) if mp is not None else set()
+    import multiprocessing
+
+    return set(multiprocessing.active_children())
 
 
-def _started_children() -> set:
-    """Children started and not yet reaped, dead ones included (`active_children()` reaps a dead one
-    before we could see it: a worker killed within the first poll would go unnoticed)."""
-    mp = _multiprocessing()
-    if mp is None:
-        return set()
-    children = getattr(mp.process, "_children", None)
-    return set(children) if children is not None else set(mp.active_children())
+def _exit_code(pid: int) -> int | None:
+    """A worker's exit status (-N: killed by signal N) once it has ended, without reaping it (multiprocessing
+    does); None while it runs, or once multiprocessing reaped it (at the end of the run)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return None
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
 class _Watcher:
-    """A thread that interrupts the main thread when a worker started after `known` dies, or when the
+    """A thread that interrupts the main thread when a worker the run forked dies, or when the
     workers left on the user's signal but the main thread did not get it."""
 
-    def __init__(self, known: set) -> None:
-        self.known = known
+    def __init__(self) -> None:
+        global _pids
         self.dead: tuple[int, int] | None = None
         self._main = threading.main_thread().ident
         self._stopped = threading.Event()
+        self._pipe = os.pipe()
+        os.set_blocking(self._pipe[0], False)
+        _pids = self._pipe
         self._thread = threading.Thread(target=self._watch, name="pypto-build worker watch", daemon=True)
         self._thread.start()
         _watching.set()
 
+    def _reported(self) -> set[int]:
+        """The pids of the workers forked since the last look (each sends its own: `_after_fork_in_child`)."""
+        try:
+            data = os.read(self._pipe[0], 4096)
+        except (BlockingIOError, OSError):
+            return set()
+        return {pid for (pid,) in _PID.iter_unpack(data[: len(data) - len(data) % _PID.size])}
+
     def _watch(self) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)      # never take the user's signal ourselves
-        seen: set = set()
+        running: set[int] = set()
+        ended: dict[int, int] = {}          # pid -> exit status, kept once seen (multiprocessing may reap it)
         quiet_since: float | None = None
         while not self._stopped.wait(POLL_S):
             if _taken:
                 signal.pthread_kill(self._main, _taken.pop())      # -> KeyboardInterrupt in the run
                 _taken.clear()
                 continue
-            seen |= _started_children() - self.known
-            codes = {child.pid: child.exitcode for child in seen}
-            dead = next(((pid, c) for pid, c in codes.items() if c not in (None, 0, *_QUIET_EXITS)), None)
+            running |= self._reported()
+            for pid in list(running):
+                code = _exit_code(pid)
+                if code is not None:
+                    running.discard(pid)
+                    ended[pid] = code
+            dead = next(((pid, c) for pid, c in ended.items() if c not in (0, *_QUIET_EXITS)), None)
             if dead is not None:
                 self.dead = dead
-            elif any(c in _QUIET_EXITS for c in codes.values()):
+            elif any(c in _QUIET_EXITS for c in ended.values()):
                 quiet_since = quiet_since or time.monotonic()
                 if time.monotonic() - quiet_since < GRACE_S:
                     continue
@@ -196,7 +231,12 @@ class _Watcher:
             return
 
     def stop(self) -> None:
+        global _pids
         _watching.clear()
         self._stopped.set()
         if self._thread is not threading.current_thread():
             self._thread.join()
+        if _pids is self._pipe:
+            _pids = None
+            for fd in self._pipe:
+                os.close(fd)

@@ -2,35 +2,41 @@
 
 `run_program` by default starts `python -m pypto_build.run.child` for every run,
 which pays the interpreter's start and torch's import (about 1.3 s) each time.
-`WarmLauncher` starts one server process (multiprocessing's *forkserver*) that
-imports them once; every run is a new process forked from it. The server never
-runs a program and never loads a kernel, so each run starts from a clean address
-space: a kernel rebuilt since the last run is loaded afresh (reloading a changed
-shared object in one process is exactly what this avoids), and a crash, an
-`exit()` or a hang kills only that run's process.
+`WarmLauncher` starts one server process (`warm_server`, `python -m
+pypto_build.run.warm_server`) that imports them once; every run is a new process
+forked from it. The server never runs a program and never loads a kernel, so each
+run starts from a clean address space: a kernel rebuilt since the last run is
+loaded afresh (reloading a changed shared object in one process is exactly what
+this avoids), and a crash, an `exit()` or a hang kills only that run's process.
 
 The forked process takes its own session (so a stop kills its L3 rank workers
-with it) and dies with the server (PR_SET_PDEATHSIG), which dies with us: started by
-`start_server` from the thread that outlives the runs, it sets PR_SET_PDEATHSIG itself
-(`warm_server`, its first import), so even a `kill -9` of ours leaves nothing behind.
+with it) and dies with the server (PR_SET_PDEATHSIG), which dies with us: started
+by `start_server` from the thread that outlives the runs, so even a `kill -9` of
+ours leaves nothing behind.
 """
 from __future__ import annotations
 
-import atexit
 import os
+import pickle
+import selectors
+import signal
+import socket
 import subprocess
+import sys
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
 from .. import procs
+from ..errors import ProgramFailed
+from .warm_server import STATUS
 
-# Imported once by the server: its guard first, then what every run of the host runtime needs (an ImportError
-# is skipped).
-PRELOAD = ("pypto_build.run.warm_server", "torch", "pypto_build.run.child", "pypto_build.run.golden",
-           "pypto_build.run.execution", "pypto_build.sidecars", "pypto_build.platforms.host_run",
-           "pypto_build.runtime.executor", "pypto_build.runtime.l3_driver")
+# Imported once by the server: what every run of the host runtime needs (an ImportError is skipped).
+PRELOAD = ("torch", "pypto_build.run.child", "pypto_build.run.golden", "pypto_build.run.execution",
+           "pypto_build.sidecars", "pypto_build.platforms.host_run", "pypto_build.runtime.executor",
+           "pypto_build.runtime.l3_driver")
 SIMPLER_PRELOAD = ("pypto_build.platforms.simpler_runner", "pypto_build.platforms.simpler_run",
                    "pypto_build.platforms.simpler_l3", "simpler._log",
                    "simpler.task_interface", "simpler.worker", "simpler_setup.log_config",
@@ -61,68 +67,128 @@ class WarmLauncher:
     """Starts each run by forking a server that has torch and the runtime imported (`start()`)."""
 
     def __init__(self, platform: str = "host") -> None:
-        import multiprocessing
-
-        self.context = multiprocessing.get_context("forkserver")
-        preload = PRELOAD + (SIMPLER_PRELOAD if platform != "host" else ())
-        self.context.set_forkserver_preload(list(preload) + _main_script())
+        self.preload = list(PRELOAD + (SIMPLER_PRELOAD if platform != "host" else ()))
+        self._lock = threading.Lock()
+        self._server: subprocess.Popen | None = None
+        self._socket: socket.socket | None = None
 
     def start_server(self) -> None:
         """Start the server now, from this thread: it dies when this thread ends (or the process is killed),
         so call it from the thread that outlives the runs — the main thread. The first run would start it
         from whichever thread runs first (a warm-up thread's death would kill it)."""
-        from multiprocessing import forkserver
+        with self._lock:
+            self._ensure_server()
 
-        from .warm_server import PARENT
-
-        os.environ[PARENT] = str(os.getpid())       # for the server only (it reads it at once)
+    def _ensure_server(self) -> socket.socket:
+        if self._server is not None and self._server.poll() is None and self._socket is not None:
+            return self._socket
+        if self._socket is not None:
+            self._socket.close()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            forkserver.ensure_running()
+            self._server = subprocess.Popen(
+                [sys.executable, "-P", "-m", "pypto_build.run.warm_server", str(os.getpid()), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        except BaseException:
+            ours.close()
+            raise
         finally:
-            os.environ.pop(PARENT, None)
+            theirs.close()
+        ours.sendall(pickle.dumps((list(sys.path), self.preload)))
+        self._socket = ours
+        return ours
 
     def warm_up(self) -> float:
         """Start the server and wait until it has imported torch (one empty run); the seconds that took."""
         start = time.perf_counter()
-        process = self.context.Process(target=_nothing, daemon=True, name="pypto-build-warm-up")
-        process.start()
-        process.join()
+        started = self.start(Path.cwd(), _nothing)
+        started.inbox.close()
+        started.outbox.close()
+        started.process.join(None)
         return time.perf_counter() - start
 
     def start(self, sub_dir: Path, entry: Callable[[Connection, Connection], None]) -> Started:
         """A new process forked from the server, running `entry` (the child side of `run_program`) in `sub_dir`."""
-        from_child, to_parent = self.context.Pipe(duplex=False)
-        from_parent, to_child = self.context.Pipe(duplex=False)
-        process = self.context.Process(target=_forked, args=(entry, str(sub_dir), from_parent, to_parent), daemon=True,
-                                       name="pypto-build-run")
-        process.start()
-        from_parent.close()
-        to_parent.close()
-        return Started(process, from_child, to_child)
+        request = pickle.dumps((entry, str(sub_dir)))
+        child_in, to_child = os.pipe()
+        from_child, child_out = os.pipe()
+        status, reply = os.pipe()
+        try:
+            with self._lock:
+                for attempt in (1, 2):          # a server that died since the last run is started again
+                    try:
+                        socket.send_fds(self._ensure_server(), [request], [child_in, child_out, reply])
+                        break
+                    except OSError:
+                        if attempt == 2:
+                            raise
+                        self._server = None
+        except BaseException:
+            for fd in (to_child, from_child, status):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (child_in, child_out, reply):
+                os.close(fd)
+        return Started(WarmRun(status), Connection(from_child, writable=False), Connection(to_child, readable=False))
+
+class WarmRun:
+    """A run forked by the server: its pid, and its exit status as the server (its parent) reports it."""
+
+    def __init__(self, status: int) -> None:
+        self._status = status
+        self._code: int | None = None
+        pid = _read_status(status)
+        if pid is None:                         # the server died before forking it
+            os.close(status)
+            raise ProgramFailed("the warm run server died before it could start the run; run again")
+        self.pid = pid
+
+    @property
+    def exitcode(self) -> int | None:
+        """Its exit status (-N: killed by signal N); None while it runs."""
+        self.join(0)
+        return self._code
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait up to `timeout` s (None: until it ends) for its exit status."""
+        if self._status < 0:
+            return
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._status, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                return
+        code = _read_status(self._status)
+        os.close(self._status)
+        self._status = -1
+        self._code = code if code is not None else -signal.SIGKILL     # the server died first: so did the run
+
+    def kill(self) -> None:
+        if self.exitcode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
-def _main_script() -> list[str]:
-    """["__main__"] when the main module is a script file (`pypto-build`, `doit`, a user's script).
-
-    A forked run re-imports such a script unless the server imported it first (multiprocessing's rule
-    for forkserver children); a module run with -m or -c needs nothing.
-    """
-    import sys
-
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    return ["__main__"] if getattr(main, "__spec__", None) is None and path and os.path.isfile(path) else []
+def _read_status(fd: int) -> int | None:
+    """One number from a status pipe (None: it closed first)."""
+    data = b""
+    while len(data) < STATUS.size:
+        chunk = os.read(fd, STATUS.size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return STATUS.unpack(data)[0]
 
 
-def _nothing() -> None:
+def _nothing(inbox: Connection, outbox: Connection) -> None:
     """The warm-up run: the server's imports are done once it has forked this."""
 
 
 def spawn(sub_dir: Path, entry: Callable | None = None) -> "Spawned":
     """The cold way (`run_program`'s default): a new interpreter runs `python -P -m pypto_build.run.child`
     (whose `__main__` is the entry)."""
-    import sys
-
     read_fd, child_w = os.pipe()
     child_r, write_fd = os.pipe()
     proc = procs.start([sys.executable, "-P", "-m", "pypto_build.run.child", str(child_r), str(child_w)],
@@ -145,22 +211,3 @@ class Spawned:
 
     def stop(self, grace: float = 0.0) -> None:
         procs.stop(self.proc, grace=grace)
-
-
-def _forked(entry: Callable[[Connection, Connection], None], sub_dir: str, inbox: Connection,
-            outbox: Connection) -> None:
-    """The forked process: dies with the server, own session, the sub-build as working directory, then the
-    child's protocol."""
-    from .warm_server import SERVER
-
-    procs.die_with_parent(SERVER)
-    try:
-        os.setsid()
-    except OSError:
-        pass
-    os.chdir(sub_dir)
-    try:
-        entry(inbox, outbox)
-    finally:
-        outbox.close()
-        atexit._run_exitfuncs()     # what a run registered (the runtime's clean-ups); multiprocessing skips them
