@@ -27,6 +27,7 @@ import importlib.util
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- bench_real:begin -->", "<!-- bench_real:end -->"
 EDITED = "kernels/aiv/rms_recip.cpp"
 STAMP = "cache/binary_context.json"
+OUR_SETTINGS = ("PYPTO_BUILD_CACHE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_LAUNCHER", "PYPTO_BUILD_PLATFORM")
 TARGETS = {"cold": 0.5, "edit": 0.8, "first": 0.5, "noop": 0.060}
 
 
@@ -168,16 +170,29 @@ def identities(root: Path) -> dict[str, tuple[int, int, bytes]]:
 class Bench:
     def __init__(self, work: Path, pypto: Pypto, workers: int, edits: int, noops: int):
         self.work, self.pypto, self.workers, self.edits, self.noops = work, pypto, workers, edits, noops
-        self.runner = Runner(bench_env(work), work)
+        env = bench_env(work)
+        for name in OUR_SETTINGS:                    # a cache would restore, a launcher distribute: neither here
+            env.pop(name, None)
+        self.runner = Runner(env, work)
         self.root = simpler_root()
         self.times: dict[str, list] = {k: [] for k in ("pypto", "cold", "edit", "hand", "first", "noop")}
+        self.cpu: dict[str, list[float]] = {k: [] for k in self.times}     # CPU-seconds of ours and our children
         self.checks: list[str] = []          # one line per failed check; none: every binary identical
         self.counts: dict[str, int] = {}
 
-    def pb(self, *args: str) -> tuple[float, float, str]:
-        """One timed `python -m pypto_build` process: (seconds, other load, its last output line)."""
-        dt, p = self.runner.run([sys.executable, "-m", "pypto_build", *args])
-        return dt, p.other_load, (p.stdout.strip().splitlines() or [""])[-1]
+    def timed(self, key: str, step):
+        """Run `step()`, keep its wall time, the other processes' load and the CPU time it took; its result."""
+        busy, own, start = machine_busy(), own_cpu(), time.perf_counter()
+        result = step()
+        dt, cpu = time.perf_counter() - start, own_cpu() - own
+        self.times[key].append((dt, max(0.0, ((machine_busy() - busy) - cpu) / dt)))
+        self.cpu[key].append(cpu)
+        return result
+
+    def pb(self, key: str, *args: str) -> str:
+        """One timed `python -m pypto_build` process; its last output line."""
+        _, p = self.timed(key, lambda: self.runner.run([sys.executable, "-m", "pypto_build", *args]))
+        return (p.stdout.strip().splitlines() or [""])[-1]
 
     def fresh(self, folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
@@ -186,12 +201,9 @@ class Bench:
 
     def pypto_side(self, folder: Path) -> dict[str, bytes]:
         self.fresh(folder)
-        busy, own = machine_busy(), own_cpu()
-        dt = self.pypto.compile(folder, self.workers)
-        self.times["pypto"].append((dt, max(0.0, ((machine_busy() - busy) - (own_cpu() - own)) / dt)))
+        self.timed("pypto", lambda: self.pypto.compile(folder, self.workers))
         theirs, before = binaries(folder), identities(folder)
-        dt, other, last = self.pb("build", "-j", "2", str(folder))             # (4) the first build of PyPTO's dir
-        self.times["first"].append((dt, other))
+        last = self.pb("first", "build", "-j", "2", str(folder))               # (4) the first build of PyPTO's dir
         units = self.counts["units"]
         if not last.startswith(f"pypto-build: {units} compiled, 0 up to date"):
             self.checks.append(f"first build of PyPTO's directory: {last!r}")
@@ -202,14 +214,12 @@ class Bench:
             self.checks.append(f"first build of PyPTO's directory: PyPTO's files changed: {changed or 'none'}; "
                                f"the stamp's bytes {'equal' if same_stamp else 'differ'}")
         for _ in range(self.noops):                                            # (5) the no-op
-            dt, other, last = self.pb("build", "-q", str(folder))
-            self.times["noop"].append((dt, other))
+            self.pb("noop", "build", "-q", str(folder))
         return theirs
 
     def our_side(self, folder: Path) -> dict[str, bytes]:
         self.fresh(folder)
-        dt, other, last = self.pb("build", "-j", "2", str(folder))             # (2) cold
-        self.times["cold"].append((dt, other))
+        self.pb("cold", "build", "-j", "2", str(folder))                       # (2) cold
         ours = binaries(folder)
         kernel = folder / EDITED
         output = folder / f"cache/incore_4_aiv_{kernel.stem}_{PLATFORM}.bin"
@@ -218,15 +228,13 @@ class Bench:
                 f.write(f"// bench_real edit {time.monotonic_ns()}\n")
             for step in (("edit", "hand") if i % 2 == 0 else ("hand", "edit")):
                 if step == "edit":
-                    dt, other, last = self.pb("build", str(folder))
+                    last = self.pb("edit", "build", str(folder))
                     if not last.startswith(f"pypto-build: 1 compiled, {self.counts['units'] - 1} up to date"):
                         self.checks.append(f"one-edit build: {last!r}")
                 else:
                     argv = list(self.pypto.argv[str(kernel)])
                     argv[argv.index("-o") + 1] = str(self.work / "hand.so")
-                    dt, p = self.runner.run(argv, cwd=self.root)
-                    other = p.other_load
-                self.times[step].append((dt, other))
+                    self.timed("hand", lambda: self.runner.run(argv, cwd=self.root))
             if output.read_bytes() != (self.work / "hand.so").read_bytes():
                 self.checks.append(f"one-edit build: {output.name} differs from the hand compile's bytes")
         return ours
@@ -256,7 +264,8 @@ def render(bench: Bench, args: argparse.Namespace, command: str, elapsed: float)
     def row(name: str, key: str, target: str = "") -> str:
         x = s[key]
         load = "n/a" if x["other_load"] is None else f"{x['other_load']:.2f}"
-        return (f"| {name} | {fmt(x['median'])} | {fmt(x['min'])} | {fmt(x['max'])} | {x['n']} | {load} |"
+        cpu = fmt(statistics.median(bench.cpu[key]))
+        return (f"| {name} | {fmt(x['median'])} | {fmt(x['min'])} | {fmt(x['max'])} | {x['n']} | {cpu} | {load} |"
                 f" {target} |")
 
     def vs(a: str, b: str, limit: float) -> str:
@@ -279,7 +288,8 @@ def render(bench: Bench, args: argparse.Namespace, command: str, elapsed: float)
         "```", command, "```", "",
         f"Machine: {cpu_model()}, {cores} cores; {_dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; load average "
         f"{load_avg()} at the end. **Preliminary: a shared machine, other developers' builds and tests were "
-        "running** (the \"other load\" column: cores busy outside this benchmark during each step). "
+        "running** (\"other load\": cores busy outside this benchmark during each step; \"CPU\": CPU time of the "
+        "step's own processes, which load inflates less than wall time). "
         f"simpler {v['simpler']}, PTO-ISA {v['PTO-ISA']}, PyPTO {v['PyPTO']}, pypto_build {v['pypto_build']}; "
         f"`g++-15`: {v['g++-15']}. {args.rounds} rounds, {elapsed / 60:.0f} min in all.", "",
         f"The directory: simpler's `qwen3_14b_decode` example, {bench.counts['kernels']} PyPTO-generated kernels "
@@ -287,7 +297,8 @@ def render(bench: Bench, args: argparse.Namespace, command: str, elapsed: float)
         f"directory (`bench/real_dir.py`), {units} compile units. PyPTO: `compile_and_assemble`'s compile "
         f"(PyPTO's `KernelCompiler`, cache names and stamp transaction from its checkout) in this process, on "
         f"{workers}; pypto_build: whole `python -m pypto_build` processes.", "",
-        "| step | median | min | max | n | other load | against the target |", "|---|---|---|---|---|---|---|",
+        "| step | median | min | max | n | CPU (median) | other load | against the target (medians) |",
+        "|---|---|---|---|---|---|---|---|",
         row("PyPTO: cold compile of every unit (`compile_and_assemble`)", "pypto"),
         row("pypto_build: cold `build -j 2`", "cold", vs("cold", "pypto", TARGETS["cold"]) + " of PyPTO's"),
         row("pypto_build: one-edit `build` (a comment added to `rms_recip`)", "edit",
