@@ -70,7 +70,7 @@ def build(root: Path, directory: Path, work: Path, jobs: int = 2) -> tuple[float
 
 
 def edit_unit(directory: Path, func_id: int):
-    from pypto_build.graph import load_graph
+    from pypto_build.plan.graph import load_graph
     from pypto_build.testing.synth import kernel_path
     rel = kernel_path(directory, func_id).relative_to(directory).as_posix()
     return next(u for p in load_graph(directory).plans for u in p.units if u.source == rel)

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench_build import cpu_model, stats  # noqa: E402  (same folder: python bench/bench_loop.py)
-from pypto_build.graph import load_graph  # noqa: E402
+from pypto_build.plan.graph import load_graph  # noqa: E402
 from pypto_build.testing.synth import kernel_path, write_l2  # noqa: E402
 
 WAIT_S = 300.0

@@ -39,7 +39,7 @@ def timed(*args: str) -> float:
 def pypto_compile(root: Path) -> float:
     """What PyPTO's replay(recompile=True) compiles: every unit, with simpler's KernelCompiler."""
     from simpler_setup import KernelCompiler
-    from pypto_build.platforms.simpler_env import find_simpler
+    from pypto_build.platforms.simpler.env import find_simpler
 
     install = find_simpler()
     base = install.project_root / "src" / "a2a3" / "runtime" / "tensormap_and_ringbuffer"

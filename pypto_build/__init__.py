@@ -5,17 +5,17 @@ when a program runs.
 """
 from __future__ import annotations
 
-from .doors import door
+from .core.doors import door
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
     "build": "api", "validate": "api", "BuildResult": "api", "UnitResult": "api",
     "BuildError": "errors", "PyptoBuildError": "errors", "UserError": "errors", "Failure": "errors",
-    "replay": "compat", "ReplayResult": "compat", "RunConfig": "runconfig",
+    "replay": "compat", "ReplayResult": "compat", "RunConfig": "builddir.runconfig",
     "CompiledProgram": "compat", "BenchmarkStats": "compat", "benchmark": "compat",
     "write_run_script": "compat",
-    "shard_plan": "shards", "ShardPlan": "shards", "merge_reports": "ci_report", "MergedReport": "ci_report",
+    "shard_plan": "ci.shards", "ShardPlan": "ci.shards", "merge_reports": "ci.report", "MergedReport": "ci.report",
     "DistributedCompiledProgram": "compat", "DistributedConfig": "compat",
     "rebuild_kernel_cpp_from_pto": "compat", "invalidate_binary_cache": "compat", "ArgumentError": "errors",
 }

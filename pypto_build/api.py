@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from . import pipeline, stages
+from . import pipeline
+from .plan import stages
 from .pipeline import BuildResult, UnitResult
 from .request import Request
 
@@ -57,7 +58,7 @@ def validate(work_dir, *, config=None, jobs: int = 1, progress: TextIO | None = 
     $PYPTO_RUN_TIMEOUT or 1800 s) is a failed validation, never a passed one. The platform is `platform`,
     else `config.platform`, else the one `build()` would choose; the other options are `build()`'s.
     """
-    from .runconfig import RunSpec
+    from .builddir.runconfig import RunSpec
 
     run = RunSpec.given(config, run_timeout)
     request = Request.given(platform=platform or run.config.platform, jobs=jobs, rebuild_from_pto=rebuild_from_pto,

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from . import stages
+from .plan import stages
 from .errors import BuildError
 from .request import Request
 
 if TYPE_CHECKING:
-    from .graph import Graph
+    from .plan.graph import Graph
 
 _one_run = threading.Lock()   # doit keeps globals and we chdir: one run per process at a time
 
@@ -111,7 +111,7 @@ def run(root: Path | str, request: Request, *, graph: Graph | None = None, progr
         root = Path(root).resolve()
         choice = None
         if request.may_skip:
-            from .engine import noop
+            from .plan import noop
             from .platforms import cannot_serve, choose
             choice = choose(root, request.platform, cannot_serve=cannot_serve)      # chosen once, used by plan
             hit = noop.check(root, lambda: noop.key(choice.name, request.pto.enabled, request.pto.ptoas))

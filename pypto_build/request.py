@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from .runconfig import RunSpec
-from .settings import CACHE, LAUNCHER, REMOTE_CACHE
+from .builddir.runconfig import RunSpec
+from .core.settings import CACHE, LAUNCHER, REMOTE_CACHE
 
 if TYPE_CHECKING:
     from .cache import Caches, Remote
     from .cache import RemoteSettings
-    from .graph import Graph
+    from .plan.graph import Graph
     from .platforms import Choice
     from .pto import PtoOptions
 
@@ -64,7 +64,7 @@ class Request:
         the `.pto` settings, the launcher and the remote cache's URL (each a `UserError` in one line)."""
         found = None
         if launcher or os.environ.get(LAUNCHER, "").strip():
-            from .launcher import find
+            from .toolchain.launcher import find
             found = find(launcher)                  # not there: one line, even with nothing to build
         remote = None
         if remote_cache or os.environ.get(REMOTE_CACHE):
@@ -86,7 +86,7 @@ class Request:
     def plan(self, root: Path, choice: Choice | None = None) -> Graph:
         """The pipeline's first stage: the graph of the build directory at `root` (`choice`: the platform
         already chosen for it, else `platforms.choose` chooses it, once)."""
-        from .graph import load_graph
+        from .plan.graph import load_graph
         return load_graph(root, choice or self.platform, self.pto, include_stale=self.include_stale,
                           launcher=self.launcher)
 

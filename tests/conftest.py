@@ -18,8 +18,8 @@ os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.g
 from pypto_build.testing import fake_ptoas, synth
 from pypto_build.testing.loopback import nginx_path
 from pypto_build.api import build
-from pypto_build.markers import STATE_DB, state_folder
-from pypto_build.racy import FINE_NS
+from pypto_build.builddir.markers import STATE_DB, state_folder
+from pypto_build.core.racy import FINE_NS
 
 
 HOST_STATE_DB = f"{state_folder('host')}/{STATE_DB}"      # the host platform's doit state (unmarked tests build host)
@@ -113,7 +113,7 @@ def l3(built_l3, tmp_path) -> Path:
 def age_tree(root: Path, seconds: float = 3600) -> None:
     """Set every file's and directory's mtime into the past (a `touch -d`), then wait out the racy window.
 
-    Trust rests on ctime (`pypto_build.racy`), which utime sets to now: the wait (a few
+    Trust rests on ctime (`pypto_build.core.racy`), which utime sets to now: the wait (a few
     ticks of the kernel's clock, not seconds) lets the next run record these files as settled.
     """
     when = os.stat(root).st_mtime - seconds

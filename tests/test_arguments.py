@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir
-from pypto_build.arguments import check_arguments, require_fit
+from pypto_build.run.arguments import check_arguments, require_fit
 from pypto_build.errors import ArgumentError, PyptoBuildError
-from pypto_build.sidecars import ParamMeta, load_compiled_meta
+from pypto_build.builddir.sidecars import ParamMeta, load_compiled_meta
 
 torch = pytest.importorskip("torch")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pypto_build.cache.store import ArtifactCache
-from pypto_build.settings import parse_size
+from pypto_build.core.settings import parse_size
 
 KEYS = [f"{i:02x}" + "5a" * 15 for i in range(20)]     # 32 hex digits, 20 shards
 

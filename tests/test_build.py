@@ -13,7 +13,7 @@ from conftest import age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
-from pypto_build.markers import HOST_OUTPUTS, HOST_STAMP, host_binary
+from pypto_build.builddir.markers import HOST_OUTPUTS, HOST_STAMP, host_binary
 
 ALL_L2 = ["compile:aic/main_incore_0_aic", "compile:aic/main_incore_2_aic",
           "compile:aiv/main_incore_1_aiv", "orch:main"]
@@ -54,7 +54,7 @@ def test_touch_every_file_compiles_nothing_and_state_is_refreshed(l2):
     assert build(l2).compiled == []
     assert binaries(l2) == before
     # The refreshed states now match the files' stat: a second run hashes nothing.
-    from pypto_build import hashing
+    from pypto_build.core import hashing
     hashing.forget()
     assert build(l2).compiled == []
     sources = [str(p) for p in l2.rglob("*.cpp")]

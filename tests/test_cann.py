@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from pypto_build.cann import ENV_VAR, TOOLS, locate_cann
-from pypto_build.elf_payload import PayloadError, build_id_64, kernel_payload
+from pypto_build.platforms.simpler.cann import ENV_VAR, TOOLS, locate_cann
+from pypto_build.platforms.simpler.elf_payload import PayloadError, build_id_64, kernel_payload
 from pypto_build.errors import ToolchainError
 from pypto_build.testing.fake_cann import LABEL, make_fake_cann
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import edit
-from pypto_build.markers import host_binary
+from pypto_build.builddir.markers import host_binary
 from pypto_build.testing import synth
 
 
@@ -117,7 +117,7 @@ def test_example_command_replays_validates_and_shows_one_incremental_rebuild(tmp
 
 
 def test_cli_reference_in_docs_matches_the_parser():
-    from pypto_build.cli import reference
+    from pypto_build.cli.main import reference
     committed = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
     assert committed == reference(), "regenerate docs/cli.md (command at its top)"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, edit, inject
-from pypto_build import launcher, local_slots
+from pypto_build.toolchain import launcher, local_slots
 from pypto_build.errors import ToolchainError
 from pypto_build.testing import synth
 from pypto_build.testing.loopback import distccd, distccd_path, free_port
@@ -223,7 +223,7 @@ def test_ci_sends_every_directorys_compiles_to_distcc(server, local_build, tmp_p
 
 def test_a_fallback_is_said_once_per_run_in_the_launchers_own_words(capsys, monkeypatch):
     """distcc's and icecream's words for compiling here (icecream's as seen by hand: docs/ci.md)."""
-    from pypto_build.shared_flag import SharedFlag
+    from pypto_build.core.shared_flag import SharedFlag
 
     icecc = launcher.Launcher(("/usr/bin/icecc",), SharedFlag())
     said = "ICECC[30122] 2026-12-02 12:55:58: got exception Error 2 - no server found at 127.0.0.1 (127.0.0.1)"

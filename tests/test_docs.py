@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.cli import VERBS, _BY_NAME
-from pypto_build.example import EXAMPLES
+from pypto_build.cli.main import VERBS, _BY_NAME
+from pypto_build.cli.example import EXAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -81,7 +81,7 @@ def test_replay_and_validate_help_say_they_run_on_the_recorded_platform(tmp_path
     assert "host runtime" not in purpose and "on the platform it records" in purpose
     from pypto_build.compat.runner import render_run_script
     from pypto_build.compat.runner_main import make_parser
-    from pypto_build.sidecars import load_compiled_meta
+    from pypto_build.builddir.sidecars import load_compiled_meta
     assert "host runtime" not in make_parser().description and "records" in make_parser().description
     script = render_run_script(load_compiled_meta(EXAMPLES / "matmul_relu" / "compiled_meta.json"))
     assert "always uses the" not in script and "on the platform\nthe directory records" in script

@@ -19,7 +19,7 @@ import doit
 import pytest
 
 from conftest import copy_dir, edit
-from pypto_build.doit_plugins import NAMES
+from pypto_build.cli.doit_plugins import NAMES
 from pypto_build.testing import synth
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"

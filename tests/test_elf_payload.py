@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from pypto_build.elf_payload import PayloadError, build_id_64, kernel_payload
+from pypto_build.platforms.simpler.elf_payload import PayloadError, build_id_64, kernel_payload
 from test_cann import compile_kernel
 
 PARSER = "python/pypto/runtime/elf_parser.py"

@@ -14,9 +14,9 @@ from conftest import FAKE_PTOAS
 
 import pypto_build
 from pypto_build.run.golden import load_golden
-from pypto_build.manifest import read_kernel_config
-from pypto_build.markers import host_binary
-from pypto_build.sidecars import load_compiled_meta
+from pypto_build.builddir.manifest import read_kernel_config
+from pypto_build.builddir.markers import host_binary
+from pypto_build.builddir.sidecars import load_compiled_meta
 from pypto_build.pto.splice import function_names, preprocess, splice, split
 from pypto_build.testing.fake_ptoas import make_fake_ptoas
 
@@ -39,7 +39,7 @@ def _assert_no_build_products(root: Path) -> None:
 def test_a_copy_leaves_the_packages_bytecode_behind(tmp_path, monkeypatch):
     """A package installed by pip (or after any import of its examples) holds `__pycache__` beside golden.py:
     the copy and the list of the example's files leave it out."""
-    from pypto_build import example
+    from pypto_build.cli import example
 
     package = tmp_path / "examples"
     shutil.copytree(EXAMPLE.parent, package)
@@ -160,7 +160,7 @@ def test_golden_clips_some_values():
 
 @pytest.mark.slow
 def test_runs_on_the_host_and_matches_golden(built):
-    executor = pytest.importorskip("pypto_build.runtime.executor")
+    executor = pytest.importorskip("pypto_build.platforms.host.runtime.executor")
     import torch
 
     root, _result = built

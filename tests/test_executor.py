@@ -14,9 +14,9 @@ torch = pytest.importorskip("torch")
 from conftest import copy_dir  # noqa: E402
 from pypto_build.testing import synth  # noqa: E402
 from pypto_build.api import build  # noqa: E402
-from pypto_build.markers import host_binary, host_external_binary  # noqa: E402
-from pypto_build.runtime import abi, dfx  # noqa: E402
-from pypto_build.runtime.executor import ExecutorError, HostExecutor, RunTrace  # noqa: E402
+from pypto_build.builddir.markers import host_binary, host_external_binary  # noqa: E402
+from pypto_build.platforms.host.runtime import abi, dfx  # noqa: E402
+from pypto_build.platforms.host.runtime.executor import ExecutorError, HostExecutor, RunTrace  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++: nothing can be built")
 KERNELS = 4

@@ -19,7 +19,7 @@ from conftest import inject
 import pypto_build
 from pypto_build import errors
 from pypto_build.errors import Failure, PyptoBuildError, UserError, exit_status
-from pypto_build.exits import guarded
+from pypto_build.core.exits import guarded
 from pypto_build.testing import synth
 
 PACKAGE = Path(pypto_build.__file__).parent

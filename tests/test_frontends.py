@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir, edit
-from pypto_build.doit_plugins import NAMES
-from pypto_build.markers import HOST_OUTPUTS, STATE_DIR
+from pypto_build.cli.doit_plugins import NAMES
+from pypto_build.builddir.markers import HOST_OUTPUTS, STATE_DIR
 from pypto_build.testing import synth
 
 torch = pytest.importorskip("torch")

@@ -21,10 +21,10 @@ import pytest
 
 from conftest import FAKE_PTOAS, age_tree, copy_dir, edit, settle_ctimes
 from pypto_build.engine.reporter import KEPT_VERDICT
-from pypto_build import atomic
+from pypto_build.core import atomic
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.markers import HOST_STAMP, host_binary
+from pypto_build.builddir.markers import HOST_STAMP, host_binary
 
 pytestmark = pytest.mark.slow
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pypto_build.depfile import DepfileError, parse_depfile
+from pypto_build.compile.depfile import DepfileError, parse_depfile
 from pypto_build.errors import ManifestError, MetaError, SpliceError
-from pypto_build.manifest import KernelConfig, read_kernel_config
-from pypto_build.sidecars import ProgramMeta, load_compiled_meta, load_distributed_meta
+from pypto_build.builddir.manifest import KernelConfig, read_kernel_config
+from pypto_build.builddir.sidecars import ProgramMeta, load_compiled_meta, load_distributed_meta
 from pypto_build.pto.splice import BEGIN, END, preprocess, splice, split
 from pypto_build.testing.synth_kernels import _kernel_cpp
 

@@ -17,8 +17,8 @@ import pytest
 from conftest import copy_dir, edit, settle_ctimes
 from importlib import metadata
 
-from pypto_build import golden_key
-from pypto_build.hashing import bytes_digest
+from pypto_build.run import golden_key
+from pypto_build.core.hashing import bytes_digest
 from pypto_build.run import golden_cache
 from pypto_build.run.golden import load_golden
 from pypto_build.testing import synth

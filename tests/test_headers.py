@@ -15,8 +15,8 @@ import pytest
 
 from conftest import edit, git
 from pypto_build.api import build
-from pypto_build.identity import clean_git_revision
-from pypto_build.markers import HOST_STAMP, STATE_DB, host_binary, state_folder
+from pypto_build.toolchain.identity import clean_git_revision
+from pypto_build.builddir.markers import HOST_STAMP, STATE_DB, host_binary, state_folder
 
 HOST = state_folder("host")                     # the host platform's build state (database, header sets)
 K1 = "compile:aiv/main_incore_1_aiv"            # the AIV kernel of the L2 fixture: includes no header of the dir
@@ -48,7 +48,7 @@ def test_headers_under_an_isystem_dir_of_cxxflags_are_tracked(l2, tmp_path, monk
     assert result.compiled == [K1]
     assert reasons(result)[K1] == f"header {sysinc}/site.h changed"
     assert build(l2).compiled == []
-    from pypto_build import header_sets
+    from pypto_build.compile import header_sets
     named = {values_of(l2, t)["outside"] for t in [*KERNELS, "orch:main"]}
     assert {p.name for p in (l2 / header_sets.sets_dir(HOST)).iterdir()} == {f"{n}.json" for n in named}, \
         "the record of the set before the edit was pruned"
@@ -76,7 +76,7 @@ def values_of(root: Path, task: str) -> dict:
 
 def test_system_headers_of_the_compiler_are_tracked_in_one_shared_set(l2):
     """-MD lists <cstdint> and what it includes: inputs like any other, their states kept once for all units."""
-    from pypto_build import header_sets
+    from pypto_build.compile import header_sets
     sets = {task: values_of(l2, task)["outside"] for task in KERNELS}
     assert len(set(sets.values())) == 1, "the three kernels read the same system headers: one record"
     states = header_sets.read(sets[K1], HOST, l2)
@@ -170,7 +170,7 @@ def test_pto_isa_headers_git_ignores_are_tracked_per_unit(l2, pto_isa_ignored, m
 def test_tracked_pto_isa_headers_stay_covered_by_the_revision(l2, pto_isa_ignored, monkeypatch):
     monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa_ignored))
     build(l2)
-    from pypto_build import header_sets
+    from pypto_build.compile import header_sets
     headers = header_sets.read(values_of(l2, K1)["outside"], HOST, l2)
     assert str(pto_isa_ignored / "include/pto/generated.hpp") in headers
     assert not any(h.endswith("pto-inst.hpp") for h in headers), "git's revision covers it"
@@ -220,7 +220,7 @@ def test_states_recorded_without_system_headers_rebuild_once(l2):
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["removed", "garbled", "another set's"])
 def test_a_missing_or_damaged_record_of_outside_headers_rebuilds_its_units(l2, damage):
-    from pypto_build import header_sets
+    from pypto_build.compile import header_sets
     name = values_of(l2, K1)["outside"]
     record = l2 / header_sets.sets_dir(HOST) / f"{name}.json"
     orch = l2 / header_sets.sets_dir(HOST) / f"{values_of(l2, 'orch:main')['outside']}.json"

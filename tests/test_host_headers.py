@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from pypto_build.testing import synth
-from pypto_build.runtime.abi import (ABI_VERSION, ADDRESS_SPACE_DEVICE, ALLOC_FN, ARG_ROLES, CORE_TYPES,
-                                     EXTERNAL_TASK_ID, IS_FATAL_FN, LOG_FN, LOG_LEVELS, MAX_TENSOR_DIMS,
-                                     REPORT_FATAL_FN, SCOPE_FN, SUBMIT_FN, ChipTaskArgs, ChipTensor,
-                                     DataType, PTO2OrchestrationConfig, PTO2RuntimeOps, aligned_tensors,
-                                     fill_from_torch)
-from pypto_build.platforms.host import HOST_FALLBACK, HOST_INCLUDE
+from pypto_build.platforms.host.runtime.abi import (ABI_VERSION, ADDRESS_SPACE_DEVICE, ALLOC_FN, ARG_ROLES,
+                                                    CORE_TYPES, EXTERNAL_TASK_ID, IS_FATAL_FN, LOG_FN, LOG_LEVELS,
+                                                    MAX_TENSOR_DIMS, REPORT_FATAL_FN, SCOPE_FN, SUBMIT_FN,
+                                                    ChipTaskArgs, ChipTensor, DataType, PTO2OrchestrationConfig,
+                                                    PTO2RuntimeOps, aligned_tensors, fill_from_torch)
+from pypto_build.platforms.host.platform import HOST_FALLBACK, HOST_INCLUDE
 
 INCLUDE, FALLBACK = HOST_INCLUDE, HOST_FALLBACK
 CXX = shutil.which("g++")

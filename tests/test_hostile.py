@@ -18,7 +18,7 @@ from conftest import HOST_STATE_DB, copy_dir
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
-from pypto_build.markers import HOST_OUTPUTS, HOST_STAMP, host_binary, host_external_binary
+from pypto_build.builddir.markers import HOST_OUTPUTS, HOST_STAMP, host_binary, host_external_binary
 
 pytestmark = pytest.mark.slow
 

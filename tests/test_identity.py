@@ -7,8 +7,8 @@ import pytest
 
 from conftest import git
 from pypto_build.api import build
-from pypto_build.identity import clean_git_revision
-from pypto_build.markers import HOST_STAMP
+from pypto_build.toolchain.identity import clean_git_revision
+from pypto_build.builddir.markers import HOST_STAMP
 
 
 def test_clean_git_revision_rules(pto_isa, tmp_path):
@@ -55,8 +55,8 @@ def test_unknown_identity_rebuilds_every_time_and_never_stamps(l2, pto_isa, monk
 
 
 def test_host_runtime_header_change_recompiles(l2, monkeypatch, tmp_path):
-    from pypto_build.identity import Revision
-    from pypto_build.platforms import host
+    from pypto_build.toolchain.identity import Revision
+    from pypto_build.platforms.host import platform as host
     monkeypatch.setattr(host, "host_runtime_revision", lambda: Revision("pypto_build-other"))
     result = build(l2)
     assert len(result.compiled) == 4

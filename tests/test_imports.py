@@ -50,7 +50,7 @@ def import_graph() -> dict[str, set[str]]:
 def test_the_walk_sees_imports_inside_functions():
     graph = import_graph()
     assert "pypto_build.run.execution" in graph["pypto_build.run.child"]        # `from .execution import` in a function
-    assert "pypto_build.runtime.executor" in graph["pypto_build.runtime.l3"]
+    assert "pypto_build.platforms.host.runtime.executor" in graph["pypto_build.platforms.host.runtime.l3"]
 
 
 # Bottom to top. A part is a top-level module or a family folder; a part imports only parts of its own
@@ -142,7 +142,7 @@ def test_planning_imports_no_doit(tmp_path):
     """`graph.load_graph` plans without doit: planning can be used (and tested) on its own."""
     from pypto_build.testing import synth
     root = synth.write_l2(tmp_path / "d", kernels=2)
-    code = ("import sys; from pypto_build.graph import load_graph; g = load_graph(sys.argv[1]); "
+    code = ("import sys; from pypto_build.plan.graph import load_graph; g = load_graph(sys.argv[1]); "
             "assert g.compile_tasks, g; print(sorted(m for m in sys.modules if m.split('.')[0] == 'doit'))")
     out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -157,7 +157,7 @@ def test_a_build_imports_only_what_it_uses(tmp_path):
     root = synth.write_l2(tmp_path / "d", kernels=2)
     code = ("import sys, importlib.metadata as m; looked = []; real = m.entry_points\n"
             "m.entry_points = lambda *a, **k: looked.append(k) or real(*a, **k)\n"
-            "from pypto_build.cli import main; assert main(['build', '-q', sys.argv[1]]) == 0\n"
+            "from pypto_build.cli.main import main; assert main(['build', '-q', sys.argv[1]]) == 0\n"
             "print(' '.join(sorted(sys.modules)), 'entry-points:%d' % len(looked))")
     for _ in range(2):          # the first build, then a one-edit one (the compiler's answers kept)
         out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
@@ -166,8 +166,8 @@ def test_a_build_imports_only_what_it_uses(tmp_path):
     loaded = set(out.stdout.split())
     assert {"doit.cmd_run", "doit.runner", "doit.task", "pypto_build.engine.commands", "entry-points:0"} <= loaded
     unwanted = {"http.client", "ssl", "elftools", "pypto_build.cache.remote",
-                "pypto_build.runtime.executor", "pypto_build.platforms.simpler_sim",
-                "pypto_build.platforms.simpler_device", "pypto_build.compat", "pypto_build.pto.actions"}
+                "pypto_build.platforms.host.runtime.executor", "pypto_build.platforms.simpler.sim",
+                "pypto_build.platforms.simpler.device", "pypto_build.compat", "pypto_build.pto.actions"}
     assert sorted(loaded & unwanted) == []
 
 
@@ -217,7 +217,7 @@ def test_a_validate_that_reuses_its_verdict_imports_no_torch(built_golden, tmp_p
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     loaded = {line.split("|")[-1].strip() for line in again.stderr.splitlines() if line.startswith("import time:")}
-    assert "doit.runner" in loaded and "pypto_build.golden_key" in loaded     # the verdict was checked
+    assert "doit.runner" in loaded and "pypto_build.run.golden_key" in loaded     # the verdict was checked
     assert sorted(m for m in loaded if m.split(".")[0] == "torch") == []
 
 

@@ -13,10 +13,10 @@ import os
 import pytest
 
 from conftest import edit, settle_ctimes
-from pypto_build import hashing
+from pypto_build.core import hashing
 from pypto_build.api import build
-from pypto_build.markers import STATE_DIR
-from pypto_build.toolchain import host_compiler
+from pypto_build.builddir.markers import STATE_DIR
+from pypto_build.toolchain.compiler import host_compiler
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +48,7 @@ def test_a_kept_digest_is_used_only_for_the_same_stat(tmp_path):
     st = os.stat(tool)
     key = hashing.stat_key(str(tool), st)
     (root / STATE_DIR / hashing.RECORD).write_text(json.dumps({str(tool): [*key[1:], "recorded"]}))
-    hashing.recall(root)
+    hashing.recall(root / STATE_DIR)
     assert hashing.file_digest(str(tool)) == "recorded", "same stat: the kept digest, the file not read"
     hashing._memo.clear()
     tool.write_bytes(b"two")                                    # same size, another ctime
@@ -64,8 +64,8 @@ def test_an_unsettled_digest_is_not_kept_and_an_unchanged_record_not_rewritten(t
     hashing.file_digest(str(settled))
     fresh.write_bytes(b"f")
     hashing.file_digest(str(fresh))                             # changed within the racy window
-    hashing.keep(root)
+    hashing.keep(root, root / STATE_DIR)
     assert set(record_of(root)) == {str(settled)}
     before = os.stat(root / STATE_DIR / hashing.RECORD)
-    hashing.keep(root)
+    hashing.keep(root, root / STATE_DIR)
     assert os.stat(root / STATE_DIR / hashing.RECORD).st_ino == before.st_ino, "nothing new: not rewritten"

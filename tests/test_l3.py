@@ -14,9 +14,10 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.run.golden import load_golden
 from pypto_build.errors import PyptoBuildError
-from pypto_build.runconfig import RunConfig
-from pypto_build.runtime import HostL3, run_l3
-from pypto_build.runtime.executor import ExecutorError
+from pypto_build.builddir.runconfig import RunConfig
+from pypto_build.platforms.host.runtime import HostL3
+from pypto_build.platforms.l3_driver import run_l3
+from pypto_build.platforms.host.runtime.executor import ExecutorError
 
 from conftest import copy_dir
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pypto_build.errors import PyptoBuildError
-from pypto_build.runtime import ExecutorError
-from pypto_build.runtime.l3_driver import call_alloc, clear_dispatch_dirs
+from pypto_build.platforms.host.runtime import ExecutorError
+from pypto_build.platforms.l3_driver import call_alloc, clear_dispatch_dirs
 
 
 def test_alloc_intermediates_is_called_as_pypto_calls_it(tmp_path):
@@ -105,7 +105,7 @@ def test_the_stand_ins_are_replaced_in_sys_modules_by_one_module_only():
 
 
 def test_the_driver_loads_without_torch_or_simpler():
-    code = ("import sys; import pypto_build.runtime.l3_driver, pypto_build.platforms.simpler_l3; "
+    code = ("import sys; import pypto_build.platforms.l3_driver, pypto_build.platforms.simpler.l3; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'simpler', 'pypto')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_dir
-from pypto_build import launcher
+from pypto_build.toolchain import launcher
 from pypto_build.errors import ToolchainError
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Tests for pypto_build.manifest: reading kernel_config.py without executing it."""
+"""Tests for pypto_build.builddir.manifest: reading kernel_config.py without executing it."""
 from __future__ import annotations
 
 import re
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pypto_build.errors import ManifestError
-from pypto_build.manifest import KernelConfig, KernelSpec, parse_kernel_config, read_kernel_config
+from pypto_build.builddir.manifest import KernelConfig, KernelSpec, parse_kernel_config, read_kernel_config
 
 P = Path("/build/sub/kernel_config.py")
 

@@ -1,4 +1,4 @@
-"""Tests for pypto_build.sidecars: compiled_meta.json / distributed_meta.json."""
+"""Tests for pypto_build.builddir.sidecars: compiled_meta.json / distributed_meta.json."""
 from __future__ import annotations
 
 import copy
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pypto_build.errors import MetaError
-from pypto_build.sidecars import (DistributedConfigMeta, ParamMeta, ProgramMeta, dump_meta,
-                                  load_compiled_meta, load_distributed_meta, parse_meta, write_meta)
+from pypto_build.builddir.sidecars import (DistributedConfigMeta, ParamMeta, ProgramMeta, dump_meta,
+                                           load_compiled_meta, load_distributed_meta, parse_meta, write_meta)
 
 P1 = Path("/build/x/compiled_meta.json")
 P2 = Path("/build/x/distributed_meta.json")

@@ -13,7 +13,7 @@ import pytest
 from conftest import FAKE_PTOAS, age_tree, edit, settle_ctimes, which
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.markers import host_binary
+from pypto_build.builddir.markers import host_binary
 
 FAST = "no-op record"
 
@@ -36,7 +36,7 @@ def settled(l2) -> Path:
 
 
 def test_noop_answers_from_stats_without_loading_doit(settled):
-    code = ("import sys; from pypto_build.cli import main; rc = main(['build', %r]); "
+    code = ("import sys; from pypto_build.cli.main import main; rc = main(['build', %r]); "
             "print(sorted(m for m in ('doit', 'torch', 'sqlite3') if m in sys.modules)); sys.exit(rc)" % str(settled))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -89,7 +89,7 @@ def test_any_change_takes_the_full_path(settled, monkeypatch, change):
 
 
 def test_pto_isa_root_never_uses_the_record(settled, tmp_path, monkeypatch):
-    from pypto_build.engine import noop
+    from pypto_build.plan import noop
     monkeypatch.setenv("PTO_ISA_ROOT", str(tmp_path))
     assert noop.key("host", True, None) is None
     monkeypatch.delenv("PTO_ISA_ROOT")
@@ -127,7 +127,7 @@ def would_run(root: Path) -> set[str]:
 
 def ran(root: Path) -> tuple[set[str], bool]:
     """`pypto-build build`: the units it ran, and whether it answered from the no-op record (doit never loaded)."""
-    code = ("import sys; from pypto_build.cli import main; rc = main(['build', %r]); "
+    code = ("import sys; from pypto_build.cli.main import main; rc = main(['build', %r]); "
             "print('doit loaded:', 'doit' in sys.modules); sys.exit(rc)" % str(root))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -23,19 +23,19 @@ from pathlib import Path
 import pytest
 
 from conftest import HOST_STATE_DB, age_tree, copy_dir, settle_ctimes
-from pypto_build import hashing
-from pypto_build.engine import noop
+from pypto_build.core import hashing
+from pypto_build.plan import noop
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
-from pypto_build.filestate import is_modified, make_state
+from pypto_build.core.filestate import is_modified, make_state
 from pypto_build.run.golden import GoldenError, load_golden
-from pypto_build.limits import read_capped
-from pypto_build.markers import HOST_STAMP, host_binary
+from pypto_build.core.limits import read_capped
+from pypto_build.builddir.markers import HOST_STAMP, host_binary
 from pypto_build.pto.actions import load_record
-from pypto_build.pyexec import exec_file
-from pypto_build.safeio import NotRegularFile, read_bytes
-from pypto_build.stamp import stamp_matches
+from pypto_build.core.pyexec import exec_file
+from pypto_build.core.safeio import NotRegularFile, read_bytes
+from pypto_build.builddir.stamp import stamp_matches
 
 STAMP = HOST_STAMP
 

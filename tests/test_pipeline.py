@@ -98,8 +98,8 @@ def test_the_program_objects_build_through_the_pipeline(d, runs):
     (["validate", "-q"], ("validate",), ()),
 ])
 def test_the_verbs_and_their_doit_commands_build_through_the_pipeline(d, runs, argv, tasks, force):
-    from pypto_build.cli import main
-    from pypto_build.doit_plugins import Build, Replay, Validate
+    from pypto_build.cli.main import main
+    from pypto_build.cli.doit_plugins import Build, Replay, Validate
 
     assert main([*argv, str(d)]) == 2                       # the spy's UserError: one line, exit 2
     doit = {"build": Build, "replay": Replay, "validate": Validate}[argv[0]]
@@ -118,7 +118,7 @@ def test_debug_run_py_builds_through_the_pipeline(d, runs):
 
 
 def test_ci_builds_each_directory_through_the_pipeline_on_its_plan(d, tmp_path, runs, capsys):
-    from pypto_build.cli import main
+    from pypto_build.cli.main import main
     plain = synth.write_l2(tmp_path / "plain", kernels=1)
     assert main(["ci", "-j", "1", str(d), str(plain)]) == 1          # each directory failed (the spy), ci went on
     assert [r["root"] for r in runs] == [d.resolve(), plain.resolve()]
@@ -129,7 +129,7 @@ def test_ci_builds_each_directory_through_the_pipeline_on_its_plan(d, tmp_path, 
 
 
 def test_a_watch_round_builds_through_the_pipeline_on_its_warm_plan(d, runs):
-    from pypto_build.options import request
+    from pypto_build.cli.options import request
     from pypto_build.watch import Session, Settings
     session = Session(d.resolve(), Settings(request({"jobs": 2})))
     report = session.round([])
@@ -138,14 +138,14 @@ def test_a_watch_round_builds_through_the_pipeline_on_its_warm_plan(d, runs):
 
 
 def test_the_example_builds_through_the_pipeline(tmp_path, runs):
-    from pypto_build.cli import main
+    from pypto_build.cli.main import main
     assert main(["example", str(tmp_path / "ex")]) == 2
     assert runs[0]["root"] == (tmp_path / "ex").resolve()
     assert runs[0]["request"].tasks == ("validate",) and runs[0]["request"].force == ("validate:",)
 
 
 def test_doit_commands_and_explain_plan_through_a_request(d, monkeypatch, capsys):
-    from pypto_build.cli import main
+    from pypto_build.cli.main import main
     planned: list[Request] = []
     real = Request.plan
 
@@ -174,7 +174,8 @@ def counting(monkeypatch, target, name: str, *where) -> list:
 
 
 def test_the_platform_is_chosen_once_per_run(d, monkeypatch):
-    from pypto_build import build, graph
+    from pypto_build import build
+    from pypto_build.plan import graph
     from pypto_build.platforms import choice
     chosen = counting(monkeypatch, choice, "choose", graph)
     build(d)                                        # a first build: planned
@@ -186,7 +187,8 @@ def test_the_platform_is_chosen_once_per_run(d, monkeypatch):
 
 
 def test_the_launcher_is_found_and_the_remote_url_parsed_once_per_run(d, monkeypatch):
-    from pypto_build import build, launcher
+    from pypto_build import build
+    from pypto_build.toolchain import launcher
     from pypto_build.cache import remote_config
     found = counting(monkeypatch, launcher, "find")
     parsed = counting(monkeypatch, remote_config, "parse_url")
@@ -196,7 +198,7 @@ def test_the_launcher_is_found_and_the_remote_url_parsed_once_per_run(d, monkeyp
 
 
 def test_a_request_from_flags_is_the_request_of_the_same_keywords(monkeypatch):
-    from pypto_build.options import BUILD, RUN, add_to_parser, request
+    from pypto_build.cli.options import BUILD, RUN, add_to_parser, request
     parser = argparse.ArgumentParser()
     add_to_parser(parser, (*BUILD, *RUN))
     flags = request(parser.parse_args(["-j", "3", "-k", "--no-rebuild-from-pto", "--include-stale", "-q"]))

@@ -189,7 +189,7 @@ def test_no_run_script_for_l3_and_multi_orch(tmp_path, capsys):
     assert write_run_script(l3, on_skip=reasons.append) is None
     assert "distributed (L3)" in reasons[0]
     multi = synth.write_multi_orch(tmp_path / "multi")
-    from pypto_build.cli import main
+    from pypto_build.cli.main import main
     assert main(["emit-runner", str(multi)]) == 2                                 # a UserError: one line, exit 2
     err = capsys.readouterr().err                                                # an error: on stderr
     assert err.startswith("pypto-build: error: no debug/run.py written: ") and "multi-orchestration parent" in err

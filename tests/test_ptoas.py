@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import hashing
+from pypto_build.core import hashing
 from pypto_build.testing import fake_ptoas, synth
 from pypto_build.errors import ToolchainError
 from pypto_build.pto.ptoas import PtoasLookup, find_ptoas, infer_level, ptoas_argv, ptoas_identity

@@ -5,9 +5,9 @@ import os
 import time
 
 from conftest import settle_ctimes
-from pypto_build.filestate import is_modified, make_state
-from pypto_build import racy
-from pypto_build.racy import changed_since, fs_now
+from pypto_build.core.filestate import is_modified, make_state
+from pypto_build.core import racy
+from pypto_build.core.racy import changed_since, fs_now
 
 FUTURE = time.time() + 86400
 
@@ -47,7 +47,7 @@ def test_a_change_after_a_compile_started_leaves_no_digest_whatever_the_mtime(tm
 def test_a_digest_is_reused_only_once_the_file_has_settled(tmp_path, monkeypatch):
     """The per-process digest memo follows the racy rule: a same-size rewrite within one timestamp tick
     keeps the stat, so the digest of a file changed within the window is never reused."""
-    from pypto_build import hashing
+    from pypto_build.core import hashing
 
     f = tmp_path / "k.cpp"
     f.write_text("int a;\n")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.runtime import rank_channel
-from pypto_build.runtime.executor import ExecutorError
+from pypto_build.platforms.host.runtime import rank_channel
+from pypto_build.platforms.host.runtime.executor import ExecutorError
 
 
 def test_a_message_round_trips():
@@ -30,7 +30,7 @@ def test_multiprocessing_sockets_fit_whatever_tmpdir_is(tmp_path, moved):
     tmpdir = tmp_path / ("t" * 100) if moved else Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))
     tmpdir.mkdir(exist_ok=True)
     code = ("from multiprocessing import util; from multiprocessing.connection import Listener\n"
-            "from pypto_build.runtime import rank_channel\n"
+            "from pypto_build.platforms.host.runtime import rank_channel\n"
             "rank_channel.socket_dir_that_fits(); print(util.get_temp_dir())\n"
             "Listener(family='AF_UNIX').close()\n")            # binds a socket where DupFd would
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

@@ -15,7 +15,7 @@ from pypto_build.api import validate
 from pypto_build.errors import PyptoBuildError
 from pypto_build.run.golden import load_golden
 from pypto_build.compat.pypto_replay import replay
-from pypto_build.runconfig import RunConfig
+from pypto_build.builddir.runconfig import RunConfig
 
 torch = pytest.importorskip("torch")
 
@@ -149,7 +149,7 @@ def test_replay_checks_argument_count_against_golden(g):
 
 
 def test_no_torch_on_a_build_noop(g):
-    code = ("import sys; from pypto_build.cli import main; rc = main(['build', '-q', %r]); "
+    code = ("import sys; from pypto_build.cli.main import main; rc = main(['build', '-q', %r]); "
             "print('torch' in sys.modules); sys.exit(rc)" % str(g))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert out.returncode == 0, out.stderr

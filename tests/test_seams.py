@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import options, stages
+from pypto_build.cli.main import options
+from pypto_build.plan import stages
 from pypto_build.cache import Caches
-from pypto_build.confine import confine, inside, resolves_inside
+from pypto_build.core.confine import confine, inside, resolves_inside
 from pypto_build.errors import LayoutError, PyptoBuildError, ToolchainError
-from pypto_build.graph import load_graph
-from pypto_build.runconfig import RunConfig, RunSpec
+from pypto_build.plan.graph import load_graph
+from pypto_build.builddir.runconfig import RunConfig, RunSpec
 from pypto_build.testing import FakePlatform, synth
 
 
@@ -90,18 +91,18 @@ def test_planning_imports_no_execution_and_running_no_planning(name):
     out = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     planning, both = (set(line.split()) for line in out.stdout.splitlines())
-    running = {"pypto_build.platforms.host_run", "pypto_build.platforms.simpler_runner",
-               "pypto_build.platforms.simpler_run", "pypto_build.platforms.simpler_l3", "torch", "simpler"}
-    assert sorted(m for m in planning if m in running or m.startswith("pypto_build.runtime")) == []
+    running = {"pypto_build.platforms.host.run", "pypto_build.platforms.simpler.runner",
+               "pypto_build.platforms.simpler.run", "pypto_build.platforms.simpler.l3", "torch", "simpler"}
+    assert sorted(m for m in planning if m in running or m.startswith("pypto_build.platforms.host.runtime")) == []
     code = ("import sys; from pypto_build.platforms import implementation; implementation(sys.argv[1]).runner(); "
             "print(' '.join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     loaded = set(out.stdout.split())
-    assert {"pypto_build.platforms.host_run" if name == "host" else "pypto_build.platforms.simpler_runner"} <= loaded
-    assert sorted(loaded & {"pypto_build.platforms.host", "pypto_build.platforms.simpler_sim",
-                            "pypto_build.platforms.simpler_device", "pypto_build.platforms.simpler_env",
-                            "pypto_build.toolchain", "pypto_build.cann", "torch"}) == []
+    assert {"pypto_build.platforms.host.run" if name == "host" else "pypto_build.platforms.simpler.runner"} <= loaded
+    assert sorted(loaded & {"pypto_build.platforms.host.platform", "pypto_build.platforms.simpler.sim",
+                            "pypto_build.platforms.simpler.device", "pypto_build.platforms.simpler.env",
+                            "pypto_build.toolchain.compiler", "pypto_build.platforms.simpler.cann", "torch"}) == []
     assert both >= planning
 
 
@@ -164,7 +165,7 @@ def test_confinement_answers_by_name_or_by_resolved_path(tmp_path):
 
 
 def test_every_cli_verb_has_a_parser_and_a_runner():
-    from pypto_build import cli
+    from pypto_build.cli.main import main as cli
     _parser, verbs = cli._parsers()
     assert list(verbs) == [v.name for v in cli.VERBS]
     assert all(callable(v.run) and v.help and v.description for v in cli.VERBS)

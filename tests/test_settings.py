@@ -1,4 +1,4 @@
-"""Environment variables are judged in one place (`pypto_build.settings`; issue 11, item 13).
+"""Environment variables are judged in one place (`pypto_build.core.settings`; issue 11, item 13).
 
 The CLI side (one line, exit 2, nothing written) is in the bad-input corpus
 (`tests/bad_input_corpus.py`, `_environment_cases`); here the functions other
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from pypto_build import settings
+from pypto_build.core import settings
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import PyptoBuildError
-from pypto_build.settings import SettingError
+from pypto_build.core.settings import SettingError
 
 
 @pytest.mark.parametrize("raw, expected", [(None, 600.0), ("", 600.0), ("  ", 600.0), ("2", 2.0), ("0.5", 0.5),

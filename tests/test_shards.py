@@ -14,7 +14,7 @@ import pytest
 from conftest import needs_nginx
 from pypto_build import merge_reports, shard_plan
 from pypto_build.errors import PyptoBuildError
-from pypto_build.shards import MAX_SHARDS, directory_key
+from pypto_build.ci.shards import MAX_SHARDS, directory_key
 from pypto_build.testing import synth
 
 NAMES = [f"build_output/_jit_model_{i:03d}" for i in range(100)]

@@ -13,9 +13,9 @@ import pytest
 
 from conftest import git
 from pypto_build.errors import ToolchainError
-from pypto_build.platforms import simpler_argv as sa
-from pypto_build.platforms.simpler_env import check_pto_isa, find_simpler, runtime_revision, simpler_missing
-from pypto_build.procs import run
+from pypto_build.platforms.simpler import argv as sa
+from pypto_build.platforms.simpler.env import check_pto_isa, find_simpler, runtime_revision, simpler_missing
+from pypto_build.core.procs import run
 
 pytestmark = pytest.mark.simpler
 
@@ -204,7 +204,7 @@ def test_find_simpler_here(install):
 
 
 def test_finding_simpler_imports_neither_simpler_nor_torch():
-    code = ("import sys; from pypto_build.platforms.simpler_env import find_simpler; find_simpler(); "
+    code = ("import sys; from pypto_build.platforms.simpler.env import find_simpler; find_simpler(); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "{'torch', 'simpler', 'simpler_setup', '_task_interface'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

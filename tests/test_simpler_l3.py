@@ -16,10 +16,10 @@ import pytest
 import pypto_build
 from pypto_build.api import build
 from pypto_build.errors import PyptoBuildError
-from pypto_build.platforms.simpler_l3 import SimplerL3
+from pypto_build.platforms.simpler.l3 import SimplerL3
 from pypto_build.run.golden import load_golden
-from pypto_build.runconfig import RunConfig
-from pypto_build.runtime import run_l3
+from pypto_build.builddir.runconfig import RunConfig
+from pypto_build.platforms.l3_driver import run_l3
 
 EXAMPLE = Path(pypto_build.__file__).resolve().parent / "examples" / "two_chips"
 PLATFORM = "a2a3sim"

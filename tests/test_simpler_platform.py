@@ -35,7 +35,7 @@ def git_head(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def install():
-    from pypto_build.platforms.simpler_env import find_simpler
+    from pypto_build.platforms.simpler.env import find_simpler
     if shutil.which("g++-15") is None:
         pytest.skip("needs g++-15 on PATH (tools/build-simpler.sh writes a shim into the simpler venv's "
                     "bin/: put that first on PATH; docs/platforms.md)")

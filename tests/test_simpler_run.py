@@ -14,10 +14,10 @@ import pytest
 
 import pypto_build
 from pypto_build.errors import PyptoBuildError, ToolchainError
-from pypto_build.manifest import read_kernel_config
-from pypto_build.platforms.simpler_run import call_settings, run_on_simpler
+from pypto_build.builddir.manifest import read_kernel_config
+from pypto_build.platforms.simpler.run import call_settings, run_on_simpler
 from pypto_build.run.golden import load_golden
-from pypto_build.runconfig import RunConfig
+from pypto_build.builddir.runconfig import RunConfig
 
 EXAMPLE = Path(pypto_build.__file__).resolve().parent / "examples" / "matmul_relu"
 PLATFORM = "a2a3sim"

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from pypto_build.testing import synth
 from pypto_build.errors import PyptoBuildError, SpliceError
-from pypto_build.pto.splice import (BEGIN, END, find_target, function_names, preprocess, signature_of,
-                                    splice, split)
+from pypto_build.pto.splice import BEGIN, END, find_target, function_names, preprocess, signature_of, splice, split
 
 MESSAGE = ("{}: cannot splice — missing or out-of-order ptoas sentinels. This build_output predates the "
            ".pto rebuild feature; recompile via ir.compile() to refresh.")

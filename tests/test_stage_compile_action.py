@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from doit.exceptions import TaskFailed
 
-from pypto_build import header_sets
-from pypto_build.compile_actions import run_compile
-from pypto_build.depfile import TRACKING
-from pypto_build.filestate import FileState
-from pypto_build.graph import load_graph
-from pypto_build.hashing import file_digest
-from pypto_build.markers import current_state_folder
+from pypto_build.compile import header_sets
+from pypto_build.compile.actions import run_compile
+from pypto_build.compile.depfile import TRACKING
+from pypto_build.core.filestate import FileState
+from pypto_build.plan.graph import load_graph
+from pypto_build.core.hashing import file_digest
+from pypto_build.builddir.markers import current_state_folder
 from pypto_build.testing import FakePlatform, synth
 
 FAKE = FakePlatform()

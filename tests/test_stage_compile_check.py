@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import filestate, header_sets, racy
-from pypto_build.depfile import TRACKING, DepfileError, parse_depfile, written_target
-from pypto_build.filestate import FileState, make_state
-from pypto_build.hashing import file_digest
-from pypto_build.header_sets import SetChecker
-from pypto_build.uptodate import StepCheck, UnitCheck
+from pypto_build.core import filestate, racy
+from pypto_build.compile import header_sets
+from pypto_build.compile.depfile import TRACKING, DepfileError, parse_depfile, written_target
+from pypto_build.core.filestate import FileState, make_state
+from pypto_build.core.hashing import file_digest
+from pypto_build.compile.header_sets import SetChecker
+from pypto_build.compile.checks import StepCheck, UnitCheck
 
 FOLDER = ".pypto_build/state/fake"
 

@@ -17,19 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import atomic
+from pypto_build.core import atomic
 from pypto_build.api import build
 from pypto_build import pipeline
 from pypto_build.request import Request
-from pypto_build.cli import main as cli_main
-from pypto_build.compdb import compile_commands
-from pypto_build.compile_command import compile_command, listed, output_at
-from pypto_build.graph import load_graph
-from pypto_build.launcher import Launcher
-from pypto_build.procs import path_arg
-from pypto_build.shared_flag import SharedFlag
+from pypto_build.cli.main import main as cli_main
+from pypto_build.cli.compdb import compile_commands
+from pypto_build.compile.command import compile_command, listed, output_at
+from pypto_build.plan.graph import load_graph
+from pypto_build.toolchain.launcher import Launcher
+from pypto_build.core.procs import path_arg
+from pypto_build.core.shared_flag import SharedFlag
 from pypto_build.testing import FakePlatform, fake_compiler, synth
-from pypto_build.units import CompileUnit
+from pypto_build.compile.plan import CompileUnit
 
 FAKE = FakePlatform()
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import filestate, racy
-from pypto_build.filestate import FileState
-from pypto_build.hashing import file_digest
+from pypto_build.core import filestate, racy
+from pypto_build.core.filestate import FileState
+from pypto_build.core.hashing import file_digest
 
 
 def settled(monkeypatch) -> None:

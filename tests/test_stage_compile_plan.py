@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from pypto_build.errors import PyptoBuildError
-from pypto_build.graph import load_graph
-from pypto_build.identity import BinaryContext, Revision
+from pypto_build.plan.graph import load_graph
+from pypto_build.toolchain.identity import BinaryContext, Revision
 from pypto_build.testing import FakePlatform, synth
-from pypto_build.toolchain import Compiler
+from pypto_build.toolchain.compiler import Compiler
 
 FAKE = FakePlatform()
 CXX = FAKE.compiler.command                 # (python, -S, fake_compiler.py)

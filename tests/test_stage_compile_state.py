@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from doit.task import Task
 
-from pypto_build import filestate, racy
-from pypto_build.depfile import TRACKING
+from pypto_build.core import filestate, racy
+from pypto_build.compile.depfile import TRACKING
 from pypto_build.engine import open_state
-from pypto_build.filestate import FileState, make_state
-from pypto_build.header_sets import SetChecker
-from pypto_build.uptodate import UnitCheck
+from pypto_build.core.filestate import FileState, make_state
+from pypto_build.compile.header_sets import SetChecker
+from pypto_build.compile.checks import UnitCheck
 
 NAME = "compile:aiv/k"
 

@@ -15,8 +15,8 @@ from doit.task import Task
 
 from pypto_build.errors import ToolchainError
 from pypto_build.engine import open_state
-from pypto_build.filestate import FileState, make_state
-from pypto_build.graph import load_graph
+from pypto_build.core.filestate import FileState, make_state
+from pypto_build.plan.graph import load_graph
 from pypto_build.pto import PtoasCheck, SpliceCheck, pto_options
 from pypto_build.testing import FakePlatform, synth
 from pypto_build.testing.fake_ptoas import make_fake_ptoas

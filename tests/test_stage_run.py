@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import golden_key
-from pypto_build.filestate import FileState, make_state
-from pypto_build.graph import load_graph, run_targets
-from pypto_build.hashing import bytes_digest
+from pypto_build.run import golden_key
+from pypto_build.core.filestate import FileState, make_state
+from pypto_build.plan.graph import load_graph, run_targets
+from pypto_build.core.hashing import bytes_digest
 from pypto_build.testing import FakePlatform, synth
-from pypto_build.uptodate import VerdictCheck
+from pypto_build.compile.checks import VerdictCheck
 
 FAKE = FakePlatform()
 CONFIG = "config-1"

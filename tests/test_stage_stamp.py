@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build import stamp
-from pypto_build.compile_actions import run_stamp
-from pypto_build.graph import load_graph
-from pypto_build.identity import Revision
+from pypto_build.builddir import stamp
+from pypto_build.compile.actions import run_stamp
+from pypto_build.plan.graph import load_graph
+from pypto_build.toolchain.identity import Revision
 from pypto_build.testing import FakePlatform, synth
-from pypto_build.uptodate import StampCheck
+from pypto_build.compile.checks import StampCheck
 
 STAMP = {"platform": "fake", "pto_isa_revision": "none", "runtime_name": "tensormap_and_ringbuffer",
          "runtime_revision": "fake-runtime-1", "schema": 1}

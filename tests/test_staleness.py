@@ -30,10 +30,10 @@ import pytest
 from conftest import settle_ctimes
 from pypto_build.pipeline import BuildResult, run
 from pypto_build.request import Request
-from pypto_build.depfile import parse_depfile
+from pypto_build.compile.depfile import parse_depfile
 from pypto_build.engine.explanation import explain
-from pypto_build.graph import load_graph
-from pypto_build.identity import Revision
+from pypto_build.plan.graph import load_graph
+from pypto_build.toolchain.identity import Revision
 from pypto_build.testing import FakePlatform, fake_compiler, synth
 
 K0 = "compile:aic/main_incore_0_aic"       # includes ../common.h

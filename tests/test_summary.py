@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FAKE_PTOAS, git, inject
 from pypto_build.api import build
-from pypto_build.graph import load_graph
+from pypto_build.plan.graph import load_graph
 from pypto_build.testing import synth
 from test_pto_stage import OLD_LINE
 

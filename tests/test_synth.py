@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pypto_build.testing import synth
-from pypto_build.runtime.abi import aligned_tensors
-from pypto_build.platforms.host import HOST_FALLBACK, HOST_INCLUDE
+from pypto_build.platforms.host.runtime.abi import aligned_tensors
+from pypto_build.platforms.host.platform import HOST_FALLBACK, HOST_INCLUDE
 
 INCLUDE, FALLBACK = HOST_INCLUDE, HOST_FALLBACK
 CXX = shutil.which("g++")
@@ -231,7 +231,7 @@ def compile_kernel(sub: Path, cpp: Path, out: str, defines: list[str]) -> Path:
 def chip_tensor_bytes(addr: int, elems: int, start_offset: int) -> bytes:
     """A ChipTensor record (128 bytes) for a 1-D fp32 view, packed by hand.
 
-    Deliberately not pypto_build.runtime.abi.ChipTensor: this spells out the
+    Deliberately not pypto_build.platforms.host.runtime.abi.ChipTensor: this spells out the
     documented layout on its own, so the kernels are checked against it
     independently of the package's ctypes mirror (tests/test_host_headers.py
     checks that mirror against tensor.h).

@@ -9,8 +9,8 @@ import pytest
 
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.graph import load_graph
-from pypto_build.markers import host_binary
+from pypto_build.plan.graph import load_graph
+from pypto_build.builddir.markers import host_binary
 
 
 class Terminal(io.StringIO):

@@ -9,7 +9,7 @@ local store), `compiles` (compile keys and header manifests), `remote`,
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
     "Caches": "compiles",

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import atomic
+from ..core import atomic
 from .. import errors
-from ..hashing import file_digest, text_digest
-from ..oserrors import describe
-from ..safeio import read_text
-from ..settings import check_environment
+from ..core.hashing import file_digest, text_digest
+from ..core.oserrors import describe
+from ..core.safeio import read_text
+from ..core.settings import check_environment
 
 if TYPE_CHECKING:
     from .remote import Remote

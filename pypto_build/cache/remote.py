@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import atomic
+from ..core import atomic
 from ..errors import RemoteError, warn
-from ..shared_flag import SharedFlag
+from ..core.shared_flag import SharedFlag
 from .remote_config import RemoteSettings, settings
 from .remote_http import MAX_BODY, HttpError, request
 

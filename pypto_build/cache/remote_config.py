@@ -17,7 +17,7 @@ from typing import Mapping
 from urllib.parse import urlsplit
 
 from ..errors import UserError
-from ..settings import REMOTE_CACHE
+from ..core.settings import REMOTE_CACHE
 
 ENV_URL = REMOTE_CACHE
 ENV_TIMEOUT = "PYPTO_BUILD_REMOTE_TIMEOUT"

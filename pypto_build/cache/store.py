@@ -32,9 +32,10 @@ from typing import Callable, Iterator, Mapping
 
 import xxhash
 
-from .. import atomic, errors
-from ..safeio import NotRegularFile, kind_of, open_regular
-from ..settings import CACHE, DEFAULT_CACHE_BYTES, cache_size
+from ..core import atomic
+from .. import errors
+from ..core.safeio import NotRegularFile, kind_of, open_regular
+from ..core.settings import CACHE, DEFAULT_CACHE_BYTES, cache_size
 
 _HEADER = struct.Struct("<8sI16sQ")      # magic, flags, raw xxh3-128 digest, data length
 _MAGIC = b"PTOAC\x00\x00\x01"

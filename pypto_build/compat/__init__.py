@@ -9,7 +9,7 @@ benchmarking recipe), and the `debug/run.py` writer (`write_run_script`,
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
     "replay": "pypto_replay",

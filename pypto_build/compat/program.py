@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from ..arguments import require_fit
+from ..run.arguments import require_fit
 from ..errors import ArgumentError
-from ..markers import HOST_OUTPUTS, STATE_DIR
-from ..sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
+from ..builddir.markers import HOST_OUTPUTS, STATE_DIR
+from ..builddir.sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
 
 __all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]
 
@@ -114,7 +114,7 @@ class CompiledProgram:
         """Build what changed and return what runs it: on the host runtime an executor holding the current
         binaries (reloaded if changed); on another platform its `execute` (simpler loads them per run)."""
         from ..api import build
-        from ..runtime import HostExecutor
+        from ..platforms.host.runtime import HostExecutor
 
         with self._lock:
             built = build(self.output_dir, platform=self.platform, jobs=self.jobs, progress=None)
@@ -151,7 +151,7 @@ class CompiledProgram:
             executor = self.ensure_built()
             names = [p.name for p in self.params]
             if config is not None and (config.enable_chip_swimlane or config.enable_dump_args):
-                from ..layout import BuildKind
+                from ..builddir.layout import BuildKind
                 from ..run import execute
                 execute(self.output_dir, full, replace(config, platform=self.platform), kind=BuildKind.L2,
                         names=names, say=lambda _line: None)
@@ -172,9 +172,9 @@ class _PlatformRun:
     platform: str
 
     def run(self, args: Sequence, *, param_names: Sequence[str] | None = None) -> None:
-        from ..layout import BuildKind
+        from ..builddir.layout import BuildKind
         from ..run import execute
-        from ..runconfig import RunConfig
+        from ..builddir.runconfig import RunConfig
 
         execute(self.output_dir, args, RunConfig(platform=self.platform), kind=BuildKind.L2, names=param_names,
                 say=lambda _line: None)

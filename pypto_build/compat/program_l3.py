@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from ..arguments import require_fit
+from ..run.arguments import require_fit
 from ..errors import ArgumentError
-from ..sidecars import DISTRIBUTED_META_FILENAME, DistributedConfigMeta, ProgramMeta, load_distributed_meta
+from ..builddir.sidecars import DISTRIBUTED_META_FILENAME, DistributedConfigMeta, ProgramMeta, load_distributed_meta
 
 __all__ = ["DistributedConfig", "DistributedCompiledProgram"]
 
@@ -81,9 +81,9 @@ class DistributedCompiledProgram:
         distributed_meta.json first (count, dtype, shape, contiguous, CPU): a misfit raises ArgumentError,
         nothing is built or run."""
         from ..api import build
-        from ..layout import BuildKind
+        from ..builddir.layout import BuildKind
         from ..run import execute
-        from ..runconfig import RunConfig
+        from ..builddir.runconfig import RunConfig
 
         require_fit(self.meta, tensors)
         built = build(self.output_dir, platform=self.platform, progress=None)

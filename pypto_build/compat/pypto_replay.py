@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from ..arguments import require_fit
+from ..run.arguments import require_fit
 from ..errors import ArgumentError
 from ..run import check_replayable
-from ..sidecars import load_sidecar
-from ..runconfig import RunConfig, RunSpec
+from ..builddir.sidecars import load_sidecar
+from ..builddir.runconfig import RunConfig, RunSpec
 
 
 @dataclass

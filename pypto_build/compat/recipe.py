@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .. import invalidation, stages
-from ..layout import BuildKind, load_layout
-from ..markers import STATE_DIR
+from ..plan import invalidation, stages
+from ..builddir.layout import BuildKind, load_layout
+from ..builddir.markers import STATE_DIR
 
 __all__ = ["rebuild_kernel_cpp_from_pto", "invalidate_binary_cache"]
 

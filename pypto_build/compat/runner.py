@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from .. import atomic
+from ..core import atomic
 from ..errors import OK, UserError
-from ..sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, known_torch_dtype, load_compiled_meta
+from ..builddir.sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, known_torch_dtype, load_compiled_meta
 
 __all__ = ["write_run_script", "render_run_script", "skip_reason", "inline_statement", "torch_dtype_name",
            "emit_runner_command", "add_emit_runner_arguments", "ENV_VAR"]
@@ -145,7 +145,7 @@ if __name__ == "__main__":
 
 def skip_reason(work_dir: Path) -> str | None:
     """Why no run.py would be written for `work_dir` (disabled, not single-chip, no sidecar), else None."""
-    from ..layout import BuildKind, classify
+    from ..builddir.layout import BuildKind, classify
 
     if os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no"):
         return f"{ENV_VAR}={os.environ[ENV_VAR]} disables debug/run.py"
@@ -177,7 +177,7 @@ def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = 
         return None
     meta = load_compiled_meta(work_dir / COMPILED_META_FILENAME)
     target = work_dir / "debug" / "run.py"
-    from ..confine import confine_tree
+    from ..core.confine import confine_tree
     confine_tree(work_dir, target, "debug runner")
     atomic.write_text(target, render_run_script(meta), mode=0o755)
     return target

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .. import options
+from ..cli import options
 from ..errors import OK, UserError, ValidationFailed
 
 __all__ = ["main", "make_parser"]
@@ -47,8 +47,8 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
     The exit status and the lines are every front end's (exits.py): 0 on success; 1 when a unit, the run or
     the validation fails (`user_compare` raising AssertionError); 2 for bad input; errors go to stderr.
     """
-    from ..exits import guarded
-    from ..verbs import run_verb
+    from ..core.exits import guarded
+    from ..cli.verbs import run_verb
 
     parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,
                          validate_default=inline_inputs is not None)

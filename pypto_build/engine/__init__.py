@@ -11,7 +11,7 @@ dicts), `session`, `commands`, `depstate`, `statedb`, `sqlitedb`,
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
     "BuildDirLoader": "loader",

@@ -23,11 +23,12 @@ from doit.doit_cmd import DoitMain
 from doit import reporter as doit_reporters
 from doit.runner import ERROR as TASK_RAISED
 
-from .. import invalidation, local_slots
+from ..plan import invalidation
+from ..toolchain import local_slots
 from ..errors import FAILED
-from ..exits import OneLineOptions, guarded
-from ..launcher import local_jobs
-from . import noop
+from ..core.exits import OneLineOptions, guarded
+from ..toolchain.launcher import local_jobs
+from ..plan import noop
 from .loader import BuildDirLoader, opt_recompile
 from .lock import NotWritable
 from .session import answer_read_only, force_rebuilds, locked, planned

@@ -21,10 +21,10 @@ import sqlite3
 
 from doit.dependency import Dependency, get_md5
 
-from ..filestate import is_modified, make_state, refreshed
+from ..core.filestate import is_modified, make_state, refreshed
 from ..errors import PyptoBuildError
-from ..oserrors import run_failure
-from ..safeio import is_regular, refusal
+from ..core.oserrors import run_failure
+from ..core.safeio import is_regular, refusal
 
 
 class ContentDependency(Dependency):

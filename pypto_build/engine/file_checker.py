@@ -9,7 +9,7 @@ import os
 
 from doit.dependency import FileChangedChecker
 
-from ..filestate import is_modified, make_state, refreshed
+from ..core.filestate import is_modified, make_state, refreshed
 
 
 class XXHChecker(FileChangedChecker):

@@ -15,12 +15,12 @@ from pathlib import Path
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
 
-from .. import options
+from ..cli import options
 from ..cache import Caches
 from ..errors import PyptoBuildError
-from ..graph import Graph
-from ..markers import STATE_DB, find_root, state_folder
-from ..runconfig import RunSpec
+from ..plan.graph import Graph
+from ..builddir.markers import STATE_DB, find_root, state_folder
+from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
 from .tasks import DEFAULT_TASKS, task_dicts

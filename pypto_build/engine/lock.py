@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import UserError
-from ..safeio import refusal
+from ..core.safeio import refusal
 
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from doit.exceptions import UnmetDependency
 from doit.globals import Globals
 
-from .. import stages
+from ..plan import stages
 from ..errors import one_line
 
 

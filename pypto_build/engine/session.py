@@ -16,11 +16,13 @@ from doit.control import TaskControl
 from doit.exceptions import InvalidCommand
 from doit.globals import Globals
 
-from .. import hashing, invalidation, search_dirs
+from ..core import hashing
+from ..plan import invalidation
+from ..toolchain import search_dirs
 from ..errors import UserError, one_line
-from ..markers import STATE_DIR
-from ..oserrors import run_failure
-from . import noop
+from ..builddir.markers import STATE_DIR
+from ..core.oserrors import run_failure
+from ..plan import noop
 from .depstate import ContentDependency
 from .loader import BuildDirLoader
 from .lock import NotWritable, dir_lock, sigterm_as_interrupt
@@ -62,7 +64,7 @@ def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
         yield open_state(loader.dep_file, adopts, force=loader.force)
         if adopts:
             search_dirs.save(root)
-            hashing.keep(root)
+            hashing.keep(root, root / STATE_DIR)
 
 
 def force_rebuilds(dep: ContentDependency, loader: BuildDirLoader, recompile: bool) -> None:

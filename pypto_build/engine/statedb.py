@@ -26,10 +26,10 @@ from .file_checker import XXHChecker
 from .depstate import ContentDependency
 from .sqlitedb import ReadOnlyStateDB, StateDB
 from ..errors import UserError, one_line
-from ..header_sets import sets_dir
-from ..markers import STATE_DB, STATE_DIR, state_folder
-from ..oserrors import describe_sqlite
-from ..safeio import refusal
+from ..compile.header_sets import sets_dir
+from ..builddir.markers import STATE_DB, STATE_DIR, state_folder
+from ..core.oserrors import describe_sqlite
+from ..core.safeio import refusal
 
 SIDE_FILES = ("-journal", "-wal", "-shm")     # sqlite's companions of the database file
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from .. import stages
+from ..plan import stages
 from ..cache import Caches
-from ..compile_actions import run_compile, run_stamp
-from ..compile_command import unit_launcher
-from ..graph import Graph, RunTarget, run_targets
-from ..header_sets import SetChecker
-from ..markers import current_state_folder
+from ..compile.actions import run_compile, run_stamp
+from ..compile.command import unit_launcher
+from ..plan.graph import Graph, RunTarget, run_targets
+from ..compile.header_sets import SetChecker
+from ..builddir.markers import current_state_folder
 from ..run import run_replay, run_validate
-from ..runconfig import RunSpec
-from ..step_actions import run_step
-from ..uptodate import StampCheck, StepCheck, UnitCheck, VerdictCheck
+from ..builddir.runconfig import RunSpec
+from ..compile.steps import run_step
+from ..compile.checks import StampCheck, StepCheck, UnitCheck, VerdictCheck
 
 DEFAULT_TASKS = (stages.STAMP,)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import atomic
+from ..core import atomic
 
 
 def write_trace(spans: list[tuple[str, int, float, float]], path: Path) -> None:

@@ -35,7 +35,7 @@ import time
 from typing import Callable
 
 from . import lock
-from .. import procs
+from ..core import procs
 from ..errors import WorkerDied
 
 POLL_S = 0.2

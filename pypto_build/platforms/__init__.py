@@ -10,7 +10,7 @@ Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default),
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
     "Platform": "base",
@@ -18,7 +18,7 @@ _EXPORTS = {
     "UnitSource": "base",
     "Command": "base",
     "PostStep": "base",
-    "HostPlatform": "host",
+    "HostPlatform": "host.platform",
     "PLATFORMS": "names",
     "DEFAULT_PLATFORM": "names",
     "default_platform": "names",

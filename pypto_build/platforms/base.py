@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, NamedTuple, Sequence
 
 if TYPE_CHECKING:
-    from ..identity import BinaryContext
-    from ..runconfig import RunConfig
-    from ..toolchain import Compiler
+    from ..toolchain.identity import BinaryContext
+    from ..builddir.runconfig import RunConfig
+    from ..toolchain.compiler import Compiler
 
 
 class PostStep(NamedTuple):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ..markers import COMPILED_META, DISTRIBUTED_META
+from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
 from .names import DEFAULT_PLATFORM, PLATFORMS
 
 ENV_VAR = "PYPTO_BUILD_PLATFORM"
@@ -55,7 +55,7 @@ def recorded_platform(root: Path) -> tuple[str | None, str | None]:
     missing one records nothing. A multi-
     orchestration parent (neither sidecar at its root) records it in its sub-builds' compiled_meta.json.
     """
-    from ..sidecars import load_compiled_meta, load_distributed_meta
+    from ..builddir.sidecars import load_compiled_meta, load_distributed_meta
 
     def load_l3(path: Path):               # its distributed_config is the runner's to judge (a caller may replace it)
         return load_distributed_meta(path, validate_config=False)

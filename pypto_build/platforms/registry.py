@@ -42,11 +42,11 @@ class Implementation:
 
 
 _IMPLEMENTED = {name: Implementation(name, planning, execution) for name, planning, execution in (
-    ("host", "host:HostPlatform", "host_run:HostRunner"),
-    ("a2a3sim", "simpler_sim:A2a3SimPlatform", "simpler_runner:SimplerRunner"),
-    ("a5sim", "simpler_sim:A5SimPlatform", "simpler_runner:SimplerRunner"),
-    ("a2a3", "simpler_device:A2a3Platform", "simpler_runner:DeviceRunner"),
-    ("a5", "simpler_device:A5Platform", "simpler_runner:DeviceRunner"),
+    ("host", "host.platform:HostPlatform", "host.run:HostRunner"),
+    ("a2a3sim", "simpler.sim:A2a3SimPlatform", "simpler.runner:SimplerRunner"),
+    ("a5sim", "simpler.sim:A5SimPlatform", "simpler.runner:SimplerRunner"),
+    ("a2a3", "simpler.device:A2a3Platform", "simpler.runner:DeviceRunner"),
+    ("a5", "simpler.device:A5Platform", "simpler.runner:DeviceRunner"),
 )}
 
 

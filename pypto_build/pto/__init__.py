@@ -7,7 +7,7 @@ Modules: `ptoas` (finding and running ptoas), `plan` (the units), `actions`
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
     "PtoOptions": "plan",
@@ -21,8 +21,8 @@ _EXPORTS = {
     "adopt_splice": "actions",
     "record_adopted": "actions",
     "record_seen": "actions",
-    "PtoasCheck": "uptodate",
-    "SpliceCheck": "uptodate",
+    "PtoasCheck": "checks",
+    "SpliceCheck": "checks",
 }
 
 __all__ = [*_EXPORTS]

@@ -15,17 +15,17 @@ from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
-from .. import atomic, procs
-from ..filestate import make_state
+from ..core import atomic, procs
+from ..core.filestate import make_state
 from ..errors import PyptoBuildError, SpliceError, one_line
-from ..hashing import file_digest, text_digest
-from ..confine import confine
-from ..local_slots import local_work
-from ..oserrors import one_line_failures
+from ..core.hashing import file_digest, text_digest
+from ..core.confine import confine
+from ..toolchain.local_slots import local_work
+from ..core.oserrors import one_line_failures
 from .plan import PtoUnit
 from .ptoas import infer_level, ptoas_argv
-from ..safeio import read_text
-from ..toolchain import VERSION_TIMEOUT_S
+from ..core.safeio import read_text
+from ..toolchain.compiler import VERSION_TIMEOUT_S
 from .splice import find_target, function_names, preprocess, signature_of, splice, split
 
 

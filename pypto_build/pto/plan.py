@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..atomic import fit_name
+from ..core.atomic import fit_name
 from ..errors import ToolchainError
-from ..confine import OUTPUT_FIX, SOURCE_FIX, confine
-from ..layout import Layout
-from ..markers import STATE_DIR
+from ..core.confine import OUTPUT_FIX, SOURCE_FIX, confine
+from ..builddir.layout import Layout
+from ..builddir.markers import STATE_DIR
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
-from ..settings import PTOAS_TIMEOUT, REBUILD_FROM_PTO, pto_rebuild, seconds
+from ..core.settings import PTOAS_TIMEOUT, REBUILD_FROM_PTO, pto_rebuild, seconds
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ToolchainError
-from ..hashing import file_digest, text_digest
-from ..procs import path_arg, which
+from ..core.hashing import file_digest, text_digest
+from ..core.procs import path_arg, which
 
 __all__ = ["PtoasLookup", "find_ptoas", "identity_files", "infer_level", "ptoas_argv", "ptoas_identity", "LEVELS"]
 

@@ -8,16 +8,16 @@ Modules: `execution`, `child`, `launch`, `golden`, `golden_cache`, `reads`, `tas
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
     "check_replayable": "execution",
     "execute": "execution",
     "save_outputs": "execution",
     "run_program": "child",
-    "WarmLauncher": "launch",
-    "run_replay": "tasks",
-    "run_validate": "tasks",
+    "WarmLauncher": "starter",
+    "run_replay": "actions",
+    "run_validate": "actions",
 }
 
 __all__ = [*_EXPORTS]

@@ -32,12 +32,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .. import procs
-from .launch import spawn
+from ..core import procs
+from .starter import spawn
 from .reads import Reads
 from ..errors import ArgumentError, ProgramFailed, PyptoBuildError, UserError, ValidationFailed, one_line
-from ..runconfig import RunConfig
-from ..safeio import refusal
+from ..builddir.runconfig import RunConfig
+from ..core.safeio import refusal
 
 DEFAULT_TIMEOUT = 1800.0
 _POLL_S = 0.2
@@ -145,7 +145,7 @@ def _status(started) -> int | None:
 def _rebuilt(kind: str, message: str) -> BaseException:
     """The child's failure as the exception type the caller would get from an in-process run."""
     from .golden import GoldenError, NothingCompared
-    from ..runtime import ExecutorError
+    from ..platforms.host.runtime import ExecutorError
 
     types = {"mismatch": ValidationFailed, "count": ArgumentError, "golden": GoldenError, "nothing": NothingCompared,
              "executor": ExecutorError, "input": UserError, "program": ProgramFailed}
@@ -157,7 +157,7 @@ def _rebuilt(kind: str, message: str) -> BaseException:
 
 def _child(inbox: Connection, outbox: Connection) -> None:
     from .golden import GoldenError, NothingCompared
-    from ..runtime import ExecutorError
+    from ..platforms.host.runtime import ExecutorError
 
     request = pickle.loads(inbox.recv_bytes())
     procs.die_with_parent(request["parent"])
@@ -193,9 +193,9 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     from .golden import compare, copies, load_golden, require_run_extra
     require_run_extra()                 # every run needs torch (golden.py's tensors, the runtime): say so first
     from . import golden_cache
-    from ..sidecars import load_sidecar
+    from ..builddir.sidecars import load_sidecar
     from .execution import execute, save_outputs
-    from ..layout import classify
+    from ..builddir.layout import classify
 
     sub = Path(request["sub"])
     kind, _markers = classify(sub)                  # L2 or L3: decided once, by the layout

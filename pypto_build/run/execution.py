@@ -17,12 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .. import atomic
+from ..core import atomic
 from ..errors import UserError
-from ..confine import confine_tree
-from ..layout import BuildKind, classify, load_layout
-from ..markers import HOST_ORCH, STATE_DIR
-from ..runconfig import RunConfig
+from ..core.confine import confine_tree
+from ..builddir.layout import BuildKind, classify, load_layout
+from ..builddir.markers import HOST_ORCH, STATE_DIR
+from ..builddir.runconfig import RunConfig
 
 
 def check_replayable(work_dir: Path) -> Path:
@@ -30,7 +30,7 @@ def check_replayable(work_dir: Path) -> Path:
 
     Its sidecar is validated here, before anything is built or run (an L3 build needs distributed_meta.json).
     """
-    from ..sidecars import DISTRIBUTED_META_FILENAME, load_sidecar
+    from ..builddir.sidecars import DISTRIBUTED_META_FILENAME, load_sidecar
 
     kind, _markers = classify(work_dir)
     if kind is BuildKind.MULTI_ORCH:

@@ -20,11 +20,11 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import Failure, UserError, ValidationFailed, one_line
-from ..arguments import check_arguments
-from ..golden_key import GOLDEN_PARAMS, INPUT_PARAMS
-from ..sidecars import ProgramMeta
-from ..pyexec import exec_file
-from ..safeio import refusal
+from .arguments import check_arguments
+from .golden_key import GOLDEN_PARAMS, INPUT_PARAMS
+from ..builddir.sidecars import ProgramMeta
+from ..core.pyexec import exec_file
+from ..core.safeio import refusal
 
 DEFAULT_TOL = 1e-5
 

@@ -33,14 +33,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterable, Sequence
 
-from .. import atomic, golden_key
-from ..confine import confine_tree
+from ..core import atomic
+from . import golden_key
+from ..core.confine import confine_tree
 from ..errors import one_line
-from ..filestate import State, make_state
-from ..golden_key import DATA, FOLDER, INDEX
-from ..hashing import bytes_digest
-from ..racy import changed_since
-from ..safeio import read_bytes
+from ..core.filestate import State, make_state
+from .golden_key import DATA, FOLDER, INDEX
+from ..core.hashing import bytes_digest
+from ..core.racy import changed_since
+from ..core.safeio import read_bytes
 from .golden import Golden
 
 

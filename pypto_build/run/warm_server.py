@@ -32,7 +32,7 @@ import struct
 import sys
 from multiprocessing.connection import Connection
 
-from .. import procs
+from ..core import procs
 
 STATUS = struct.Struct("=q")        # a pid, then an exit status, on a run's status pipe
 REQUEST_BYTES = 1 << 16

@@ -8,7 +8,7 @@ labelled stand-in ptoas: the tests' and `pypto-build example --pto`'s; make_fake
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
     "FakePlatform": "fake_platform",

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Mapping
 
-from ..hashing import text_digest
-from ..stamp import STAMP
-from ..identity import BinaryContext, Revision
+from ..core.hashing import text_digest
+from ..builddir.stamp import STAMP
+from ..toolchain.identity import BinaryContext, Revision
 from ..platforms import Command, Platform, UnitSource
-from ..procs import path_arg
-from ..toolchain import Compiler
+from ..core.procs import path_arg
+from ..toolchain.compiler import Compiler
 
 SCRIPT = str(Path(__file__).resolve().with_name("fake_compiler.py"))
 

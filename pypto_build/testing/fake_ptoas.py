@@ -105,7 +105,7 @@ def make_fake_ptoas(folder, version: str = CONFIG["version"], reject=None):
     """
     from pathlib import Path
 
-    from .. import atomic
+    from ..core import atomic
     from .standin import python_tool
 
     folder = Path(folder)

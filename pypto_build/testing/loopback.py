@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .. import procs
+from ..core import procs
 
 START_S = 10.0
 STOP_S = 5.0

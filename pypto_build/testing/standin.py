@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import atomic
+from ..core import atomic
 
 
 def python_tool(path: Path, script: str, label: str) -> Path:

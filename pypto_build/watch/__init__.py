@@ -7,15 +7,12 @@ Modules: `verbs`, `inputs` (what a round depends on, what changed), `session` (o
 """
 from __future__ import annotations
 
-from ..doors import door
+from ..core.doors import door
 
 _EXPORTS = {
-    "watch_options": "verbs",
-    "watch_verb": "verbs",
-    "history_verb": "verbs",
     "watch": "loop",
-    "Settings": "session",
-    "Session": "session",
+    "Settings": "rounds",
+    "Session": "rounds",
     "History": "history",
 }
 __all__ = [*_EXPORTS]

@@ -21,11 +21,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import atomic
+from ..core import atomic
 from ..errors import UserError, one_line
-from ..hashing import file_digest, text_digest
-from ..limits import TooLarge, read_capped
-from ..markers import STATE_DIR
+from ..core.hashing import file_digest, text_digest
+from ..core.limits import TooLarge, read_capped
+from ..builddir.markers import STATE_DIR
 
 RECORD = "history.json"
 ASIDE = ".damaged"      # a damaged history is kept as history.json.damaged (then .damaged.1, ...)

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import UserError, WatcherFailed, one_line
-from ..hashing import stat_key
+from ..core.hashing import stat_key
 from .inputs import ignored
-from .session import Session, Settings
+from .rounds import Session, Settings
 
 STEP_MS = 20            # a batch ends after this much quiet (an editor's temp-write + rename is one batch)
 DEBOUNCE_MS = 1600      # ... or after this long, however busy the directory is (and so does `_settle`)

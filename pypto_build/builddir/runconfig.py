@@ -1,0 +1,75 @@
+"""`RunConfig`: PyPTO's run options, and what the host runtime does with each; `RunSpec`: a config and its timeout."""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from ..core.hashing import text_digest
+from ..core.settings import RUN_TIMEOUT, seconds
+
+LOG_LEVELS = ("debug", "info", "timing", "warn", "error", "null")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """PyPTO's `RunConfig` fields that replay uses.
+
+    On the host platform `enable_chip_swimlane` writes a Perfetto timeline and
+    `enable_dump_args` an arguments dump under `dfx_outputs/`; PMU, dep-gen and
+    scope stats cannot be honoured there and are reported, not failed.
+    """
+
+    platform: str | None = None     # None: the directory's own (platforms.choose); a run resolves it first
+    device_id: int = 0
+    enable_pmu: int = 0
+    enable_chip_swimlane: int = 0
+    enable_dump_args: int = 0
+    enable_dep_gen: bool = False
+    enable_scope_stats: bool = False
+    log_level: str | None = None
+
+    def __post_init__(self):
+        if self.log_level is not None and self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level {self.log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
+
+    @property
+    def effective_log_level(self) -> str:
+        level = self.log_level or os.environ.get("PYPTO_RUNTIME_LOG") or "warn"
+        return level if level in LOG_LEVELS else "warn"
+
+    def unsupported(self) -> list[str]:
+        """One line per flag the host runtime cannot honour."""
+        lines = []
+        for flag, on in (("enable_pmu (--pmu)", self.enable_pmu), ("enable_dep_gen (--dep-gen)", self.enable_dep_gen),
+                         ("enable_scope_stats (--scope-stats)", self.enable_scope_stats)):
+            if on:
+                lines.append(f"[execute] {flag} is not available on the host runtime; ignored")
+        if self.device_id:
+            lines.append(f"[execute] device_id {self.device_id} has no meaning on the host runtime; ignored")
+        return lines
+
+    def key(self) -> str:
+        """Digest of the fields that can change what a run computes or writes."""
+        d = asdict(self)
+        d.pop("log_level")
+        return text_digest(*(f"{k}={d[k]}" for k in sorted(d)))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How replay/validate run a program: the RunConfig, the seconds a run may take before it is
+    stopped (`--run-timeout`), and whether it prints its progress (-q); `options.run_spec` builds it
+    from parsed flags."""
+
+    config: RunConfig = RunConfig()
+    timeout: float = field(default_factory=lambda: seconds(*RUN_TIMEOUT))    # $PYPTO_RUN_TIMEOUT or 1800 s
+    quiet: bool = False     # -q: the run says only its verdict and the program's own log lines, not its progress
+
+    @classmethod
+    def given(cls, config: RunConfig | None = None, timeout: float | None = None) -> RunSpec:
+        """The library's form (`replay()`, `validate()`, `ci`): None means the default."""
+        config = config or RunConfig()
+        return cls(config) if timeout is None else cls(config, timeout)

@@ -1,0 +1,60 @@
+"""`cache/binary_context.json`: written last, atomically, in PyPTO's format."""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Iterator
+
+from ..core import atomic, safeio
+
+STAMP = "cache/binary_context.json"
+LOCK_NAME = ".binary_context.lock"      # PyPTO's: held for a whole compile-and-stamp transaction
+LOCK_WAIT_S = 600.0
+
+
+@contextlib.contextmanager
+def binary_context_lock(stamp_path: Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """PyPTO's flock beside the stamp (`cache/.binary_context.lock`, never deleted), so a PyPTO replay and we
+    never stamp or unstamp one sub-build at the same time. Waits at most `wait_s` (a PyPTO run compiles
+    everything while holding it), then OSError naming the lock."""
+    lock = Path(stamp_path).parent / LOCK_NAME
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise OSError(f"{lock} is held by another process (a PyPTO replay?) for over {wait_s:g} s; "
+                                  "let it finish, then rebuild") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+def stamp_text(stamp: dict) -> str:
+    """json.dump(indent=2, sort_keys=True) plus a newline, as PyPTO writes it."""
+    return json.dumps(stamp, indent=2, sort_keys=True) + "\n"
+
+
+def write_stamp(path: Path, stamp: dict) -> None:
+    atomic.write_text(path, stamp_text(stamp), sweep=True)
+
+
+def remove_stamp(path: Path) -> None:
+    Path(path).unlink(missing_ok=True)
+
+
+def stamp_matches(path: Path, stamp: dict) -> bool:
+    try:
+        return safeio.read_text(path) == stamp_text(stamp)
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -1,0 +1,223 @@
+"""The command-line options of building and running, declared once for every front end.
+
+`pypto-build build/replay/validate` (argparse), `debug/run.py` (argparse) and
+`doit pypto-build` / `doit replay` (doit's option dicts) render the same `Opt` table,
+so they accept the same options with the same meaning. `request()` turns parsed
+values (an argparse namespace or doit's dict, same names) into the one
+`request.Request` every stage of the pipeline reads; `run_spec()` is the one place
+a `RunConfig` is made from flags.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..core import settings
+from ..errors import UserError
+from ..request import Request
+from ..builddir.runconfig import LOG_LEVELS, RunConfig, RunSpec
+
+DEFAULT_RUN_TIMEOUT = settings.RUN_TIMEOUT[1]
+DUMP_LEVELS = (0, 3)        # the args dump levels PyPTO's runtime has (simpler's CallConfig: 0-3)
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option. kind: flag | negatable (--x/--no-x) | int | float | str | level (optional int)."""
+
+    dest: str
+    long: str
+    kind: str
+    help: str
+    short: str = ""
+    default: Any = None
+    metavar: str | None = None
+    choices: tuple | None = None
+    limits: tuple[int, int | None] | None = None     # an int's least and greatest value (None: no greatest)
+
+    @property
+    def spelled(self) -> str:
+        """How the command line spells it: `-j/--jobs`, `--dump-args`."""
+        return (f"-{self.short}/" if self.short else "") + f"--{self.long}"
+
+
+BUILD = (
+    Opt("jobs", "jobs", "int", "run N compiles at once (default 1)", "j", 1, "N", limits=(1, None)),
+    Opt("platform", "platform", "str", "target platform: host, a2a3sim, a5sim, a2a3 or a5 (default: "
+        "$PYPTO_BUILD_PLATFORM, else the one compiled_meta.json records — host when simpler cannot run it here)",
+        metavar="NAME"),
+    Opt("recompile", "recompile", "flag", "mark every compile target out of date once (never deletes sources; "
+        "edits are picked up without it)"),
+    Opt("no_rebuild_from_pto", "no-rebuild-from-pto", "flag", "do not regenerate kernel bodies from edited "
+        "ptoas/*.pto (also PYPTO_REBUILD_FROM_PTO=0)"),
+    Opt("ptoas", "ptoas", "str", "ptoas executable (default: $PTOAS_ROOT/ptoas, ptoas.sh or bin/ptoas; else PATH)",
+        metavar="PATH"),
+    Opt("allow_unapplied_pto", "allow-unapplied-pto", "flag", "accept .pto edits that cannot be applied (no "
+        "ptoas): build and run without them instead of failing"),
+    Opt("include_stale", "include-stale", "flag", "also build next_levels/ sub-builds that "
+        "orchestration/host_orch.py never references"),
+    Opt("keep_going", "keep-going", "flag", "go on building other units after a failure", "k"),
+    Opt("quiet", "quiet", "flag", "print only errors, the verdict and any .pto edit not applied (never hidden); "
+        "the program's own log lines follow --log-level", "q"),
+    Opt("cache_dir", "cache-dir", "str", "artefact cache: restore binaries whose inputs match instead of "
+        "compiling, store fresh ones (default $PYPTO_BUILD_CACHE; size $PYPTO_BUILD_CACHE_SIZE, default 5G)",
+        metavar="DIR"),
+    Opt("remote_cache", "remote-cache", "str", "Bazel HTTP cache (GET/PUT /ac/, /cas/) behind the local one "
+        "(default $PYPTO_BUILD_REMOTE_CACHE; deadline per request $PYPTO_BUILD_REMOTE_TIMEOUT, default 10 s); a "
+        "failing one: one warning per run, local build", metavar="URL"),
+    Opt("launcher", "launcher", "str", "run compiles through a launcher such as distcc or icecc (default "
+        "$PYPTO_BUILD_LAUNCHER, or the one $CXX starts with); not part of any unit's identity: switching it "
+        "rebuilds nothing. With it, -j may exceed this machine's CPUs: links and other local work stay within them",
+        metavar="CMD"),
+    Opt("trace", "trace", "str", "write a Chrome-trace/Perfetto timeline of the run (one span per task, per "
+        "worker)", metavar="FILE"),
+)
+
+RUN = (
+    Opt("device_id", "device-id", "int", "device id (no meaning on the host runtime)", default=0, metavar="ID"),
+    Opt("pmu", "pmu", "int", "PMU event type (not on the host runtime)", default=0, metavar="LEVEL"),
+    Opt("swimlane", "swimlane", "flag", "write a task timeline to dfx_outputs/ (opens in Perfetto / "
+        "chrome://tracing)"),
+    Opt("swimlane_level", "swimlane-level", "int", "0..4, overrides --swimlane", metavar="LEVEL",
+        choices=tuple(range(5))),
+    Opt("dump_args", "dump-args", "level", "write each task's arguments to dfx_outputs/args_dump/ (LEVEL 0..3; "
+        "2: full)", default=0, metavar="LEVEL", limits=DUMP_LEVELS),
+    Opt("dump_args_level", "dump-args-level", "int", "args dump level (0..3); implies --dump-args",
+        metavar="LEVEL", limits=DUMP_LEVELS),
+    Opt("dep_gen", "dep-gen", "flag", "dependency generation (not on the host runtime)"),
+    Opt("scope_stats", "scope-stats", "flag", "scope statistics (not on the host runtime)"),
+    Opt("no_recompile", "no-recompile", "flag", "accepted for PyPTO compatibility (nothing is force-rebuilt "
+        "here anyway)"),
+    Opt("log_level", "log-level", "str", "runtime log level (default $PYPTO_RUNTIME_LOG or warn)",
+        metavar="LEVEL", choices=LOG_LEVELS),
+    Opt("log_sync_pypto", "log-sync-pypto", "flag", "accepted for PyPTO compatibility (no C++ logger here)"),
+    Opt("run_timeout", "run-timeout", "float", "stop the program after SECONDS (default $PYPTO_RUN_TIMEOUT or "
+        f"{DEFAULT_RUN_TIMEOUT:g})", metavar="SECONDS"),
+)
+
+VALIDATE = Opt("validate", "validate", "negatable", "compare outputs with golden.py::compute_golden (RTOL/ATOL) "
+               "and record the verdict", default=False)
+WATCH = (
+    Opt("runs", "runs", "int", "time the program over N runs per round (median and spread; default 5)",
+        default=5, metavar="N", limits=(1, None)),
+    Opt("poll", "poll", "flag", "poll for changes instead of inotify (network file systems; also "
+        "WATCHFILES_FORCE_POLLING=1)"),
+)
+# What `watch` takes of BUILD: the rest (recompile, keep-going, trace, quiet) is about one run, not a session.
+WATCH_BUILD = ("jobs", "platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale",
+               "cache_dir", "remote_cache", "launcher")
+DRY_RUN = Opt("dry_run", "dry-run", "flag", "list what would run and why; run nothing, write nothing", "n")
+
+
+def add_to_parser(parser: argparse.ArgumentParser, options: tuple[Opt, ...]) -> None:
+    """Render `options` as argparse arguments (dest names as declared)."""
+    types = {"int": int, "float": float, "str": str}
+    for o in options:
+        names = ([f"-{o.short}"] if o.short else []) + [f"--{o.long}"]
+        if o.kind == "flag":
+            parser.add_argument(*names, dest=o.dest, action="store_true", help=o.help)
+        elif o.kind == "negatable":
+            parser.add_argument(*names, dest=o.dest, action=argparse.BooleanOptionalAction, default=o.default,
+                                help=o.help)
+        elif o.kind == "level":
+            parser.add_argument(*names, dest=o.dest, type=int, nargs="?", const=1, default=o.default,
+                                metavar=o.metavar, help=o.help)
+        else:
+            parser.add_argument(*names, dest=o.dest, type=types[o.kind], default=o.default, metavar=o.metavar,
+                                choices=o.choices, help=o.help)
+
+
+def doit_options(options: tuple[Opt, ...], section: str = "pypto_build") -> tuple[dict, ...]:
+    """Render `options` as doit option dicts (a `level` option is a flag there; see its `-level` twin)."""
+    out = []
+    for o in options:
+        d = {"section": section, "name": o.dest, "long": o.long, "help": o.help}
+        if o.short and o.short != "n":          # doit's own -n is --process
+            d["short"] = o.short
+        if o.kind in ("flag", "negatable", "level"):
+            d.update(type=bool, default=False)
+            if o.kind == "negatable":
+                d["inverse"] = f"no-{o.long}"
+        else:
+            d.update(type={"int": int, "float": float, "str": str}[o.kind], default=o.default)
+        out.append(d)
+    return tuple(out)
+
+
+def normalize_argv(argv: list[str]) -> list[str]:
+    """`--dump-args DIR` means the flag then the directory (PyPTO's optional LEVEL is a number)."""
+    out = list(argv)
+    for i, word in enumerate(out[:-1]):
+        if word == "--dump-args" and not out[i + 1].lstrip("-").isdigit():
+            out[i] = "--dump-args=1"
+    return out
+
+
+def judge(values: Any) -> None:
+    """Refuse an option value out of its declared range (`Opt.limits`): one line, exit 2, before anything runs.
+
+    argparse and doit parse the numbers; the range is judged here for both, so `-j 0` or `--dump-args 7`
+    is never taken silently.
+    """
+    for o in (*BUILD, *RUN, *WATCH):
+        value = _get(values, o.dest)
+        if o.limits is None or value is None or isinstance(value, bool):     # doit's --dump-args is a flag
+            continue
+        least, most = o.limits
+        if value < least or (most is not None and value > most):
+            allowed = f"a number from {least} to {most}" if most is not None else f"a number of at least {least}"
+            raise UserError(f"{o.spelled} {value}: out of range; pass {allowed}"
+                            + (f", or leave it out for {o.default}" if o.default is not None else ""))
+
+
+def _get(values: Any, name: str, default: Any = None) -> Any:
+    value = values.get(name, default) if isinstance(values, Mapping) else getattr(values, name, default)
+    return default if value in (None, "") else value
+
+
+def run_config(values: Any) -> RunConfig:
+    """The RunConfig of parsed RUN option values (argparse namespace or doit dict)."""
+    swimlane = _get(values, "swimlane_level")
+    if swimlane is None or swimlane < 0:
+        swimlane = 4 if _get(values, "swimlane", False) else 0
+    dump = _get(values, "dump_args_level")
+    if dump is None or dump < 0:
+        raw = _get(values, "dump_args", 0)
+        dump = 1 if raw is True else int(raw or 0)
+    try:
+        return RunConfig(platform=_get(values, "platform"), device_id=_get(values, "device_id", 0), enable_pmu=_get(values, "pmu", 0),
+                         enable_chip_swimlane=swimlane, enable_dump_args=dump,
+                         enable_dep_gen=bool(_get(values, "dep_gen", False)),
+                         enable_scope_stats=bool(_get(values, "scope_stats", False)),
+                         log_level=_get(values, "log_level"))
+    except ValueError as exc:
+        raise UserError(f"{exc}; pass one of the listed values") from None
+
+
+def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> float:
+    """--run-timeout, else $PYPTO_RUN_TIMEOUT, else the default; one clear error for a bad value."""
+    given = _get(values, "run_timeout") if values is not None else None
+    if given is not None:
+        return settings.judge_seconds("--run-timeout", str(given), DEFAULT_RUN_TIMEOUT)
+    return settings.seconds(*settings.RUN_TIMEOUT, env=env)
+
+
+def run_spec(values: Any) -> RunSpec:
+    """The RunConfig, timeout and -q of parsed option values (missing ones: the defaults)."""
+    return RunSpec(run_config(values), run_timeout(values), bool(_get(values, "quiet", False)))
+
+
+def request(values: Any, **fields: Any) -> Request:
+    """What the user asked, from parsed option values (an argparse namespace or doit's dict, the same names;
+    missing ones: the defaults) and `fields` the front end adds (`tasks`, `force`): judged once, here."""
+    judge(values)
+    given = {"platform": _get(values, "platform"), "ptoas": _get(values, "ptoas"),
+             "rebuild_from_pto": False if _get(values, "no_rebuild_from_pto", False) else None,
+             "allow_unapplied_pto": bool(_get(values, "allow_unapplied_pto", False)),
+             "include_stale": bool(_get(values, "include_stale", False)), "launcher": _get(values, "launcher"),
+             "cache_dir": _get(values, "cache_dir"), "remote_cache": _get(values, "remote_cache"),
+             "jobs": int(_get(values, "jobs", 1)), "recompile": bool(_get(values, "recompile", False)),
+             "keep_going": bool(_get(values, "keep_going", False)), "trace": _get(values, "trace"),
+             "quiet": bool(_get(values, "quiet", False)), "run": run_spec(values)}
+    return Request.given(**{**given, **fields})

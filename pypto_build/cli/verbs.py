@@ -1,0 +1,71 @@
+"""build / replay / validate / explain with parsed options: one behaviour for every front end.
+
+`pypto-build <verb>` (cli.py) and `doit replay|pypto-build|pypto-validate|pypto-watch` (doit_plugins.py)
+both call `run_verb()` with the values of the same option table (options.py): the values become one
+`request.Request`, which the one pipeline runs (pipeline.py). So they accept the same options, print
+the same lines and return the same exit status (exits.py): 0 success, 1 a unit or a validation failed
+(or a `.pto` edit was not applied, or a validation was skipped: not validated), 2 bad input or
+environment (one line), 130 interrupted.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from . import options
+from .. import pipeline
+from ..plan import stages
+from ..errors import FAILED, OK, UserError
+from ..builddir.markers import find_root
+from ..request import Request
+
+
+def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | None = None) -> int:
+    """Do `verb` on the build directory containing `directory` (found as git finds its root)."""
+    request = options.request(values, tasks=tasks or ())
+    root = find_root(Path(directory))
+    if verb == "explain" or (verb == "build" and options._get(values, "dry_run", False)):
+        return explain_verb(request, root, all_tasks=bool(options._get(values, "all", False)))
+    if verb == "build":
+        return _status(pipeline.run(root, request, progress=sys.stdout, check=False), request.quiet)
+    return _run_golden(verb, values, root, request)
+
+
+def _run_golden(verb: str, values: Any, root: Path, request: Request) -> int:
+    """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
+    from ..run import check_replayable
+
+    root = check_replayable(root)
+    if not (root / "golden.py").is_file():
+        raise UserError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
+                        "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
+    if options._get(values, "log_sync_pypto", False) and not request.quiet:
+        print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
+    validating = verb == "validate" or bool(options._get(values, "validate", False))
+    request = replace(request, tasks=(stages.VALIDATE if validating else stages.REPLAY,),
+                      force=(stages.prefix(stages.VALIDATE),) if verb == "replay" and validating else ())
+    return _status(pipeline.run(root, request, progress=sys.stdout, check=False), request.quiet)
+
+
+def _status(result: pipeline.BuildResult, quiet: bool) -> int:
+    """0 only when everything asked for was done: a skipped validation (`doit ignore`) is no verdict, exit 1."""
+    if result.failures and quiet:       # the reporter said nothing: one line per failed unit, as without -q
+        for u in result.failures:
+            print(f"pypto-build: FAILED {u.task}: {u.headline}", file=sys.stderr)
+    if not result.failures:             # a failure already says why nothing was compared
+        for line in result.why_not_validated():
+            print(f"pypto-build: NOT VALIDATED {line}", file=sys.stderr)
+    return OK if result.ok and not result.failures else FAILED
+
+
+def explain_verb(request: Request, root: Path, *, all_tasks: bool = False) -> int:
+    """`explain` / `build --dry-run`: every stale unit and why (with --recompile: what it would force)."""
+    from ..engine import explain, format_lines
+
+    units = list(request.tasks)
+    items = explain(request.plan(root), units or None, recompile=request.recompile)
+    for line in format_lines(items, all_tasks=all_tasks or bool(units)):
+        print(line)
+    return OK

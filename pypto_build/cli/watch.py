@@ -1,0 +1,44 @@
+"""The `watch` and `history` verbs with parsed option values: one behaviour for `pypto-build` and `doit pypto-watch`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import options
+
+
+def watch_options() -> tuple:
+    """The option table of `watch`: the build's that make sense for a session, the run's, --validate, its own."""
+    build = tuple(o for o in options.BUILD if o.dest in options.WATCH_BUILD)
+    return (*build, *options.RUN, options.VALIDATE, *options.WATCH)
+
+
+def watch_verb(values: Any, directory: Path | str) -> int:
+    """`watch` with parsed option values (argparse namespace or doit dict): one behaviour for both front ends."""
+    from ..errors import UserError
+    from ..builddir.markers import find_root
+    from ..run import check_replayable
+    from ..watch.loop import watch
+    from ..watch.rounds import Settings
+
+    get = (lambda name, default=None: options._get(values, name, default))
+    request = options.request(values)       # judged once: options, launcher, the remote cache's URL
+    root = check_replayable(find_root(Path(directory)))
+    if not (root / "golden.py").is_file():
+        raise UserError(f"{root / 'golden.py'} not found; watch takes the program's inputs from golden.py — "
+                        "add one (generate_inputs/compute_golden), or use `pypto-build build` after each edit")
+    settings = Settings(request, validate=bool(get("validate", False)), runs=int(get("runs", 5)))
+    return watch(root, settings, poll=True if get("poll", False) else None)
+
+
+def history_verb(directory: Path | str) -> int:
+    """`pypto-build history DIR`: the variants `watch` tried, oldest first (DIR must be a build directory)."""
+    from ..builddir.layout import classify
+    from ..builddir.markers import find_root
+    from ..watch.history import History
+
+    root = find_root(Path(directory))
+    classify(root)                      # not there, or not a build directory: one line, as every verb says it
+    for line in History(root).listing():
+        print(line)
+    return 0

@@ -1,0 +1,221 @@
+"""`uptodate` objects: what doit's file_dep does not cover, with reasons.
+
+doit tracks neither command lines, nor identities, nor the headers a compiler
+read, nor whether a target was modified; `UnitCheck` does. Each returns
+True/False (never None: doit would ignore it, which fails open) and keeps the
+reason, which its repr shows in `doit info` and our explain output.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+
+from ..run import golden_key
+from ..core.filestate import first_changed, is_modified, refreshed_file
+from ..core.safeio import NotRegularFile, check_regular
+from .depfile import TRACKING
+from .header_sets import SetChecker
+from ..builddir.stamp import stamp_matches
+
+# doit asks every check's signature (inspect.signature: ~20 us on a callable object) for every task of every
+# run; stated once, as __signature__, it is read back at no cost
+_CALL = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                           for name in ("task", "values")])
+
+
+class UnitCheck:
+    """Up to date iff argv, compiler, context, headers and output all match the last build.
+
+    `sets` is shared by the units of one graph (headers outside the build directory: `header_sets`).
+    """
+
+    __signature__ = _CALL
+
+    def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str,
+                 sets: SetChecker):
+        self.expect = {"argv": argv, "compiler": compiler, "context": context}
+        self.why_unknown = why_unknown
+        self.output = output
+        self.sets = sets
+        self.reason = ""
+        self.blocked = ""       # a header that is a FIFO or device: the compiler would block on it
+
+    def __call__(self, task, values) -> bool:
+        self.blocked = _first_irregular((values or {}).get("headers") or {})
+        self.reason = self._stale_reason(values or {})
+        return not self.reason
+
+    def _stale_reason(self, values: dict) -> str:
+        if values.get("forced"):
+            return f"forced by {values['forced']}"
+        if "argv" not in values:
+            return "never built"
+        if values["argv"] != self.expect["argv"]:
+            return "command line changed"
+        if values.get("compiler") != self.expect["compiler"]:
+            return "compiler changed"
+        if self.expect["context"] is None:
+            return self.why_unknown or "identity unknown"
+        if values.get("context") != self.expect["context"]:
+            return "runtime/PTO-ISA identity changed"
+        if values.get("tracking") != TRACKING:
+            return "headers recorded by an older pypto_build (system headers left out)"
+        changed = first_changed(values.get("headers") or {})
+        if changed:
+            return f"header {changed}"
+        if values.get("outside"):
+            stale = self.sets.stale(values["outside"])
+            if stale:
+                return stale
+        try:
+            st = os.stat(self.output)
+        except OSError:
+            return f"output {self.output} missing"
+        if is_modified(self.output, st, values.get("output")):
+            return f"output {self.output} modified since it was built"
+        return ""
+
+    def refresh(self, values: dict) -> dict | None:
+        """Values with re-stat'ed states for unchanged files whose stat moved (after a touch)."""
+        headers = refreshed_states(values.get("headers") or {})
+        out = refreshed_file(self.output, values.get("output"))
+        if headers is None and out is None:
+            return None
+        return {**values, "headers": headers or values.get("headers") or {}, "output": out or values.get("output")}
+
+    def __repr__(self) -> str:
+        return self.reason or "unit inputs unchanged"
+
+
+class StepCheck:
+    """A step after a compile (link, extraction) is up to date iff its key (tool and argv) matches and its
+    input and output are as they were after it ran."""
+
+    __signature__ = _CALL
+
+    def __init__(self, key: str, input: str, output: str):
+        self.key, self.input, self.output = key, input, output
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        values = values or {}
+        if "key" not in values:
+            self.reason = "never built"
+        elif values["key"] != self.key:
+            self.reason = "command line or tool changed"
+        elif first_changed({self.input: values.get("input")}):
+            self.reason = f"input {self.input} changed"
+        elif not os.path.exists(self.output):
+            self.reason = f"output {self.output} missing"
+        elif is_modified(self.output, os.stat(self.output), values.get("output")):
+            self.reason = f"output {self.output} modified since it was built"
+        else:
+            self.reason = ""
+        return not self.reason
+
+    def refresh(self, values: dict) -> dict | None:
+        """Values with re-stat'ed states for unchanged files whose stat moved (after a touch)."""
+        found = refreshed_states({self.input: values.get("input")})
+        out = refreshed_file(self.output, values.get("output"))
+        if found is None and out is None:
+            return None
+        return {**values, "input": (found or {}).get(self.input, values.get("input")),
+                "output": out or values.get("output")}
+
+    def __repr__(self) -> str:
+        return self.reason or "step inputs unchanged"
+
+
+class StampCheck:
+    """The stamp is current iff the identity is known and the file holds exactly it."""
+
+    __signature__ = _CALL
+
+    def __init__(self, path: str, stamp: dict | None, why_unknown: str | None):
+        self.path, self.stamp, self.why_unknown = path, stamp, why_unknown
+        self.reason = ""
+
+    def __call__(self, task, values) -> bool:
+        if self.stamp is None:
+            self.reason = f"no stamp: {self.why_unknown}"
+        elif not stamp_matches(self.path, self.stamp):
+            self.reason = f"{self.path} missing or outdated"
+        else:
+            self.reason = ""
+        return not self.reason
+
+    def __repr__(self) -> str:
+        return self.reason or "stamp current"
+
+
+def refreshed_states(states: dict) -> dict | None:
+    """`states` with re-stat'ed entries for unchanged files whose stat moved, or None when none moved."""
+    new = {path: refreshed_file(path, state) for path, state in states.items()}
+    if all(v is None for v in new.values()):
+        return None
+    return {path: new[path] or state for path, state in states.items()}
+
+
+def _first_irregular(paths) -> str:
+    """The one-line refusal for the first path that exists but is not a regular file ("" when none)."""
+    for path in paths:
+        try:
+            check_regular(path)
+        except NotRegularFile as exc:
+            return str(exc)
+        except OSError:
+            continue
+    return ""
+
+
+class VerdictCheck:
+    """A validation verdict holds while its inputs (file_dep: binaries, kernel_config.py, golden.py, data/), the
+    run configuration and the kept golden result it was compared against hold: the same entry (its seal),
+    unedited, golden.pt unchanged, and everything that result is keyed on unchanged (`golden_key.stale`, the
+    very check the child's lookup makes: the verdict never outlives the golden result). No kept result, no
+    reused verdict."""
+
+    __signature__ = _CALL
+
+    def __init__(self, config_key: str, sub: str):
+        self.config_key, self.sub = config_key, sub
+        self.reason = ""
+        self._index: dict | None = None
+
+    def __call__(self, task, values) -> bool:
+        values = values or {}
+        self._index = None
+        if "verdict" not in values:
+            self.reason = "never validated"
+        elif values.get("config") != self.config_key:
+            self.reason = "run configuration changed"
+        else:
+            self.reason = self._golden_moved(values.get("golden") or {})
+        return not self.reason
+
+    def _golden_moved(self, golden: dict) -> str:
+        if not golden.get("seal"):
+            return "no golden result was kept for the last verdict"
+        index, why = golden_key.load(self.sub)
+        if index is None:
+            return f"golden: {why or 'the kept result is gone'}"
+        if index["seal"] != golden["seal"]:
+            return "golden: the kept result is not the one the last verdict used"
+        known = golden.get("states") or {}
+        why = golden_key.stale(self.sub, index, known)
+        if why:
+            return f"golden: {why}"
+        if golden_key.data_changed(self.sub, index, known):
+            return f"golden: {golden_key.DATA_KEY} does not match its index"
+        self._index = index
+        return ""
+
+    def refresh(self, values: dict) -> dict | None:
+        golden = values.get("golden") or {}
+        if self._index is None:
+            return None
+        states = golden_key.refreshed_states(self.sub, self._index, golden.get("states") or {})
+        return None if states is None else {**values, "golden": {**golden, "states": states}}
+
+    def __repr__(self) -> str:
+        return self.reason or "last verdict still valid"

@@ -1,0 +1,139 @@
+"""Our environment variables, parsed in one place.
+
+A bad value is refused while planning, before anything is written: one line
+naming the variable, its value, what is wrong and the fix (`SettingError`, a
+`UserError`: exit 2, no traceback). Consumers call these functions
+instead of reading `os.environ` themselves, so a value is judged the same way
+everywhere (and a doit action never meets a value planning did not accept).
+Standard library only: the no-op path imports this.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+from collections.abc import Mapping
+
+from ..errors import UserError
+
+COMPILER_TIMEOUT = ("PYPTO_COMPILER_TIMEOUT", 900.0)
+PTOAS_TIMEOUT = ("PYPTO_PTOAS_TIMEOUT", 60.0)
+RUN_TIMEOUT = ("PYPTO_RUN_TIMEOUT", 1800.0)        # a replayed program (run/child.py)
+PLATFORM = "PYPTO_BUILD_PLATFORM"                  # the target, over the one the directory records
+REBUILD_FROM_PTO = "PYPTO_REBUILD_FROM_PTO"
+_OFF, _ON = ("0", "false", "no"), ("1", "true", "yes")        # PyPTO turns the .pto stage off for the first three
+CACHE = "PYPTO_BUILD_CACHE"                        # the artefact cache's directory (--cache-dir)
+CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
+REMOTE_CACHE = "PYPTO_BUILD_REMOTE_CACHE"          # the remote cache's URL (--remote-cache)
+LAUNCHER = "PYPTO_BUILD_LAUNCHER"                  # the compile launcher (--launcher)
+DEFAULT_CACHE_BYTES = 5 * 2**30
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+
+
+class SettingError(UserError, ValueError):
+    """An environment variable has a value we cannot use."""
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def seconds(name: str, default: float, env: Mapping[str, str] | None = None) -> float:
+    """A timeout in seconds from `$name` (unset or empty: `default`); finite and > 0, else `SettingError`."""
+    raw = _env(env).get(name)
+    if raw is None or not raw.strip():
+        return float(default)
+    return judge_seconds(name, raw, default)
+
+
+def judge_seconds(name: str, raw: object, default: float) -> float:
+    """`raw` (from `$name` or an option called `name`) as a timeout: finite and > 0, else `SettingError`."""
+    try:
+        value = float(raw)
+        problem = ("is not a number" if math.isnan(value) else "is infinite" if math.isinf(value)
+                   else "is not positive" if value <= 0 else "")
+    except ValueError:
+        problem = "is not a number"
+    if problem:
+        raise SettingError(f"{name}={raw!r}: {problem}; set it to a positive number of seconds "
+                           f"(e.g. {name}={default:g}, the default) or unset it")
+    return value
+
+
+_EXAMPLES = {"CXX": "ccache g++", "CXXFLAGS": '-O2 -DNAME="a b"'}
+
+
+def split_words(value: str, name: str) -> list[str]:
+    """`value` split as a shell would (it came from `$name`); unbalanced quotes are a `SettingError`."""
+    try:
+        return shlex.split(value)
+    except ValueError as exc:
+        example = _EXAMPLES.get(name, "word 'two words'")
+        raise SettingError(f"{name}={value!r}: cannot be split into words ({str(exc).lower()}: unbalanced "
+                           f"quotes or a trailing backslash); fix the quoting as a shell would read it "
+                           f"(e.g. {name}={shlex.quote(example)}) or unset it") from None
+
+
+def words(name: str, env: Mapping[str, str] | None = None, default: str = "") -> list[str]:
+    """`$name` (unset or empty: `default`) split into words as a shell would."""
+    return split_words(_env(env).get(name) or default, name)
+
+
+def parse_size(text: str) -> int:
+    """Bytes for "500M", "5G", "1.5G", "64KiB" or a plain byte count (binary units); ValueError otherwise."""
+    match = _SIZE_RE.fullmatch(text)
+    if not match:
+        raise ValueError(f"invalid cache size {text!r} (expected e.g. 500M, 5G or a byte count)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def cache_size(env: Mapping[str, str] | None = None) -> int:
+    """The artefact cache's size limit from `$PYPTO_BUILD_CACHE_SIZE` (unset or empty: 5G)."""
+    raw = _env(env).get(CACHE_SIZE, "")
+    if not raw.strip():
+        return DEFAULT_CACHE_BYTES
+    try:
+        return parse_size(raw)
+    except ValueError:
+        raise SettingError(f"{CACHE_SIZE}={raw!r}: not a size; set it to a byte count or a size such as 500M, "
+                           "5G or 1.5G (binary units), or unset it for the default 5G") from None
+
+
+def pto_rebuild(env: Mapping[str, str] | None = None) -> bool:
+    """Whether `$PYPTO_REBUILD_FROM_PTO` lets edited `.pto` files regenerate kernels: False for 0 / false / no
+    (PyPTO's words, any case), True when unset, empty or 1 / true / yes; anything else is a `SettingError`
+    (PyPTO would take `off` or a typo as on and run ptoas)."""
+    raw = _env(env).get(REBUILD_FROM_PTO)
+    flag = (raw or "").strip().lower()
+    if flag in _OFF:
+        return False
+    if not flag or flag in _ON:
+        return True
+    raise SettingError(f"{REBUILD_FROM_PTO}={raw!r}: not a yes/no value; set it to 0 (or false, no) to leave edited "
+                       ".pto files out, or to 1 (or true, yes) or unset it to regenerate kernels from them")
+
+
+def platform(known: tuple[str, ...], env: Mapping[str, str] | None = None) -> str | None:
+    """`$PYPTO_BUILD_PLATFORM` (unset or empty: None) when it is one of `known`, else a `SettingError`."""
+    raw = _env(env).get(PLATFORM)
+    if not raw:
+        return None
+    if raw not in known:
+        raise SettingError(f"{PLATFORM}={raw!r}: not a platform; set it to one of {', '.join(known)}, or unset it "
+                           "to target the platform the directory records")
+    return raw
+
+
+def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = False) -> None:
+    """Judge every variable a build reads (the cache size only when a cache is used); the first bad one raises."""
+    env = _env(env)
+    seconds(*COMPILER_TIMEOUT, env=env)
+    seconds(*PTOAS_TIMEOUT, env=env)
+    seconds(*RUN_TIMEOUT, env=env)
+    words("CXX", env, "g++")
+    words("CXXFLAGS", env)
+    pto_rebuild(env)
+    if cache:
+        cache_size(env)

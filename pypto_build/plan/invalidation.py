@@ -1,0 +1,50 @@
+"""`invalidate_binary_cache()`'s mark: the next build rebuilds every binary of the directory, deleting nothing.
+
+PyPTO's `invalidate_binary_cache(work_dir)` deletes the cached binaries so that an edit is compiled. Here
+nothing is deleted: `.pypto_build/invalidated.json`, written atomically, tells the next build — whichever
+front end starts it (`pypto-build`, `doit`, the API, `CompiledProgram`, `watch`, `ci`) — to rebuild every
+compile unit, as `--recompile` does. That build moves the mark into its state first (each unit stays
+forced until it next succeeds, committed before the mark goes), so a build that fails or is interrupted
+still rebuilds, next time, every unit it did not finish. While the mark is there the no-op record is not
+trusted, and `explain` / `build --dry-run` show it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+from ..core import atomic
+from ..builddir.markers import STATE_DIR
+
+__all__ = ["RECORD", "REASON", "mark", "pending", "clear"]
+
+RECORD = "invalidated.json"
+REASON = "invalidate_binary_cache()"       # the reason every forced unit shows: `forced by invalidate_binary_cache()`
+
+
+def _path(root: Path) -> Path:
+    return Path(root) / STATE_DIR / RECORD
+
+
+def mark(root: Path) -> Path:
+    """Write the mark for the build directory `root` (atomically); returns its path."""
+    path = _path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(path, json.dumps({"by": REASON, "at_ns": time.time_ns()}) + "\n", sweep=True)
+    return path
+
+
+def pending(root: Path) -> str | None:
+    """The reason to force every compile unit of `root` (REASON) while the mark is there, else None."""
+    try:
+        return REASON if stat.S_ISREG(os.stat(_path(root)).st_mode) else None
+    except OSError:
+        return None
+
+
+def clear(root: Path) -> None:
+    """Remove the mark (the build that read it has recorded every unit as forced, under the directory lock)."""
+    _path(root).unlink(missing_ok=True)

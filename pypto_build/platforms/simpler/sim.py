@@ -1,0 +1,115 @@
+"""`a2a3sim` / `a5sim`: PyPTO's simulator platforms, compiled and run exactly as PyPTO does through simpler.
+
+Each kernel and orchestration is its own content-keyed unit, compiled with the
+compiler and command line PyPTO's `KernelCompiler` uses (`simpler_argv`, run in
+simpler's project root) and written where PyPTO reads it: a kernel's payload
+(on the simulator the whole `.so`) as `cache/incore_<func_id>_<core>_<stem>_<platform>.bin`,
+the orchestration as `orchestration/<stem>.so`, the stamp as `cache/binary_context.json`
+with simpler's runtime and PTO-ISA revisions (`simpler_env`). So PyPTO's replay
+reuses our binaries and ours reuses PyPTO's. Running (`simpler_runner`, which planning
+never imports) assembles those bytes into simpler's callables, never recompiling through simpler.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import ClassVar, Mapping
+
+from ...errors import ToolchainError
+from ...toolchain.identity import BinaryContext
+from ...builddir.stamp import STAMP
+from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
+from ..base import Command, Platform, PostStep, UnitSource
+from .argv import HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compiler_is_gcc, orchestration_argv, sim_kernel_argv
+from .places import kernel_payload_path, orchestration_path
+from .env import SimplerInstall, find_simpler
+
+
+@dataclass(frozen=True)
+class SimplerSimPlatform(Platform):
+    """A simulator platform of simpler, located: the install, `g++-15` for kernels and `g++` for orchestrations."""
+
+    install: SimplerInstall
+    kernel_compiler: Compiler
+    compiler: Compiler            # the orchestrations' (host g++)
+    no_gnu_unique: bool           # simpler's rule: g++ that is not clang gets -fno-gnu-unique
+    system_dirs: tuple[str, ...] = ()
+    name: ClassVar[str] = ""
+    runtimes: ClassVar[tuple[str, ...]] = RUNTIMES
+    runtime_label: ClassVar[str] = "simpler"
+
+    @classmethod
+    def locate(cls, env: Mapping[str, str]) -> SimplerSimPlatform:
+        install = find_simpler()
+        if install.pto_isa_root is None:
+            raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
+        kernel = bare_compiler(SIM_CXX, "kernels", cls.name, env)
+        orch = bare_compiler(HOST_CXX, "orchestrations", cls.name, env)
+        dirs = tuple(dict.fromkeys([*system_include_dirs(kernel, ()), *system_include_dirs(orch, ())]))
+        return cls(install, kernel, orch, compiler_is_gcc(orch.path), dirs)
+
+    @property
+    def pto_isa_label(self) -> str:
+        return f"simpler's managed tree {self.install.pto_isa_root}"
+
+    def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
+        return self.kernel_compiler if kind == "kernel" else self.compiler
+
+    def command(self, unit: UnitSource) -> Command:
+        """PyPTO's `KernelCompiler` command line, run in simpler's project root, writing where PyPTO reads."""
+        if unit.kind == "kernel":
+            output = self._kernel_output(unit)
+            return Command(output, self._kernel_argv(unit, output), self.install.project_root,
+                           self._steps(unit, output))
+        output = orchestration_path(unit.source)
+        return Command(output, self._orchestration_argv(unit, output), self.install.project_root)
+
+    def _kernel_output(self, unit: UnitSource) -> str:
+        return kernel_payload_path(self.name, unit.func_id, unit.core_type, unit.source, unit.external)
+
+    def _kernel_argv(self, unit: UnitSource, output: str) -> tuple[str, ...]:
+        sub_dir = unit.sub_dir
+        extra = [os.path.normpath(os.path.join(sub_dir, d)) for d in unit.include_dirs]
+        argv = sim_kernel_argv(self.install, arch_of(self.name), unit.runtime, unit.core_type,
+                               os.path.join(sub_dir, unit.source), os.path.join(sub_dir, output), extra)
+        return (*self.kernel_compiler.command, *argv[1:])
+
+    def _orchestration_argv(self, unit: UnitSource, output: str) -> tuple[str, ...]:
+        argv = orchestration_argv(self.install, self.name, unit.runtime, HOST_CXX,
+                                  os.path.join(unit.sub_dir, unit.source), os.path.join(unit.sub_dir, output), True,
+                                  no_gnu_unique=self.no_gnu_unique)
+        return (*self.compiler.command, *argv[1:])
+
+    def _steps(self, unit: UnitSource, compiled: str) -> tuple[PostStep, ...]:
+        """On a simulator the compiled `.so` is the payload: no step after it."""
+        return ()
+
+    @property
+    def stamp_path(self) -> str:
+        return STAMP
+
+    def covered_roots(self) -> dict[str, str]:
+        """simpler's tree (its clean revision) and the PTO-ISA tree (its clean revision)."""
+        return {"<simpler>": str(self.install.project_root), "<pto-isa>": str(self.install.pto_isa_root)}
+
+    def binary_context(self, runtime_name: str) -> BinaryContext:
+        return BinaryContext(self.name, runtime_name, self.install.runtime_revision, self.install.pto_isa_revision)
+
+
+def bare_compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) -> Compiler:
+    """A compiler simpler names by its bare name, found on PATH as simpler finds it; one line when absent."""
+    if shutil.which(cxx, path=env.get("PATH")) is None:
+        raise ToolchainError(f"{cxx} not found on PATH: simpler compiles {platform} {what} with {cxx}; install it "
+                             f"(or put a {cxx} on PATH), or pass --platform host")
+    return resolve_compiler(cxx, path=env.get("PATH"))
+
+
+@dataclass(frozen=True)
+class A2a3SimPlatform(SimplerSimPlatform):
+    name: ClassVar[str] = "a2a3sim"
+
+
+@dataclass(frozen=True)
+class A5SimPlatform(SimplerSimPlatform):
+    name: ClassVar[str] = "a5sim"

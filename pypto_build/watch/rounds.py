@@ -1,0 +1,318 @@
+"""One watch session: what stays warm between rounds, and what one round does and prints.
+
+A round builds what changed (doit, in this process: the graph is re-planned only
+when a planning input changed), runs the program in a process forked from the warm
+launcher (torch and the runtime already imported; a fresh address space every time,
+so a rebuilt kernel is always the one that runs), validates it, times it, and prints
+one compact block. Whatever stops a round — bad input at any stage (planning, the
+build, the run: an error a one-shot command reports in one line), a compile error, a
+crash — is its verdict, and the session goes on. A round whose inputs moved before
+its verdict (a burst of writes it started in the middle of) says so instead of a
+verdict and runs again, in the same block, once the writes settle (`pending`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from ..plan import stages
+from ..errors import ProgramFailed, PyptoBuildError, one_line
+from ..builddir.markers import STATE_DB, STATE_DIR, current_state_folder
+from ..request import Request
+from .history import History, percent, variant_digest
+from .inputs import PLANNING, Inputs, Snapshot, collect
+
+TAIL_LINES = 30           # of a compiler's or a program's output, shown when a round fails
+Change = tuple[str, str]  # (absolute path, "modified" | "added" | "removed")
+
+
+@dataclass
+class Settings:
+    """How rounds run: what the user asked of each build and run (`request`: the options, the run spec),
+    validate or only run, and the timed runs."""
+
+    request: Request = field(default_factory=Request)
+    validate: bool = True
+    runs: int = 5
+
+
+@dataclass
+class Round:
+    """What one round did: for the block it prints, the history and tests."""
+
+    number: int
+    changed: list[str]
+    rebuilt: list[str] = field(default_factory=list)
+    verdict: str = ""            # PASSED | FAILED | RAN | BUILD FAILED | CRASHED | ERROR
+    detail: str = ""
+    seconds: list[float] = field(default_factory=list)
+    split: dict[str, float] = field(default_factory=dict)
+    variant: str | None = None   # the digest of the binaries that ran (history.variant_digest)
+    seen: bool = False           # that variant was tried before (a revert)
+    said: bool = False           # the verdict line is printed
+
+
+class Session:
+    """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm launcher, the inputs."""
+
+    def __init__(self, root: Path, settings: Settings, out: TextIO = sys.stdout) -> None:
+        from ..run import WarmLauncher
+
+        self.root, self.settings, self.out = root, settings, out
+        self.graph = None
+        self.plan()
+        self.launcher = WarmLauncher(self.graph.platform.name)
+        self.snapshot = Snapshot()
+        self.inputs = Inputs(root)
+        self.golden_reads: list[str] = []
+        self.history, aside = History.set_aside(root)      # a damaged history does not stop the session
+        if aside:
+            self.say(f"[watch] {aside}")
+        self.rounds: list[Round] = []
+        self.pending: tuple[int, list[Change]] | None = None    # a round its inputs' moves cut short: runs again
+        self.first: float | None = None
+        self.previous: float | None = None
+        self._refresh()            # the inputs the last build recorded: an edit during round 1 counts
+
+    def plan(self, report: Round | None = None) -> bool:
+        """(Re-)plan the graph; on bad input the round is an ERROR (nothing built or run). Whether it planned."""
+        try:
+            self.graph = self.settings.request.plan(self.root)
+        except (PyptoBuildError, OSError) as exc:
+            if report is None:
+                raise
+            report.verdict, report.detail = "ERROR", f"{_said(exc)} (nothing built; fix it and save again)"
+            return False
+        for line in self.graph.notices()[0]:
+            self.say(line)
+        return True
+
+    def needs_plan(self, changed: list[Change]) -> bool:
+        return any(self.inputs.roles.get(path, PLANNING) == PLANNING or how != "modified" for path, how in changed)
+
+    def round(self, changed: list[Change]) -> Round:
+        """Build, run, validate and time once, printing the block as it goes; record the variant.
+
+        When an input the round read moved before its verdict, the block says so (`again`) and the round is
+        left `pending`: the next call runs it again, in the same block, with what changed since."""
+        resumed = self.pending is not None
+        number, changed = self._resume(changed)
+        names = [_rel(self.root, p) + ("" if how == "modified" else f" ({how})") for p, how in changed]
+        report = Round(number, names or ["(first round)"])
+        if not resumed:
+            self.say(f"── round {report.number} · {time.strftime('%H:%M:%S')} · changed: {_few(report.changed)}")
+        read = list(self.inputs.roles)
+        self.snapshot.take(read)                       # what this round reads, as it starts
+        began = time.perf_counter()
+        result = None
+        try:
+            planned = self.plan(report) if changed and self.needs_plan(changed) else True
+            result = self._build(report) if planned else None
+            if result is not None:
+                self.snapshot.take([str(self.root / p) for p in result.spliced])    # our writes
+            report.split["compile"] = time.perf_counter() - began
+            self.say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
+            self._unmoved(read)
+            if result is not None and not result.failures and result.ok:
+                report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
+                self._run(report, read)
+            if not report.said:
+                self._unmoved(read)
+        except _Moved as moved:
+            self.pending = (number, changed)
+            self.say(f"   again    {_few([_rel(self.root, p) for p, _ in moved.changes])} changed while the round "
+                     "ran: no verdict for what it read; it runs again on the new content")
+            self._refresh()
+            return report
+        if report.variant:
+            self._record(report)
+        self._refresh()
+        report.split["round"] = time.perf_counter() - began
+        self.rounds.append(report)
+        self._print(report)
+        return report
+
+    def _resume(self, changed: list[Change]) -> tuple[int, list[Change]]:
+        """This round's number and changes: the pending round's, with what changed since, or a new one."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return len(self.rounds) + 1, changed
+        number, before = pending
+        merged = dict(before)
+        for path, how in changed:
+            if path not in merged or how != "modified":
+                merged[path] = how
+        return number, sorted(merged.items())
+
+    def _unmoved(self, read: list[str]) -> None:
+        """Raise `_Moved` when an input the round read has changed since it started."""
+        moved = self.snapshot.changed(read)
+        if moved:
+            raise _Moved(moved)
+
+    def _build(self, report: Round):
+        from .. import pipeline
+
+        try:       # the build of the one pipeline, on the graph kept warm (planned again only when needed)
+            result = pipeline.run(self.root, self.settings.request, graph=self.graph, progress=None, check=False)
+        except (PyptoBuildError, OSError) as exc:
+            report.verdict, report.detail = "BUILD FAILED", _said(exc)
+            return None
+        report.rebuilt = [n for n in result.names("ran") + result.from_cache
+                          if not n.startswith(stages.prefix(stages.STAMP))]
+        report.rebuilt += [f"{p} (spliced)" for p in result.spliced]
+        if result.failures or not result.ok:
+            first = result.failures[0] if result.failures else None
+            report.verdict = "BUILD FAILED"
+            report.detail = f"{first.task}: {_tail(first.message)}" if first else f"doit exit status {result.returncode}"
+        return result
+
+    def _run(self, report: Round, read: list[str]) -> None:
+        from ..engine import dir_lock
+        from ..run import check_replayable, run_program
+        from ..platforms.host.runtime import ExecutorError
+
+        run = self.settings.request.run
+        config = dataclasses.replace(run.config, platform=self.graph.platform.name)
+        lines: list[str] = []
+        marks: dict[str, float] = {}
+        began = time.perf_counter()
+
+        def phase(what: str) -> None:
+            if what.startswith("compared ") and what.endswith(": passed"):      # the verdict, before timing runs
+                self._unmoved(read)         # moved: the run is stopped (run_program's way out), no verdict
+                report.verdict, report.detail = "PASSED", what[len("compared "):-len(": passed")]
+                self._verdict(report)
+            for key in ("running the program", "saving the outputs", "calling golden.py compute_golden",
+                        "comparing", "timing the program"):
+                if what.startswith(key):
+                    marks.setdefault(key, time.perf_counter())
+
+        try:
+            with dir_lock(self.root / STATE_DIR):
+                outcome = run_program(check_replayable(self.root), config, validate=self.settings.validate,
+                                      timeout=run.timeout, say=lines.append,
+                                      launcher=self.launcher.start, timing_runs=self.settings.runs, on_phase=phase)
+            report.verdict = "PASSED" if self.settings.validate else "RAN"
+            report.detail = ", ".join(outcome.checked)
+            report.seconds = outcome.run_seconds
+            self.golden_reads = outcome.reads
+        except AssertionError as exc:
+            report.verdict, report.detail = "FAILED", str(exc).partition("\n")[0]
+        except ProgramFailed as exc:
+            report.verdict, report.detail = "CRASHED", f"{one_line(exc, 400)}{_tail_of(lines)}"
+        except (PyptoBuildError, ExecutorError, OSError) as exc:   # bad input: golden.py, func_ids, a kernel's entry
+            report.verdict, report.detail = "ERROR", f"{_said(exc)}{_tail_of(lines)}"
+        end = time.perf_counter()
+        start = marks.get("running the program", end)
+        timing = marks.get("timing the program", end)
+        compared = marks.get("calling golden.py compute_golden", marks.get("comparing", timing))
+        report.split["run"] = (marks.get("saving the outputs", compared) - start) + (end - timing)
+        if self.settings.validate:
+            report.split["compare"] = timing - compared
+        report.split["start"] = start - began
+
+    def _refresh(self) -> None:
+        """The inputs as this round left them: new headers join (as they are now; our splices were taken as
+        ours right after the build)."""
+        from ..engine import open_state
+
+        values: dict[str, dict] = {}
+        try:
+            state = open_state(self.root / current_state_folder(self.root, self.graph.platform.name) / STATE_DB,
+                               adopt=False, read_only=True)
+            try:
+                for plan in self.graph.plans:
+                    for unit in plan.units:
+                        values[unit.task] = state.get_values(unit.task) or {}
+            finally:
+                state.close()
+        except (PyptoBuildError, sqlite3.Error, OSError):   # no state yet (a failed first build): the plan's files
+            pass
+        self.inputs = collect(self.graph, values, self.golden_reads)
+        self.snapshot.take(self.inputs.roles, keep=True)
+
+    def _verdict(self, r: Round) -> None:
+        """The verdict line, once per round: as soon as the comparison passed (timing runs come after)."""
+        if not r.said:
+            r.said = True
+            self.say(f"   verdict  {r.verdict}" + (f": {r.detail}" if r.detail and r.verdict != "PASSED" else
+                                                    f" ({r.detail})" if r.detail else ""))
+
+    def _print(self, r: Round) -> None:
+        """The rest of the block: the verdict (unless said), the program's run time, the time split."""
+        self._verdict(r)
+        if r.seconds:
+            median = statistics.median(r.seconds)
+            line = (f"   program  {_ms(median)} median of {len(r.seconds)} ({_ms(min(r.seconds))}–"
+                    f"{_ms(max(r.seconds))})")
+            if self.previous:
+                line += f" · {percent(median, self.previous)} vs previous"
+            if self.first:
+                line += f" · {percent(median, self.first)} vs first"
+            self.say(line + (f" · variant {r.variant[:10]}" + (" (tried before)" if r.seen else "")
+                              if r.variant else ""))
+            self.first = self.first or median
+            self.previous = median
+        split = " · ".join(f"{k} {v:.2f} s" for k, v in r.split.items())
+        self.say(f"   time     {split}")
+
+    def _record(self, r: Round) -> None:
+        """Keep the variant's verdict and times in the history (a failure to write is said, not fatal)."""
+        _, r.seen = self.history.record(r.variant, r.verdict, r.seconds, r.changed)
+        try:
+            self.history.save()
+        except OSError as exc:
+            self.say(f"pypto-build: the history was not saved ({one_line(exc)}); the round itself is complete")
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+
+class _Moved(Exception):
+    """An input a round read changed before its verdict: the round has none for what it read."""
+
+    def __init__(self, changes: list[Change]) -> None:
+        super().__init__(changes)
+        self.changes = changes
+
+
+def _said(exc: BaseException) -> str:
+    """An error as the one line a one-shot command would print for it."""
+    if isinstance(exc, OSError):
+        from ..core.oserrors import describe
+        return one_line(describe(exc), 400)
+    return one_line(exc, 400)
+
+
+def _rel(root: Path, path: str) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return path
+
+
+def _few(names: list[str], most: int = 4) -> str:
+    return ", ".join(names[:most]) + (f" … ({len(names)} in all)" if len(names) > most else "")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def _tail(text: str) -> str:
+    lines = (text or "").splitlines()
+    head = lines[0] if lines else ""
+    rest = lines[1:][-TAIL_LINES:]
+    return head + "".join(f"\n     {line}" for line in rest)
+
+
+def _tail_of(lines: list[str]) -> str:
+    return "".join(f"\n     {line}" for line in lines[-TAIL_LINES:])
+
