@@ -5,9 +5,9 @@ from pathlib import Path
 from typing import TextIO
 
 from . import pipeline
-from .plan import stages
+from .core import stages
 from .pipeline import BuildResult, UnitResult
-from .request import Request
+from .options import Request
 
 __all__ = ["build", "validate", "BuildResult", "UnitResult"]
 

@@ -1,4 +1,4 @@
-"""The one pipeline: what the user asked (`request.Request`) -> plan -> caches -> engine -> `BuildResult`.
+"""The one pipeline: what the user asked (`options.Request`) -> plan -> caches -> engine -> `BuildResult`.
 
 Every front end builds through `run()`: the API (`build`, `validate`, `replay` and
 the program objects), the `pypto-build` verbs and their doit commands, `ci`,
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .plan import stages
+from .core import stages
 from .errors import BuildError
-from .request import Request
+from .options import Request
 
 if TYPE_CHECKING:
     from .plan.graph import Graph

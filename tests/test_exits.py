@@ -31,16 +31,16 @@ STATUS = {
     "errors.LayoutError": 2, "errors.ManifestError": 2, "errors.MetaError": 2, "errors.ArgumentError": 2,
     "errors.ToolchainError": 2, "errors.DepfileError": 2, "errors.TooLarge": 2, "errors.SpliceError": 2,
     "errors.RemoteError": 2, "errors.HttpError": 2, "errors.WatcherFailed": 2, "errors.WorkerDied": 2,
-    "settings.SettingError": 2, "elf_payload.PayloadError": 2, "engine.lock.NotWritable": 2,
-    "watch.history.Damaged": 2, "safeio.NotRegularFile": 2, "runtime.abi.UnsupportedDType": 2,
-    "runtime.l3_shims.HostUnimplemented": 2,
+    "core.settings.SettingError": 2, "platforms.simpler.elf_payload.PayloadError": 2, "engine.lock.NotWritable": 2,
+    "watch.history.Damaged": 2, "core.safeio.NotRegularFile": 2, "platforms.host.runtime.abi.UnsupportedDType": 2,
+    "platforms.l3_shims.HostUnimplemented": 2,
 }
 # Where they were defined before the tree took them in, and the builtin base callers still catch.
 KEPT_BASES = {
-    "runtime.executor.ExecutorError": RuntimeError, "depfile.DepfileError": ValueError, "limits.TooLarge": UserError,
+    "platforms.host.runtime.executor.ExecutorError": RuntimeError, "compile.depfile.DepfileError": ValueError, "core.limits.TooLarge": UserError,
     "cache.remote.RemoteError": UserError, "cache.remote_http.HttpError": UserError,
     "watch.loop.WatcherFailed": UserError, "errors.ValidationFailed": AssertionError,
-    "errors.ArgumentError": ValueError, "safeio.NotRegularFile": OSError, "runtime.l3_shims.HostUnimplemented":
+    "errors.ArgumentError": ValueError, "core.safeio.NotRegularFile": OSError, "platforms.l3_shims.HostUnimplemented":
         AttributeError,
 }
 

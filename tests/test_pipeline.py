@@ -1,6 +1,6 @@
 """One pipeline (issue 23, item 2): what the user asked -> plan -> caches -> engine -> result, in one place.
 
-Every front end builds through `pipeline.run` with one `request.Request`: the API (build, validate,
+Every front end builds through `pipeline.run` with one `options.Request`: the API (build, validate,
 replay, the program objects, the recipe), the `pypto-build` verbs and their doit commands, ci, watch,
 example and debug/run.py. Planning and the caches are only ever asked of a Request (doit's own commands
 too), the engine only by the pipeline; the platform is chosen once, the launcher found once and the
@@ -17,7 +17,7 @@ import pytest
 import pypto_build
 from pypto_build import pipeline
 from pypto_build.errors import UserError
-from pypto_build.request import Request
+from pypto_build.options import Request
 from pypto_build.testing import synth
 
 PACKAGE = Path(pypto_build.__file__).parent
@@ -61,8 +61,8 @@ def calls_of(name: str) -> list[str]:
 
 
 def test_planning_and_the_caches_are_asked_of_a_request_and_the_engine_only_by_the_pipeline():
-    assert calls_of("load_graph") == ["request.py"]
-    assert calls_of("open_caches") == ["request.py"]
+    assert calls_of("load_graph") == ["options.py"]
+    assert calls_of("open_caches") == ["options.py"]
     assert calls_of("run_build") == ["pipeline.py"]
 
 
@@ -129,7 +129,7 @@ def test_ci_builds_each_directory_through_the_pipeline_on_its_plan(d, tmp_path, 
 
 
 def test_a_watch_round_builds_through_the_pipeline_on_its_warm_plan(d, runs):
-    from pypto_build.cli.options import request
+    from pypto_build.options import request
     from pypto_build.watch import Session, Settings
     session = Session(d.resolve(), Settings(request({"jobs": 2})))
     report = session.round([])
@@ -198,7 +198,7 @@ def test_the_launcher_is_found_and_the_remote_url_parsed_once_per_run(d, monkeyp
 
 
 def test_a_request_from_flags_is_the_request_of_the_same_keywords(monkeypatch):
-    from pypto_build.cli.options import BUILD, RUN, add_to_parser, request
+    from pypto_build.options import BUILD, RUN, add_to_parser, request
     parser = argparse.ArgumentParser()
     add_to_parser(parser, (*BUILD, *RUN))
     flags = request(parser.parse_args(["-j", "3", "-k", "--no-rebuild-from-pto", "--include-stale", "-q"]))

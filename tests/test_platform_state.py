@@ -17,7 +17,7 @@ from pathlib import Path
 from pypto_build.compile import header_sets
 from pypto_build.api import build
 from pypto_build.pipeline import run
-from pypto_build.request import Request
+from pypto_build.options import Request
 from pypto_build.engine.explanation import explain
 from pypto_build.plan.graph import load_graph
 from pypto_build.builddir.markers import STATE_DB, STATE_DIR, state_folder

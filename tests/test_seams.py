@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pypto_build.cli.main import options
-from pypto_build.plan import stages
+from pypto_build.core import stages
 from pypto_build.cache import Caches
 from pypto_build.core.confine import confine, inside, resolves_inside
 from pypto_build.errors import LayoutError, PyptoBuildError, ToolchainError
@@ -165,7 +165,7 @@ def test_confinement_answers_by_name_or_by_resolved_path(tmp_path):
 
 
 def test_every_cli_verb_has_a_parser_and_a_runner():
-    from pypto_build.cli.main import main as cli
+    from pypto_build.cli import main as cli
     _parser, verbs = cli._parsers()
     assert list(verbs) == [v.name for v in cli.VERBS]
     assert all(callable(v.run) and v.help and v.description for v in cli.VERBS)

@@ -20,7 +20,7 @@ import pytest
 from pypto_build.core import atomic
 from pypto_build.api import build
 from pypto_build import pipeline
-from pypto_build.request import Request
+from pypto_build.options import Request
 from pypto_build.cli.main import main as cli_main
 from pypto_build.cli.compdb import compile_commands
 from pypto_build.compile.command import compile_command, listed, output_at

@@ -1,7 +1,7 @@
 """The run stage (replay / validate), its plan and its verdict check (issue 23 item 9), fast: no program runs.
 
 The plan: `graph.run_targets` (what a directory can run, after which stamps, on which inputs). The check:
-`uptodate.VerdictCheck`, called as doit calls it, against a kept golden result written here the way
+`run.checks.VerdictCheck`, called as doit calls it, against a kept golden result written here the way
 `run/golden_cache.save` writes one (golden.pt's bytes and its sealed index, `golden_key`), without
 torch or golden.py; and `golden_key.stale` / `load`, the one check the child's lookup also makes.
 Reasons are exact strings (explain shows them). End to end: tests/test_golden_cache.py, test_golden_trust.py.
@@ -19,7 +19,7 @@ from pypto_build.core.filestate import FileState, make_state
 from pypto_build.plan.graph import load_graph, run_targets
 from pypto_build.core.hashing import bytes_digest
 from pypto_build.testing import FakePlatform, synth
-from pypto_build.compile.checks import VerdictCheck
+from pypto_build.run.checks import VerdictCheck
 
 FAKE = FakePlatform()
 CONFIG = "config-1"

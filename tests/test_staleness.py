@@ -29,7 +29,7 @@ import pytest
 
 from conftest import settle_ctimes
 from pypto_build.pipeline import BuildResult, run
-from pypto_build.request import Request
+from pypto_build.options import Request
 from pypto_build.compile.depfile import parse_depfile
 from pypto_build.engine.explanation import explain
 from pypto_build.plan.graph import load_graph

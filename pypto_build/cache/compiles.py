@@ -109,7 +109,7 @@ class Caches:
 
 
 def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | None = None) -> Caches:
-    """The caches of a run as its `request.Request` holds them: the local directory `cache_dir` and the
+    """The caches of a run as its `options.Request` holds them: the local directory `cache_dir` and the
     remote — its settings (opened here, once: pinged; an unreachable server is dropped with one warning)
     or a `Remote` some leader already opened (`pypto-build ci`, used as it is). Nothing is read from the
     environment here: the request did that."""

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, TextIO
 from xml.etree import ElementTree as ET
 
 from ..core import atomic
-from ..plan import stages
+from ..core import stages
 from ..errors import FAILED, OK, PyptoBuildError, UserError
 
 if TYPE_CHECKING:
-    from ..request import Request
+    from ..options import Request
 
 
 @dataclass
@@ -193,7 +193,7 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
 def ci_verb(args) -> int:
     """`pypto-build ci` with parsed arguments: the plan (--list), this shard's directories, the run, the
     reports and one line per directory; exit 1 if any failed."""
-    from ..cli import options
+    from .. import options
     from .shards import parse_shard, shard_plan
 
     request = options.request(args)         # judged once: options, launcher, the remote cache's URL

@@ -17,7 +17,7 @@ import os
 
 from doit.cmd_base import Command
 
-from . import options
+from .. import options
 from ..core.exits import OneLineOptions, guarded
 from .watch import watch_options
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ..core import atomic
 from .. import pipeline
-from ..plan import stages
+from ..core import stages
 from ..errors import FAILED, OK, LayoutError
-from ..request import Request
+from ..options import Request
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"      # the package's (this module is in cli/)
 STANDIN = Path("standin_ptoas") / "ptoas"       # the stand-in ptoas, inside a copy of the `--pto` example

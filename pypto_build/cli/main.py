@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, NoReturn
 
 from .. import __version__
-from . import options
+from .. import options
 from ..errors import USER, UserError
 from ..core.exits import guarded
 from .verbs import run_verb

@@ -2,7 +2,7 @@
 
 `pypto-build <verb>` (cli.py) and `doit replay|pypto-build|pypto-validate|pypto-watch` (doit_plugins.py)
 both call `run_verb()` with the values of the same option table (options.py): the values become one
-`request.Request`, which the one pipeline runs (pipeline.py). So they accept the same options, print
+`options.Request`, which the one pipeline runs (pipeline.py). So they accept the same options, print
 the same lines and return the same exit status (exits.py): 0 success, 1 a unit or a validation failed
 (or a `.pto` edit was not applied, or a validation was skipped: not validated), 2 bad input or
 environment (one line), 130 interrupted.
@@ -14,12 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import options
+from .. import options
 from .. import pipeline
-from ..plan import stages
+from ..core import stages
 from ..errors import FAILED, OK, UserError
 from ..builddir.markers import find_root
-from ..request import Request
+from ..options import Request
 
 
 def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | None = None) -> int:

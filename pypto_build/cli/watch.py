@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import options
+from .. import options
 
 
 def watch_options() -> tuple:
@@ -18,8 +18,8 @@ def watch_verb(values: Any, directory: Path | str) -> int:
     from ..errors import UserError
     from ..builddir.markers import find_root
     from ..run import check_replayable
-    from ..watch.loop import watch
-    from ..watch.rounds import Settings
+    from ..watch import watch
+    from ..watch import Settings
 
     get = (lambda name, default=None: options._get(values, name, default))
     request = options.request(values)       # judged once: options, launcher, the remote cache's URL
@@ -35,7 +35,7 @@ def history_verb(directory: Path | str) -> int:
     """`pypto-build history DIR`: the variants `watch` tried, oldest first (DIR must be a build directory)."""
     from ..builddir.layout import classify
     from ..builddir.markers import find_root
-    from ..watch.history import History
+    from ..watch import History
 
     root = find_root(Path(directory))
     classify(root)                      # not there, or not a build directory: one line, as every verb says it

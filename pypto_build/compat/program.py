@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from ..run.arguments import require_fit
+from ..run import require_fit
 from ..errors import ArgumentError
 from ..builddir.markers import HOST_OUTPUTS, STATE_DIR
 from ..builddir.sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
@@ -114,7 +114,7 @@ class CompiledProgram:
         """Build what changed and return what runs it: on the host runtime an executor holding the current
         binaries (reloaded if changed); on another platform its `execute` (simpler loads them per run)."""
         from ..api import build
-        from ..platforms.host.runtime import HostExecutor
+        from ..platforms import HostExecutor
 
         with self._lock:
             built = build(self.output_dir, platform=self.platform, jobs=self.jobs, progress=None)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from ..run.arguments import require_fit
+from ..run import require_fit
 from ..errors import ArgumentError
 from ..builddir.sidecars import DISTRIBUTED_META_FILENAME, DistributedConfigMeta, ProgramMeta, load_distributed_meta
 

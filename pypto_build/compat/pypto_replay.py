@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from ..run.arguments import require_fit
+from ..run import require_fit
 from ..errors import ArgumentError
 from ..run import check_replayable
 from ..builddir.sidecars import load_sidecar

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ..plan import invalidation, stages
+from ..plan import invalidation
+from ..core import stages
 from ..builddir.layout import BuildKind, load_layout
 from ..builddir.markers import STATE_DIR
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..cli import options
+from .. import options
 from ..errors import OK, UserError, ValidationFailed
 
 __all__ = ["main", "make_parser"]

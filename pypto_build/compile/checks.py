@@ -1,4 +1,4 @@
-"""`uptodate` objects: what doit's file_dep does not cover, with reasons.
+"""The compile stage's checks (doit `uptodate` objects): what doit's file_dep does not cover, with reasons.
 
 doit tracks neither command lines, nor identities, nor the headers a compiler
 read, nor whether a target was modified; `UnitCheck` does. Each returns
@@ -7,20 +7,15 @@ reason, which its repr shows in `doit info` and our explain output.
 """
 from __future__ import annotations
 
-import inspect
 import os
 
-from ..run import golden_key
 from ..core.filestate import first_changed, is_modified, refreshed_file
 from ..core.safeio import NotRegularFile, check_regular
 from .depfile import TRACKING
 from .header_sets import SetChecker
 from ..builddir.stamp import stamp_matches
+from ..core.stages import CHECK_SIGNATURE
 
-# doit asks every check's signature (inspect.signature: ~20 us on a callable object) for every task of every
-# run; stated once, as __signature__, it is read back at no cost
-_CALL = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                           for name in ("task", "values")])
 
 
 class UnitCheck:
@@ -29,7 +24,7 @@ class UnitCheck:
     `sets` is shared by the units of one graph (headers outside the build directory: `header_sets`).
     """
 
-    __signature__ = _CALL
+    __signature__ = CHECK_SIGNATURE
 
     def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str,
                  sets: SetChecker):
@@ -91,7 +86,7 @@ class StepCheck:
     """A step after a compile (link, extraction) is up to date iff its key (tool and argv) matches and its
     input and output are as they were after it ran."""
 
-    __signature__ = _CALL
+    __signature__ = CHECK_SIGNATURE
 
     def __init__(self, key: str, input: str, output: str):
         self.key, self.input, self.output = key, input, output
@@ -129,7 +124,7 @@ class StepCheck:
 class StampCheck:
     """The stamp is current iff the identity is known and the file holds exactly it."""
 
-    __signature__ = _CALL
+    __signature__ = CHECK_SIGNATURE
 
     def __init__(self, path: str, stamp: dict | None, why_unknown: str | None):
         self.path, self.stamp, self.why_unknown = path, stamp, why_unknown
@@ -166,56 +161,3 @@ def _first_irregular(paths) -> str:
         except OSError:
             continue
     return ""
-
-
-class VerdictCheck:
-    """A validation verdict holds while its inputs (file_dep: binaries, kernel_config.py, golden.py, data/), the
-    run configuration and the kept golden result it was compared against hold: the same entry (its seal),
-    unedited, golden.pt unchanged, and everything that result is keyed on unchanged (`golden_key.stale`, the
-    very check the child's lookup makes: the verdict never outlives the golden result). No kept result, no
-    reused verdict."""
-
-    __signature__ = _CALL
-
-    def __init__(self, config_key: str, sub: str):
-        self.config_key, self.sub = config_key, sub
-        self.reason = ""
-        self._index: dict | None = None
-
-    def __call__(self, task, values) -> bool:
-        values = values or {}
-        self._index = None
-        if "verdict" not in values:
-            self.reason = "never validated"
-        elif values.get("config") != self.config_key:
-            self.reason = "run configuration changed"
-        else:
-            self.reason = self._golden_moved(values.get("golden") or {})
-        return not self.reason
-
-    def _golden_moved(self, golden: dict) -> str:
-        if not golden.get("seal"):
-            return "no golden result was kept for the last verdict"
-        index, why = golden_key.load(self.sub)
-        if index is None:
-            return f"golden: {why or 'the kept result is gone'}"
-        if index["seal"] != golden["seal"]:
-            return "golden: the kept result is not the one the last verdict used"
-        known = golden.get("states") or {}
-        why = golden_key.stale(self.sub, index, known)
-        if why:
-            return f"golden: {why}"
-        if golden_key.data_changed(self.sub, index, known):
-            return f"golden: {golden_key.DATA_KEY} does not match its index"
-        self._index = index
-        return ""
-
-    def refresh(self, values: dict) -> dict | None:
-        golden = values.get("golden") or {}
-        if self._index is None:
-            return None
-        states = golden_key.refreshed_states(self.sub, self._index, golden.get("states") or {})
-        return None if states is None else {**values, "golden": {**golden, "states": states}}
-
-    def __repr__(self) -> str:
-        return self.reason or "last verdict still valid"

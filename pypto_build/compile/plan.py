@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..plan import stages
+from ..core import stages
 from ..errors import LayoutError
 from ..toolchain.identity import BinaryContext
 from ..core.confine import OUTPUT_FIX, confine, real_path, resolves_inside

@@ -45,7 +45,7 @@ def run_step(step: StepUnit):
         finally:
             tmp.unlink(missing_ok=True)
     else:
-        from ..platforms.simpler.elf_payload import kernel_payload         # pyelftools: only device builds extract
+        from ..platforms import kernel_payload         # pyelftools: only device builds extract
         try:
             payload = kernel_payload(safeio.read_bytes(Path(step.input)), step.input)
         except PyptoBuildError as exc:

@@ -4,10 +4,9 @@ Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
 commands), `run_build` (a build's own run: doit's `run` command with the values
 a build gives it), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
 `dir_lock` (one run per directory), `sigterm_as_interrupt`,
-`open_state` (a platform's doit state), and `noop` (the no-op record, offered
-whole: it is read before doit loads). Modules: `loader`, `tasks` (graph -> task
-dicts), `session`, `commands`, `depstate`, `statedb`, `sqlitedb`,
-`file_checker`, `reporter`, `explanation`, `workers`, `lock`, `noop`, `trace`.
+and `open_state` (a platform's doit state). Modules: `loader`, `tasks` (graph ->
+task dicts), `session`, `commands`, `depstate`, `statedb`, `sqlitedb`,
+`file_checker`, `reporter`, `explanation`, `workers`, `lock`, `trace`.
 """
 from __future__ import annotations
 
@@ -25,7 +24,6 @@ _EXPORTS = {
     "sigterm_as_interrupt": "lock",
     "open_state": "statedb",
 }
-_MODULES = ('noop',)
 
-__all__ = [*_EXPORTS, *_MODULES]
-__getattr__ = door(__name__, _EXPORTS, _MODULES)
+__all__ = [*_EXPORTS]
+__getattr__ = door(__name__, _EXPORTS)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..plan import invalidation, stages
+from ..plan import invalidation
+from ..core import stages
 from ..plan.graph import Graph
 
 if TYPE_CHECKING:

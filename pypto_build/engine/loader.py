@@ -2,7 +2,7 @@
 
 It is given the graph, caches and run settings of the one pipeline (`pipeline.run`), or,
 under doit's own commands, plans them from their option values through the same
-`request.Request` (`options.request`: the pipeline's first two stages); says what
+`options.Request` (`options.request`: the pipeline's first two stages); says what
 planning has to tell (`Graph.notices`), and hands doit the task dicts of
 `engine/tasks.py`. The commands that use it are in `engine/commands.py`.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
 
-from ..cli import options
+from .. import options
 from ..cache import Caches
 from ..errors import PyptoBuildError
 from ..plan.graph import Graph

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from doit.exceptions import UnmetDependency
 from doit.globals import Globals
 
-from ..plan import stages
+from ..core import stages
 from ..errors import one_line
 
 
@@ -227,7 +227,7 @@ class BuildReporter:
 
 
 KEPT_VERDICT = "(cached: binaries, run configuration and golden result, with all it depends on, are unchanged)"
-"""What a reused verdict's line says after it (the verdict's key: `uptodate.VerdictCheck`)."""
+"""What a reused verdict's line says after it (the verdict's key: `run.checks.VerdictCheck`)."""
 
 
 def _not_applied(units: list[str]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from ..plan import stages
+from ..core import stages
 from ..cache import Caches
 from ..compile.actions import run_compile, run_stamp
 from ..compile.command import unit_launcher
@@ -21,7 +21,8 @@ from ..builddir.markers import current_state_folder
 from ..run import run_replay, run_validate
 from ..builddir.runconfig import RunSpec
 from ..compile.steps import run_step
-from ..compile.checks import StampCheck, StepCheck, UnitCheck, VerdictCheck
+from ..compile.checks import StampCheck, StepCheck, UnitCheck
+from ..run import VerdictCheck
 
 DEFAULT_TASKS = (stages.STAMP,)
 

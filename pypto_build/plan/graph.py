@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..core import hashing, settings
 from ..toolchain import search_dirs
-from . import stages
+from ..core import stages
 from ..toolchain.launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from ..builddir.layout import BuildKind, Layout, load_layout
 from ..builddir.markers import STATE_DIR

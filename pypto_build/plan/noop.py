@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..core import atomic, safeio
-from . import invalidation, stages
+from . import invalidation
+from ..core import stages
 from ..errors import ToolchainError, warn
 from ..builddir.markers import STATE_DIR, current_state_folder
 from ..pto import find_ptoas, identity_files

@@ -1,19 +1,14 @@
 """`uptodate` objects of the `.pto` stage: when ptoas must rerun, when a raw output must be re-spliced.
 
-Like `uptodate.py` (the compile units'), each returns True/False and keeps its
+Like `compile/checks.py` (the compile units'), each returns True/False and keeps its
 reason for `doit info` and explain; first sight is decided by content.
 """
 from __future__ import annotations
 
-import inspect
 import os
 
 from ..core.filestate import is_modified, refreshed_file
-
-# doit asks every check's signature (inspect.signature: ~20 us on a callable object) for every task of every
-# run; stated once, as __signature__, it is read back at no cost
-_CALL = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                           for name in ("task", "values")])
+from ..core.stages import CHECK_SIGNATURE
 
 
 class PtoasCheck:
@@ -27,7 +22,7 @@ class PtoasCheck:
     when ptoas changes: we never knew which ptoas produced them.
     """
 
-    __signature__ = _CALL
+    __signature__ = CHECK_SIGNATURE
 
     def __init__(self, pto: str, raw: str, ptoas_key: str | None, record_fn=None):
         self.pto, self.raw, self.key = pto, raw, ptoas_key
@@ -71,7 +66,7 @@ class SpliceCheck:
     and recorded so a later splice can tell. Otherwise the new body is spliced.
     """
 
-    __signature__ = _CALL
+    __signature__ = CHECK_SIGNATURE
 
     def __init__(self, raw: str, ptoas_task: str, adopt_fn, record_fn):
         self.raw, self.ptoas_task = raw, ptoas_task

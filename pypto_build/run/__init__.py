@@ -3,8 +3,10 @@
 Door: `check_replayable` / `execute` (running a built directory), `run_program`
 (the parent side of the child process: golden -> execute -> save -> compare),
 `run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`),
-`WarmLauncher` (runs forked from a server that imported torch once: `watch`).
-Modules: `execution`, `child`, `launch`, `golden`, `golden_cache`, `reads`, `tasks`.
+`VerdictCheck` (when a verdict still holds), `require_fit` (the caller's tensors against the
+sidecar), `WarmLauncher` (runs forked from a server that imported torch once: `watch`).
+Modules: `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
+`golden_cache`, `reads`, `actions`, `checks`.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ _EXPORTS = {
     "WarmLauncher": "starter",
     "run_replay": "actions",
     "run_validate": "actions",
+    "require_fit": "arguments",
+    "VerdictCheck": "checks",
 }
 
 __all__ = [*_EXPORTS]

@@ -21,7 +21,7 @@ from ..builddir.runconfig import RunConfig
 def _failures() -> tuple[type[BaseException], ...]:
     """What a run of the program can raise on bad input, a crash or a wrong result: one failed task, no
     traceback. (The runtime is imported by the action that runs, not by every build that plans one.)"""
-    from ..platforms.host.runtime import ExecutorError
+    from ..errors import ExecutorError
     return (PyptoBuildError, ExecutorError, AssertionError)
 
 
@@ -43,7 +43,7 @@ def run_replay(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = Fa
 @local_work
 def run_validate(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = False):
     """Run and validate; the verdict (and the seal of the golden result it was compared against, which keys
-    it: `uptodate.VerdictCheck`) is recorded only when it passes."""
+    it: `run.checks.VerdictCheck`) is recorded only when it passes."""
     from .child import run_program
 
     failures = _failures()

@@ -145,7 +145,7 @@ def _status(started) -> int | None:
 def _rebuilt(kind: str, message: str) -> BaseException:
     """The child's failure as the exception type the caller would get from an in-process run."""
     from .golden import GoldenError, NothingCompared
-    from ..platforms.host.runtime import ExecutorError
+    from ..errors import ExecutorError
 
     types = {"mismatch": ValidationFailed, "count": ArgumentError, "golden": GoldenError, "nothing": NothingCompared,
              "executor": ExecutorError, "input": UserError, "program": ProgramFailed}
@@ -157,7 +157,7 @@ def _rebuilt(kind: str, message: str) -> BaseException:
 
 def _child(inbox: Connection, outbox: Connection) -> None:
     from .golden import GoldenError, NothingCompared
-    from ..platforms.host.runtime import ExecutorError
+    from ..errors import ExecutorError
 
     request = pickle.loads(inbox.recv_bytes())
     procs.die_with_parent(request["parent"])

@@ -2,7 +2,7 @@
 importing torch.
 
 One key serves the kept golden result (`run/golden_cache.py`, in the child process) and the verdict made
-against it (`uptodate.VerdictCheck`, when `validate` decides whether to run), through the one function
+against it (`run.checks.VerdictCheck`, when `validate` decides whether to run), through the one function
 `stale`: `validate` and `replay --validate` cannot disagree about it. The key:
 
 * files: every regular file of the sub-build that is neither ours nor generated (`tree`: golden.py, its

@@ -1,9 +1,9 @@
 """`pypto-build watch` (and `doit pypto-watch`): the edit loop kept warm; `pypto-build history`: the variants tried.
 
-Door: `watch_options` (its option table), `watch_verb` / `history_verb` (the verbs, for
-the CLI and doit's `auto`), `watch` (the loop), `Settings`, `Session`, `History`.
-Modules: `verbs`, `inputs` (what a round depends on, what changed), `session` (one round),
-`loop` (watchfiles), `history` (variants per content of the binaries).
+Door: `watch` (the loop), `Settings`, `Session`, `History`. The verbs that start them are
+`cli/watch.py`. Modules: `inputs` (what a round depends on, what changed), `rounds` (the
+session: what stays warm, one round), `loop` (watchfiles), `history` (variants per content of
+the binaries).
 """
 from __future__ import annotations
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from ..plan import stages
+from ..core import stages
 from ..errors import ProgramFailed, PyptoBuildError, one_line
 from ..builddir.markers import STATE_DB, STATE_DIR, current_state_folder
-from ..request import Request
+from ..options import Request
 from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect
 
@@ -176,7 +176,7 @@ class Session:
     def _run(self, report: Round, read: list[str]) -> None:
         from ..engine import dir_lock
         from ..run import check_replayable, run_program
-        from ..platforms.host.runtime import ExecutorError
+        from ..errors import ExecutorError
 
         run = self.settings.request.run
         config = dataclasses.replace(run.config, platform=self.graph.platform.name)

@@ -1,12 +1,10 @@
-"""The host runtime, and the one L3 driver every runtime runs under.
+"""The host runtime: a functional CPU reference of PyPTO's runtime.
 
-Door: `HostExecutor` / `ExecutorError` (one L2 program on the CPU), `run_l3` / `L3Backend` / `Prepared` (the L3
-driver and its backend seam; `TENSOR_ARG`, the module a backend's `make_tensor_arg` stands in
-for), `HostL3` (the host runtime's backend: one worker process per device),
-`write_swimlane` / `write_args_dump` (a host run's diagnostics), `dfx_snapshot` / `changed_files` (what a run
-wrote under dfx_outputs). Modules: `executor`, `abi`, `dfx`, `l3_driver`, `l3`, `l3_shims` (the stand-ins for
-the modules a host driver imports: the only module that replaces `sys.modules` entries), `rank_channel`;
-C/C++ headers under `host/`.
+Door: `HostExecutor` / `ExecutorError` (one L2 program on the CPU), `HostL3` (the host runtime's backend
+of the L3 driver, `platforms/l3_driver.py`: one worker process per device), `write_swimlane` /
+`write_args_dump` (a host run's diagnostics), `dfx_snapshot` / `changed_files` (what a run wrote under
+dfx_outputs). Modules: `executor`, `abi`, `dfx`, `l3`, `rank_channel`; its C/C++ headers are
+`platforms/host/headers/`.
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ everything else asks about them through the names here.
 """
 from __future__ import annotations
 
+import inspect
+
 PTOAS, SPLICE, COMPILE, ORCH, STAMP, REPLAY, VALIDATE = "ptoas", "splice", "compile", "orch", "stamp", "replay", "validate"
 LINK, EXTRACT = "link", "extract"          # a device kernel's steps after its compile
 ALL = (PTOAS, SPLICE, COMPILE, ORCH, LINK, EXTRACT, STAMP, REPLAY, VALIDATE)       # in the order the graph runs them
@@ -25,3 +27,9 @@ UNITS = (prefix(COMPILE), prefix(ORCH))                 # one compile unit each:
 STEPS = (prefix(LINK), prefix(EXTRACT))                 # file-to-file steps after a device kernel's compile
 PTO = (prefix(PTOAS), prefix(SPLICE))                   # the .pto -> kernel .cpp stage
 BUILD = (*PTO, *UNITS, *STEPS, prefix(STAMP))           # everything `build` runs
+
+
+# doit asks every check's signature (inspect.signature: ~20 us on a callable object) for every task of every
+# run; each stage's checks state it once, as `__signature__ = CHECK_SIGNATURE`, and it is read back at no cost
+CHECK_SIGNATURE = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                     for name in ("task", "values")])

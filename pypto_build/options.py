@@ -1,22 +1,36 @@
-"""The command-line options of building and running, declared once for every front end.
+"""What the user asks: the options declared once for every front end, and the `Request` they become.
 
 `pypto-build build/replay/validate` (argparse), `debug/run.py` (argparse) and
 `doit pypto-build` / `doit replay` (doit's option dicts) render the same `Opt` table,
 so they accept the same options with the same meaning. `request()` turns parsed
-values (an argparse namespace or doit's dict, same names) into the one
-`request.Request` every stage of the pipeline reads; `run_spec()` is the one place
-a `RunConfig` is made from flags.
+values (an argparse namespace or doit's dict, same names) into the one `Request`
+every stage of the pipeline reads, and `Request.given` the API's keyword arguments;
+`run_spec()` is the one place a `RunConfig` is made from flags.
+
+A `Request` is judged where it is made: the option ranges, the `.pto` settings, the
+launcher (found on PATH) and the remote cache's URL (parsed), so each is checked once
+and a bad one is refused even when there is nothing to build. `pipeline.run` takes it
+from there: `plan` (the graph), `caches`, the engine (tasks, jobs, forcing) and the
+program's runs (`run`).
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from typing import Any, Mapping
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..core import settings
-from ..errors import UserError
-from ..request import Request
-from ..builddir.runconfig import LOG_LEVELS, RunConfig, RunSpec
+from .builddir.runconfig import LOG_LEVELS, RunConfig, RunSpec
+from .core import settings
+from .core.settings import CACHE, LAUNCHER, REMOTE_CACHE
+from .errors import UserError
+
+if TYPE_CHECKING:
+    from .cache import Caches, Remote, RemoteSettings
+    from .plan.graph import Graph
+    from .platforms import Choice
+    from .pto import PtoOptions
 
 DEFAULT_RUN_TIMEOUT = settings.RUN_TIMEOUT[1]
 DUMP_LEVELS = (0, 3)        # the args dump levels PyPTO's runtime has (simpler's CallConfig: 0-3)
@@ -221,3 +235,72 @@ def request(values: Any, **fields: Any) -> Request:
              "keep_going": bool(_get(values, "keep_going", False)), "trace": _get(values, "trace"),
              "quiet": bool(_get(values, "quiet", False)), "run": run_spec(values)}
     return Request.given(**{**given, **fields})
+
+
+def _pto_options(rebuild_from_pto: bool | None = None, ptoas: str | None = None,
+                 allow_unapplied: bool = False) -> PtoOptions:
+    """The `.pto` stage's settings (`PYPTO_REBUILD_FROM_PTO` judged here); imported when first asked."""
+    from .pto import pto_options
+    return pto_options(rebuild_from_pto, ptoas, allow_unapplied=allow_unapplied)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One run as asked: what to plan for, which caches, what the engine runs, how the program runs."""
+
+    platform: str | None = None                 # --platform (None: $PYPTO_BUILD_PLATFORM, else the recorded one)
+    pto: PtoOptions = field(default_factory=_pto_options)
+    include_stale: bool = False
+    launcher: tuple[str, ...] | None = None     # as found (None: none asked; $CXX's is found while planning)
+    cache_dir: str | None = None                # --cache-dir, else $PYPTO_BUILD_CACHE
+    remote: RemoteSettings | Remote | None = None   # --remote-cache, else $PYPTO_BUILD_REMOTE_CACHE (ci: opened)
+    tasks: tuple[str, ...] = ()                 # none: every stamp (a build)
+    jobs: int = 1
+    recompile: bool = False
+    keep_going: bool = False
+    force: tuple[str, ...] = ()                 # task-name prefixes that run whatever their state says
+    trace: str | None = None
+    quiet: bool = False
+    run: RunSpec = field(default_factory=RunSpec)
+
+    @classmethod
+    def given(cls, *, platform: str | None = None, rebuild_from_pto: bool | None = None, ptoas: str | None = None,
+              allow_unapplied_pto: bool = False, pto: PtoOptions | None = None, include_stale: bool = False,
+              launcher: str | None = None, cache_dir: str | os.PathLike | None = None,
+              remote_cache: str | None = None, tasks: Iterable[str] = (), jobs: int = 1, recompile: bool = False,
+              keep_going: bool = False, force: Iterable[str] = (), trace: str | os.PathLike | None = None,
+              quiet: bool = False, run: RunSpec | None = None) -> Request:
+        """The API's keyword arguments (and the flags', through `request`) as a Request, judged here:
+        the `.pto` settings, the launcher and the remote cache's URL (each a `UserError` in one line)."""
+        found = None
+        if launcher or os.environ.get(LAUNCHER, "").strip():
+            from .toolchain.launcher import find
+            found = find(launcher)                  # not there: one line, even with nothing to build
+        remote = None
+        if remote_cache or os.environ.get(REMOTE_CACHE):
+            from .cache import settings             # malformed: one line, even with nothing to build
+            remote = settings(remote_cache)
+        return cls(platform=platform or None,
+                   pto=pto or _pto_options(rebuild_from_pto, ptoas, allow_unapplied_pto),
+                   include_stale=include_stale, launcher=found,
+                   cache_dir=os.fspath(cache_dir) if cache_dir else os.environ.get(CACHE) or None,
+                   remote=remote, tasks=tuple(tasks or ()), jobs=max(1, int(jobs)), recompile=recompile,
+                   keep_going=keep_going, force=tuple(force or ()),
+                   trace=os.fspath(trace) if trace is not None else None, quiet=quiet, run=run or RunSpec())
+
+    @property
+    def may_skip(self) -> bool:
+        """Whether the no-op record may answer: a whole build, nothing forced, nothing extra asked."""
+        return not (self.tasks or self.recompile or self.include_stale or self.force or self.trace is not None)
+
+    def plan(self, root: Path, choice: Choice | None = None) -> Graph:
+        """The pipeline's first stage: the graph of the build directory at `root` (`choice`: the platform
+        already chosen for it, else `platforms.choose` chooses it, once)."""
+        from .plan.graph import load_graph
+        return load_graph(root, choice or self.platform, self.pto, include_stale=self.include_stale,
+                          launcher=self.launcher)
+
+    def caches(self) -> Caches:
+        """The pipeline's second stage: the caches this run restores from and stores to."""
+        from .cache import open_caches
+        return open_caches(self.cache_dir, self.remote)
