@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .core import stages
-from .errors import BuildError
+from .errors import BuildError, UserError
 from .options import Request
 
 if TYPE_CHECKING:
@@ -105,7 +105,8 @@ def run(root: Path | str, request: Request, *, graph: Graph | None = None, progr
 
     `progress`: a stream for one line per task run and a summary (None: silent; `request.quiet`: only
     verdicts and `.pto` edits not applied). With `check`, a failed task, an incomplete run or a
-    validation not made raises `BuildError` (with the partial result); bad input raises a `UserError`.
+    validation not made raises `BuildError` (with the partial result); bad input raises a `UserError`, also
+    when the replay child is the one to refuse it (a task's `run.Refused`), whatever `check` says.
     """
     if graph is None:
         root = Path(root).resolve()
@@ -142,6 +143,8 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
     warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
                          tuple(reporter.not_applied), header, tuple(reporter.pto_rejected))
+    if reporter.refused:                # the input refused while running (as planning would): a user error
+        raise UserError(reporter.refused[0])
     if check and result.failures:
         first = result.failures[0]
         raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.task}: {first.headline}",

@@ -173,13 +173,13 @@ def test_replay_refuses_dfx_outputs_linked_outside(l2p, tmp_path):
     outside.mkdir()
     os.symlink(outside, l2p / "dfx_outputs")
     out = run("pypto-build", "replay", "--swimlane", "--dump-args", "1", str(l2p))
-    assert out.returncode == 1
+    assert out.returncode == 2              # refused by the child: the user's to fix (exit 2), not a failed program
     assert "dfx_outputs" in out.stderr and ESCAPE in out.stderr and "Traceback" not in out.stderr
     assert list(outside.iterdir()) == []
     (l2p / "dfx_outputs").unlink()
     (l2p / "dfx_outputs").mkdir()
     os.symlink(outside, l2p / "dfx_outputs" / "args_dump")         # a link deeper down is refused too
-    assert run("pypto-build", "replay", "--dump-args", "1", str(l2p)).returncode == 1
+    assert run("pypto-build", "replay", "--dump-args", "1", str(l2p)).returncode == 2
     assert list(outside.iterdir()) == []
     assert run("pypto-build", "replay", str(l2p)).returncode == 0, "no dfx requested: nothing written there"
 

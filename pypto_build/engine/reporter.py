@@ -43,6 +43,7 @@ class BuildReporter:
         self.outcomes: dict[str, Outcome] = {}
         self._start: dict[str, float] = {}
         self.errors: list[str] = []
+        self.refused: list[str] = []        # tasks that refused their input (`run.Refused`): a user error's line
         self.not_applied: list[str] = []    # .pto units whose edits could not be applied
         self.spliced: list[str] = []        # kernel files re-spliced this run
         self.pto_rejected: list[str] = []   # .pto never seen edited that ptoas could not compile: kernels kept
@@ -118,6 +119,9 @@ class BuildReporter:
             return
         out = self._finish(task.name, "failed", message=message.strip())
         first, _, details = out.message.partition("\n")
+        if not self.echo_errors and _refused(exception):
+            self.refused.append(first)              # the caller raises it: a user error, its one line
+            return
         self._line(f"pypto-build: FAILED {task.name}: {first or 'failed'}", err=True)   # the one line
         if details.strip():
             self._line(details)                      # command, full compiler output, ...: with the progress
@@ -228,6 +232,12 @@ class BuildReporter:
 
 KEPT_VERDICT = "(cached: binaries, run configuration and golden result, with all it depends on, are unchanged)"
 """What a reused verdict's line says after it (the verdict's key: `run.checks.VerdictCheck`)."""
+
+
+def _refused(exception: object) -> bool:
+    """The task refused its input (the replay child's `UserError`), rather than failed."""
+    from ..run import Refused
+    return isinstance(exception, Refused)
 
 
 def _not_applied(units: list[str]) -> str:

@@ -2,7 +2,8 @@
 
 Door: `check_replayable` / `execute` (running a built directory), `run_program`
 (the parent side of the child process: golden -> execute -> save -> compare),
-`run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`),
+`run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`; `Refused`: their
+failure when the child refused its input, a user error),
 `VerdictCheck` (when a verdict still holds), `require_fit` (the caller's tensors against the
 sidecar), `WarmLauncher` (runs forked from a server that imported torch once: `watch`).
 Modules: `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
@@ -20,6 +21,7 @@ _EXPORTS = {
     "WarmLauncher": "starter",
     "run_replay": "actions",
     "run_validate": "actions",
+    "Refused": "actions",
     "require_fit": "arguments",
     "VerdictCheck": "checks",
 }

@@ -12,10 +12,16 @@ from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
-from ..errors import PyptoBuildError
+from ..errors import Failure, PyptoBuildError
 from ..toolchain.local_slots import local_work
 from ..core.oserrors import one_line_failures
 from ..builddir.runconfig import RunConfig
+
+
+class Refused(TaskFailed):
+    """The run refused its input (a `UserError` in the child: e.g. a symbolic link among the L3 dispatch
+    folders): not a failed program but the user's to fix. The reporter keeps its line and the pipeline raises
+    it as a `UserError` (exit 2), where a failed unit would be exit 1."""
 
 
 def _failures() -> tuple[type[BaseException], ...]:
@@ -35,7 +41,7 @@ def run_replay(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = Fa
     try:
         run_program(Path(sub_rel), config, validate=False, timeout=timeout, say=_say, quiet=quiet)
     except failures as exc:
-        return TaskFailed(_failure(sub_rel, "replay", exc))
+        return _failed(sub_rel, "replay", exc)
     return {}
 
 
@@ -50,13 +56,20 @@ def run_validate(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = 
     try:
         outcome = run_program(Path(sub_rel), config, validate=True, timeout=timeout, say=_say, quiet=quiet)
     except failures as exc:
-        return TaskFailed(_failure(sub_rel, "validation", exc))
+        return _failed(sub_rel, "validation", exc)
     return {"verdict": "PASSED", "outputs": outcome.checked, "config": config.key(),
             "golden": {"seal": outcome.golden, "states": {}}}
 
 
 def _say(line: str) -> None:
     print(line, flush=True)
+
+
+def _failed(sub_rel: str, what: str, exc: BaseException) -> TaskFailed:
+    """A refusal of the input keeps its own line (it names the file and the fix); a failure says what failed."""
+    if isinstance(exc, PyptoBuildError) and not isinstance(exc, Failure):
+        return Refused(str(exc))
+    return TaskFailed(_failure(sub_rel, what, exc))
 
 
 def _failure(sub_rel: str, what: str, exc: BaseException) -> str:
