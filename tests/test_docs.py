@@ -182,3 +182,65 @@ def test_build_simpler_script_says_where_the_sources_are_and_which_commits(tmp_p
     bad = run("bash", str(SCRIPT), str(tmp_path / "no-such-dir"), str(tmp_path), str(tmp_path / "venv"))
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "no-such-dir" in bad.stderr
     assert not (tmp_path / "venv").exists()
+
+
+PACKAGE = ROOT / "pypto_build"
+CHECKOUT = ("tests", "tools", "bench")
+# Files and folders of a PyPTO build directory, of a user's tree or of the tools we integrate with: not ours.
+NOT_OURS = {"golden.py", "kernel_config.py", "host_orch.py", "run.py", "dodo.py", "pypto_build.py", "setup.py",
+            "sitecustomize.py", "_binary_cache.py", "elf_parser.py", "cache/external/", "include/pto/"}
+# The docs that describe the code as it is (the benchmark notes record the revisions they measured).
+LIVING = ("architecture.md", "guide.md", "platforms.md", "ci.md", "reliability.md", "../README.md")
+MODULE_FILE = re.compile(r"(?<![\w./-])((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*\.py)\b")
+FOLDER = re.compile(r"(?<![\w./-])((?:[A-Za-z_]\w*/)+)(?![\w.])")
+
+
+def unknown_modules(text: str) -> list[str]:
+    """The module files (`x.py`, `folder/x.py`, `pypto_build/...`) and package folders (`run/`) a doc names
+    that do not exist. A path that starts with one of the package's folder names is looked up under the
+    package at any depth (`host/run.py` is `platforms/host/run.py`); `tests/`, `tools/` and `bench/` paths,
+    and a bare file name, may also be the checkout's own (`test_docs.py`)."""
+    ours = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")}
+    folders = {p.relative_to(PACKAGE).as_posix() + "/" for p in PACKAGE.rglob("*") if p.is_dir()}
+    folder_names = {f.rstrip("/").rpartition("/")[2] for f in folders}
+    checkout = {p.name for top in CHECKOUT for p in (ROOT / top).rglob("*.py")}
+    names = {name.rpartition("/")[2] for name in ours} | checkout | NOT_OURS
+
+    def under_package(path: str, known: set[str]) -> bool:
+        return any(f"/{m}".endswith(f"/{path}") for m in known)
+
+    missing = []
+    for name in [*MODULE_FILE.findall(text), *FOLDER.findall(text)]:
+        path = name.removeprefix("pypto_build/")
+        first = path.split("/")[0]
+        if name in NOT_OURS:
+            continue
+        if first in CHECKOUT:
+            found = (ROOT / path).exists()
+        elif name.startswith("pypto_build/"):
+            found = (PACKAGE / path).exists()
+        elif "/" not in path.rstrip("/"):
+            found = path in names if path.endswith(".py") else (name == path and first not in folder_names
+                                                                 or under_package(path, folders))
+        elif name.startswith("pypto_build/") or first in folder_names:
+            found = under_package(path, ours if path.endswith(".py") else folders)
+        else:
+            found = True                            # not a path of ours (a build directory's, a user's)
+        if not found:
+            missing.append(name)
+    return sorted(set(missing))
+
+
+def test_unknown_modules_sees_a_moved_module():
+    assert unknown_modules("`request.py`, `runtime/l3_driver.py`, `pypto_build/engine/noop.py`, `run/tasks/`, "
+                           "`pypto_build/shards.py`") == [
+        "pypto_build/engine/noop.py", "pypto_build/shards.py", "request.py", "run/tasks/", "runtime/l3_driver.py"]
+    assert unknown_modules("`platforms/l3_driver.py`, `host/run.py`, `plan/noop.py`, `golden.py`, "
+                           "`tests/test_docs.py`, `platforms/host/runtime/`") == []
+
+
+@pytest.mark.parametrize("doc", LIVING)
+def test_the_docs_name_only_modules_that_exist(doc):
+    """docs/architecture.md draws the tree, the other docs point into it: a module moved or renamed without
+    the docs fails here."""
+    assert unknown_modules((DOCS / doc).read_text(encoding="utf-8")) == []
