@@ -16,7 +16,8 @@ from ...errors import ToolchainError
 from ...builddir.markers import HOST_STAMP, host_binary, host_external_binary
 from ...toolchain.identity import BinaryContext, Revision, clean_git_revision, host_runtime_revision
 from ...core.procs import path_arg
-from ...toolchain.compiler import PACKAGE_DIR, Compiler, extra_flags, host_compiler, system_include_dirs
+from ...toolchain.compiler import (PACKAGE_DIR, Compiler, extra_flags, host_compiler, probe_compiler,
+                                   system_include_dirs)
 from ..base import Command, Platform, UnitSource
 
 HOST_INCLUDE = PACKAGE_DIR / "platforms" / "host" / "headers" / "include"
@@ -55,6 +56,17 @@ class HostPlatform(Platform):
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         return self.compiler
+
+    def toolchain_key(self) -> str:
+        return self.compiler.probe
+
+    @classmethod
+    def toolchain_key_now(cls, env: Mapping[str, str]) -> str | None:
+        return probe_compiler(env.get("CXX") or "g++", path=env.get("PATH")).digest
+
+    def watched_checkouts(self) -> tuple[Path, ...]:
+        """`PTO_ISA_ROOT`, when set: its identity is HEAD of a clean checkout."""
+        return () if self.pto_isa_root is None else (self.pto_isa_root,)
 
     def command(self, unit: UnitSource) -> Command:
         """Shaped like simpler's CPU-sim command lines (a kernel's, or the host g++ orchestration's), run in the
