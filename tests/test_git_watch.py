@@ -131,6 +131,15 @@ def test_a_same_size_edit_with_its_mtime_put_back_is_seen_within_the_same_second
     assert state(watch) != now
 
 
+def test_a_config_file_git_would_include_is_watched_before_it_exists(repo):
+    """`[include] path = ...` of a missing file: creating it may change what git ignores or compares."""
+    git(repo, "config", "include.path", "extra.cfg")
+    watch, now = taken(repo)
+    assert str(repo / ".git" / "extra.cfg") in watch.optional
+    (repo / ".git" / "extra.cfg").write_text("[status]\n\tshowUntrackedFiles = no\n")
+    assert state(watch) != now
+
+
 def test_what_git_ignores_leaves_the_watch_unchanged(repo):
     watch, now = taken(repo)
     (repo / "build" / "y.o").write_text("object\n")

@@ -122,6 +122,27 @@ def test_a_clean_pto_isa_checkout_is_judged_without_git_and_an_edit_still_seen(l
     assert any("uncommitted or untracked changes" in w for w in result.warnings)
 
 
+def test_pto_isa_root_pointed_at_another_checkout_takes_the_full_path(l2, pto_isa, tmp_path, monkeypatch):
+    """PTO_ISA_ROOT through a symbolic link: the record names the checkout it resolved to."""
+    other = tmp_path / "other-pto-isa"
+    git(tmp_path, "clone", "-q", str(pto_isa), str(other))
+    (other / "include" / "pto" / "pto-inst.hpp").write_text("#pragma once\nnamespace pto { }\n")
+    git(other, "commit", "-qam", "other")
+    link = tmp_path / "pto-link"
+    link.symlink_to(pto_isa)
+    monkeypatch.setenv("PTO_ISA_ROOT", str(link))
+    build(l2)
+    for tree in (pto_isa, other):
+        age_tree(tree)
+        git(tree, "status")
+    settle(l2)
+    assert is_fast(build(l2))
+    link.unlink()
+    link.symlink_to(other)
+    result = build(l2)
+    assert not is_fast(result) and len(result.compiled) == 4
+
+
 def test_selected_tasks_and_recompile_bypass_the_record(settled):
     assert not is_fast(build(settled, tasks=["orch:main"]))
     settle(settled)

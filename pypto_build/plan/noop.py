@@ -139,9 +139,6 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
     invalidate(root)
     if run_key is None:
         return False
-    trees = _watch_trees(root, checkouts, since_ns)
-    if trees is None:
-        return False
     stats = {}
     for path in dict.fromkeys(paths):
         try:
@@ -151,6 +148,9 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
         if changed_since(st, since_ns):
             return False
         stats[path] = _signature(st)
+    trees = _watch_trees(root, checkouts, since_ns)     # after the stats: it may ask git
+    if trees is None:
+        return False
     try:
         if trees:
             _keep_watches(root, trees)

@@ -149,11 +149,18 @@ def _config_files(top: str, listing: str) -> list[str]:
              os.path.join(xdg, "git", "ignore"), os.path.join(xdg, "git", "attributes")]
     items = listing.split("\0")
     for origin, item in zip(items[::2], items[1::2]):
-        if origin.startswith("file:"):
-            files.append(os.path.join(top, origin[len("file:"):]))
+        source = os.path.join(top, origin[len("file:"):]) if origin.startswith("file:") else None
+        if source:
+            files.append(source)
         name, _nl, value = item.partition("\n")
-        if name.lower() in ("core.excludesfile", "core.attributesfile") and value:
+        name = name.lower()
+        if not value:
+            continue
+        if name in ("core.excludesfile", "core.attributesfile"):
             files.append(os.path.join(top, os.path.expanduser(value)))
+        elif name.startswith(("include.", "includeif.")) and name.endswith(".path") and source:
+            # an included file, relative to the file that includes it; read only if it exists (so watched)
+            files.append(os.path.join(os.path.dirname(source), os.path.expanduser(value)))
     return files
 
 

@@ -8,6 +8,7 @@ device (L3): `host_run.HostRunner`, which planning never imports.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Mapping
@@ -58,11 +59,14 @@ class HostPlatform(Platform):
         return self.compiler
 
     def toolchain_key(self) -> str:
-        return self.compiler.probe
+        return json.dumps([self.compiler.probe, self.pto_isa_root and str(self.pto_isa_root)])
 
     @classmethod
     def toolchain_key_now(cls, env: Mapping[str, str]) -> str | None:
-        return probe_compiler(env.get("CXX") or "g++", path=env.get("PATH")).digest
+        """`$CXX` probed, and `PTO_ISA_ROOT` resolved as `locate` resolves it (a link may be pointed elsewhere)."""
+        pto = env.get("PTO_ISA_ROOT") or None
+        return json.dumps([probe_compiler(env.get("CXX") or "g++", path=env.get("PATH")).digest,
+                           pto and str(Path(pto).resolve())])
 
     def watched_checkouts(self) -> tuple[Path, ...]:
         """`PTO_ISA_ROOT`, when set: its identity is HEAD of a clean checkout."""
