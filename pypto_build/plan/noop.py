@@ -66,12 +66,12 @@ def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: di
 
     `toolchain` (`Platform.toolchain_key`) and `ptoas_path` are what planning found
     (when recording); left out, they are looked up now (when checking:
-    `Platform.toolchain_key_now`, which runs the compilers' `--version`).
+    the registry's `toolchain_key_now`, which runs the compilers' `--version`).
     """
     env = os.environ if env is None else env
     if toolchain is None:
         try:
-            toolchain = implementation(platform).platform_class.toolchain_key_now(env)
+            toolchain = implementation(platform).toolchain_key_now(env)
         except (ToolchainError, ValueError):
             return None                       # the full path says what is wrong
         if toolchain is None:

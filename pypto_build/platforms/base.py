@@ -73,14 +73,9 @@ class Platform(ABC):
     noop_record: ClassVar[bool] = False
 
     def toolchain_key(self) -> str:
-        """The no-op key's part for the toolchain as located (compilers resolved, with their `--version`)."""
+        """The no-op key's part for the toolchain as located (compilers resolved, with their `--version`); the
+        registry's `toolchain_key_now` looks the same up without locating."""
         raise NotImplementedError(f"{self.name} keeps no no-op record")
-
-    @classmethod
-    def toolchain_key_now(cls, env: Mapping[str, str]) -> str | None:
-        """`toolchain_key` as `locate` would find it in `env` now, without locating (no git, no
-        `-E -v`); None when the platform keeps no no-op record. ToolchainError when a compiler is missing."""
-        return None
 
     def watched_checkouts(self) -> tuple[Path, ...]:
         """Git checkouts whose clean HEAD is an identity of this platform's binaries: the no-op record watches

@@ -8,7 +8,6 @@ device (L3): `host_run.HostRunner`, which planning never imports.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Mapping
@@ -17,9 +16,9 @@ from ...errors import ToolchainError
 from ...builddir.markers import HOST_STAMP, host_binary, host_external_binary
 from ...toolchain.identity import BinaryContext, Revision, clean_git_revision, host_runtime_revision
 from ...core.procs import path_arg
-from ...toolchain.compiler import (PACKAGE_DIR, Compiler, extra_flags, host_compiler, probe_compiler,
-                                   system_include_dirs)
+from ...toolchain.compiler import PACKAGE_DIR, Compiler, extra_flags, host_compiler, system_include_dirs
 from ..base import Command, Platform, UnitSource
+from .noop_key import toolchain_key
 
 HOST_INCLUDE = PACKAGE_DIR / "platforms" / "host" / "headers" / "include"
 HOST_FALLBACK = PACKAGE_DIR / "platforms" / "host" / "headers" / "fallback"
@@ -59,14 +58,7 @@ class HostPlatform(Platform):
         return self.compiler
 
     def toolchain_key(self) -> str:
-        return json.dumps([self.compiler.probe, self.pto_isa_root and str(self.pto_isa_root)])
-
-    @classmethod
-    def toolchain_key_now(cls, env: Mapping[str, str]) -> str | None:
-        """`$CXX` probed, and `PTO_ISA_ROOT` resolved as `locate` resolves it (a link may be pointed elsewhere)."""
-        pto = env.get("PTO_ISA_ROOT") or None
-        return json.dumps([probe_compiler(env.get("CXX") or "g++", path=env.get("PATH")).digest,
-                           pto and str(Path(pto).resolve())])
+        return toolchain_key(self.compiler.probe, self.pto_isa_root)
 
     def watched_checkouts(self) -> tuple[Path, ...]:
         """`PTO_ISA_ROOT`, when set: its identity is HEAD of a clean checkout."""

@@ -11,7 +11,6 @@ never imports) assembles those bytes into simpler's callables, never recompiling
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -21,11 +20,12 @@ from typing import ClassVar, Mapping
 from ...errors import ToolchainError
 from ...toolchain.identity import BinaryContext
 from ...builddir.stamp import STAMP
-from ...toolchain.compiler import Compiler, probe_compiler, resolve_compiler, system_include_dirs
+from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
 from ..base import Command, Platform, PostStep, UnitSource
 from .argv import HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compiler_is_gcc, orchestration_argv, sim_kernel_argv
 from .places import kernel_payload_path, orchestration_path
-from .env import PTO_ISA_TREE, SimplerInstall, find_simpler, install_places
+from .env import SimplerInstall, find_simpler
+from .noop_key import toolchain_key
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,9 @@ class SimplerSimPlatform(Platform):
         return (self.install.project_root / ".git").exists()
 
     def toolchain_key(self) -> str:
-        return json.dumps([str(self.install.project_root), str(self.install.pto_isa_root), str(self.install.setup_dir),
-                           self.kernel_compiler.probe, self.compiler.probe])
-
-    @classmethod
-    def toolchain_key_now(cls, env: Mapping[str, str]) -> str | None:
-        """Where simpler is (`install_places`), its PTO-ISA tree, and the two compilers probed on PATH."""
-        root, setup_dir = install_places()
-        probes = [probe_compiler(cxx, path=env.get("PATH")).digest for cxx in (SIM_CXX, HOST_CXX)]
-        return json.dumps([str(root), str((root / PTO_ISA_TREE).resolve()), str(setup_dir), *probes])
+        install = self.install
+        return toolchain_key(install.project_root, install.pto_isa_root, install.setup_dir, self.kernel_compiler.probe,
+                             self.compiler.probe)
 
     def watched_checkouts(self) -> tuple[Path, ...]:
         """simpler's checkout and its PTO-ISA tree: PyPTO identifies both by their clean HEAD."""
