@@ -180,12 +180,22 @@ def test_a_linked_worktree_is_watched_with_its_own_head_and_index(repo, tmp_path
     assert status(linked) == f" M {HEADER}" and state(watch) != now
 
 
-def test_index_version_4_is_watched(repo):
-    git(repo, "update-index", "--index-version", "4")
-    assert (repo / ".git" / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")
+@pytest.mark.parametrize("index", ["version 4", "split"])
+def test_an_index_git_writes_in_another_form_is_watched(repo, index):
+    """git lists the files, so the index's form (v4 path compression, a split index) does not matter."""
+    if index == "version 4":
+        git(repo, "update-index", "--index-version", "4")
+        assert (repo / ".git" / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")
+    else:
+        git(repo, "update-index", "--split-index")
+        assert list((repo / ".git").glob("sharedindex.*"))
     watch, now = taken(repo)
     same_size_edit(repo / HEADER)
     assert status(repo) == f" M {HEADER}" and state(watch) != now
+    git(repo, "commit", "-qam", "two")
+    watch, now = taken(repo)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "three")
+    assert state(watch) != now
 
 
 def test_a_tree_git_must_judge_is_not_watched(repo, tmp_path):
