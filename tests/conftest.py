@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -150,6 +151,18 @@ def inject(kernel: Path, code: str, *, after_call: bool = False, includes: str =
     if includes:
         text = text.replace("#include <cstdint>", f"#include <cstdint>\n{includes}", 1)
     kernel.write_text(text)
+
+
+def recording_git(bin_dir: Path) -> Path:
+    """Write a labelled test stand-in `git` into `bin_dir` (put it first on PATH): it appends its arguments to
+    the returned log, then runs the real git."""
+    real, log = which("git"), bin_dir / "git-calls.log"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "git").write_text("#!/bin/sh\n# test stand-in: logs its arguments, then runs the real git\n"
+                                 f'echo "$*" >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    log.write_text("")
+    return log
 
 
 def git(repo: Path, *args: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_PTOAS, age_tree, edit, settle_ctimes, which
+from conftest import FAKE_PTOAS, age_tree, edit, git, recording_git, settle_ctimes, which
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.builddir.markers import host_binary
@@ -88,12 +88,59 @@ def test_any_change_takes_the_full_path(settled, monkeypatch, change):
     assert result.compiled == expect
 
 
-def test_pto_isa_root_never_uses_the_record(settled, tmp_path, monkeypatch):
-    from pypto_build.plan import noop
-    monkeypatch.setenv("PTO_ISA_ROOT", str(tmp_path))
-    assert noop.key("host", True, None) is None
-    monkeypatch.delenv("PTO_ISA_ROOT")
-    assert noop.key("host", True, None) is not None
+@pytest.fixture
+def git_calls(tmp_path, monkeypatch) -> Path:
+    """The log of a stand-in `git` first on PATH (`recording_git`)."""
+    log = recording_git(tmp_path / "git-stand-in")
+    monkeypatch.setenv("PATH", f"{log.parent}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_a_clean_pto_isa_checkout_is_judged_without_git_and_an_edit_still_seen(l2, pto_isa, git_calls, monkeypatch):
+    """PTO_ISA_ROOT's identity is HEAD of a clean checkout: the record watches the checkout (git_watch), so a
+    no-op runs no git; a same-size edit of a tracked file with its mtime put back goes to git, which sees it."""
+    (pto_isa / "NOTES").write_text("one\n")
+    git(pto_isa, "add", ".")
+    git(pto_isa, "commit", "-qm", "notes")
+    monkeypatch.setenv("PTO_ISA_ROOT", str(pto_isa))
+    build(l2)                               # compiles against PTO_ISA_ROOT
+    age_tree(pto_isa)
+    git(pto_isa, "status")                  # git refreshes its index once for the aged files
+    settle(l2)
+    git_calls.write_text("")
+    assert is_fast(build(l2))
+    assert git_calls.read_text() == ""
+
+    notes = pto_isa / "NOTES"
+    time.sleep(1 - time.time() % 1 + 0.01)  # past git's last look: it compares ctime in whole seconds
+    before = notes.stat()
+    notes.write_text("two\n")
+    os.utime(notes, ns=(before.st_atime_ns, before.st_mtime_ns))
+    result = build(l2)
+    assert not is_fast(result) and "status" in git_calls.read_text()
+    assert len(result.compiled) == 4         # the identity is unknown: every unit rebuilds, nothing stamped
+    assert any("uncommitted or untracked changes" in w for w in result.warnings)
+
+
+def test_pto_isa_root_pointed_at_another_checkout_takes_the_full_path(l2, pto_isa, tmp_path, monkeypatch):
+    """PTO_ISA_ROOT through a symbolic link: the record names the checkout it resolved to."""
+    other = tmp_path / "other-pto-isa"
+    git(tmp_path, "clone", "-q", str(pto_isa), str(other))
+    (other / "include" / "pto" / "pto-inst.hpp").write_text("#pragma once\nnamespace pto { }\n")
+    git(other, "commit", "-qam", "other")
+    link = tmp_path / "pto-link"
+    link.symlink_to(pto_isa)
+    monkeypatch.setenv("PTO_ISA_ROOT", str(link))
+    build(l2)
+    for tree in (pto_isa, other):
+        age_tree(tree)
+        git(tree, "status")
+    settle(l2)
+    assert is_fast(build(l2))
+    link.unlink()
+    link.symlink_to(other)
+    result = build(l2)
+    assert not is_fast(result) and len(result.compiled) == 4
 
 
 def test_selected_tasks_and_recompile_bypass_the_record(settled):

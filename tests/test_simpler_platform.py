@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import edit
+from conftest import age_tree, edit, recording_git
 
 pytestmark = [pytest.mark.simpler, pytest.mark.slow]
 
@@ -270,3 +270,20 @@ def test_sim_kernels_compile_on_distccd_to_simplers_bytes(install, built, tmp_pa
         theirs = compiler.compile_incore(str(ex / source), core_type=core, pto_isa_root=str(install.pto_isa_root),
                                          extra_include_dirs=pypto_kernel_dirs(install.project_root))
         assert (ex / rel).read_bytes() == theirs == before[rel], rel
+
+
+def test_a_noop_runs_no_git(ex, install, tmp_path):
+    """simpler's checkout and its PTO-ISA tree are watched by the no-op record (git_watch): git is asked when
+    the record is taken, never by the no-op itself."""
+    log = recording_git(tmp_path / "git-stand-in")
+    env = {"PATH": f"{log.parent}{os.pathsep}{os.environ['PATH']}"}
+    age_tree(ex)
+    first = cli("build", str(ex), env=env)
+    assert first.returncode == 0 and (ex / ".pypto_build/noop.json").exists(), first.stdout + first.stderr
+    assert "status" in log.read_text()
+    log.write_text("")
+    done = cli("build", str(ex), env=env)
+    assert done.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date", done.stdout + done.stderr
+    assert log.read_text() == ""
+    trees = json.loads((ex / ".pypto_build/noop.json").read_text())["trees"]
+    assert [t[0] for t in trees] == [str(install.project_root), str(install.pto_isa_root)]

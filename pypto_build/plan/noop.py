@@ -18,9 +18,17 @@ The key is built from what the decision compares, looked up the same way:
 compiler) and ptoas found as `ptoas.find_ptoas` finds it. The binaries' content
 is compared by stat (never hashed here).
 
-Not used when PTO_ISA_ROOT is set (its identity needs git), when a run
-selects tasks, forces a rebuild (`--recompile`, an `invalidate_binary_cache()`
-mark) or could not apply a `.pto` edit.
+A git checkout whose clean HEAD is part of an identity (`PTO_ISA_ROOT`,
+simpler's tree and its PTO-ISA tree: `Platform.watched_checkouts`) is compared
+by the stat of everything git's clean answer rests on (`git_watch`): every
+tracked file, every directory git status walks, git's own files. The list is
+kept in `.pypto_build/git_watch.json` (git is asked for it again only when
+something in the tree changed); the record names each list by digest, so an
+edited list never narrows what is compared.
+
+Not used when a run selects tasks, forces a rebuild (`--recompile`, an
+`invalidate_binary_cache()` mark) or could not apply a `.pto` edit, nor on a
+platform whose identities it cannot see (`Platform.noop_record`).
 """
 from __future__ import annotations
 
@@ -36,37 +44,43 @@ from . import invalidation
 from ..core import stages
 from ..errors import ToolchainError, warn
 from ..builddir.markers import STATE_DIR, current_state_folder
+from ..platforms import implementation
 from ..pto import find_ptoas, identity_files
 from ..core.racy import changed_since
-from ..toolchain.compiler import PACKAGE_DIR, probe_compiler
+from ..toolchain.compiler import PACKAGE_DIR
+from ..toolchain.git_watch import TreeWatch, state, watch_tree
 
 if TYPE_CHECKING:
     from .graph import Graph
 
 RECORD = "noop.json"
-ENV_KEYS = ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PATH")
+WATCHES = "git_watch.json"
+ENV_KEYS = ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PATH",
+            "HOME", "XDG_CONFIG_HOME")    # the last two: where git finds its global config
 FIND = object()    # `key(ptoas_path=FIND)`: look ptoas up now
 
 
 def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: dict | None = None, *,
-        compiler: str | None = None, ptoas_path: str | None | object = FIND) -> str | None:
+        toolchain: str | None = None, ptoas_path: str | None | object = FIND) -> str | None:
     """What the decision depends on besides files; None when the fast path must not be used.
 
-    `compiler` (a `CompilerProbe.digest`) and `ptoas_path` are what planning found
-    (when recording); left out, they are looked up now (when checking).
+    `toolchain` (`Platform.toolchain_key`) and `ptoas_path` are what planning found
+    (when recording); left out, they are looked up now (when checking:
+    the registry's `toolchain_key_now`, which runs the compilers' `--version`).
     """
     env = os.environ if env is None else env
-    if env.get("PTO_ISA_ROOT"):
-        return None
-    if compiler is None:
+    if toolchain is None:
         try:
-            compiler = probe_compiler(env.get("CXX") or "g++", path=env.get("PATH")).digest
+            toolchain = implementation(platform).toolchain_key_now(env)
         except (ToolchainError, ValueError):
             return None                       # the full path says what is wrong
+        if toolchain is None:
+            return None
     if ptoas_path is FIND:
         ptoas_path = find_ptoas(ptoas, env).path
+    git_env = sorted(f"{k}={v}" for k, v in env.items() if k.startswith("GIT_"))
     parts = [__version__, platform, repr(rebuild_from_pto), *(f"{k}={env.get(k, '')}" for k in ENV_KEYS),
-             compiler, str(ptoas_path)]
+             *git_env, toolchain, str(ptoas_path)]
     return json.dumps(parts)
 
 
@@ -81,10 +95,10 @@ def _signature(st: os.stat_result) -> list[int]:
     return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
 
 
-def tool_paths(compiler: str, ptoas_path: str | None) -> list[str]:
+def tool_paths(compilers: list[str], ptoas_path: str | None) -> list[str]:
     """Files outside the build dir whose change must defeat the fast path: the binaries the key names
     (ptoas with the binary its launcher runs) and the package's own files."""
-    paths = [compiler]
+    paths = list(compilers)
     if ptoas_path:
         try:
             paths += identity_files(ptoas_path)
@@ -109,14 +123,18 @@ def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
         for path, sig in data["stats"].items():
             if signature(path if os.path.isabs(path) else os.path.join(base, path)) != sig:
                 return None
+        if data.get("trees") and not _trees_unchanged(root, data["trees"]):
+            return None
         run_key = make_key()
         return data if run_key is not None and data.get("key") == run_key else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def record(root: Path, run_key: str | None, paths: list[str], summary: dict, since_ns: int) -> bool:
-    """Write the record if every path exists and none changed since `since_ns` (the run's start); else remove it."""
+def record(root: Path, run_key: str | None, paths: list[str], summary: dict, since_ns: int,
+           checkouts: tuple[Path, ...] = ()) -> bool:
+    """Write the record if every path exists and none changed since `since_ns` (the run's start), with the
+    watch of each git checkout in `checkouts`; else remove it."""
     root = Path(root)
     invalidate(root)
     if run_key is None:
@@ -130,9 +148,15 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
         if changed_since(st, since_ns):
             return False
         stats[path] = _signature(st)
+    trees = _watch_trees(root, checkouts, since_ns)     # after the stats: it may ask git
+    if trees is None:
+        return False
     try:
-        atomic.write_text(root / STATE_DIR / RECORD, json.dumps({"key": run_key, "stats": stats, **summary}),
-                          sweep=True)
+        if trees:
+            _keep_watches(root, trees)
+        named = [[w.root, w.listing_digest, digest] for w, digest in trees]
+        atomic.write_text(root / STATE_DIR / RECORD,
+                          json.dumps({"key": run_key, "stats": stats, "trees": named, **summary}), sweep=True)
     except OSError as exc:      # only a shortcut is lost: the build itself is complete
         from ..core.oserrors import describe
         warn(f"{describe(exc, doing='written')} (the build is complete; until then every build decides by "
@@ -188,8 +212,62 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     if graph.layout.stale:
         return False            # keep saying it: the leftover line is printed by the full path only
     # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
-    pto, compiler = graph.pto.options, graph.platform.compiler_for("kernel")
+    pto = graph.pto.options
     ptoas_path = graph.pto.lookup.path if graph.pto.lookup else find_ptoas(pto.ptoas).path
-    run_key = key(graph.platform.name, pto.enabled, pto.ptoas, compiler=compiler.probe, ptoas_path=ptoas_path)
-    paths += tool_paths(compiler.path, ptoas_path)
-    return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines}, graph.planned_ns)
+    platform = graph.platform
+    run_key = key(platform.name, pto.enabled, pto.ptoas, toolchain=platform.toolchain_key(), ptoas_path=ptoas_path)
+    compilers = list(dict.fromkeys(platform.compiler_for(kind).path for kind in ("kernel", "orchestration")))
+    paths += tool_paths(compilers, ptoas_path)
+    return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines}, graph.planned_ns,
+                  platform.watched_checkouts())
+
+
+def _watch_trees(root: Path, checkouts: tuple[Path, ...], since_ns: int) -> list[tuple[TreeWatch, str]] | None:
+    """Each checkout's watch with its state now; None when one cannot be watched or changed since `since_ns`.
+
+    A watch kept by an earlier record is reused while its state is still the one kept with it (the tree,
+    its index and its ignore rules are then as they were, so git would list the same); else git is asked.
+    """
+    kept = _kept_watches(root)
+    found = []
+    for top in map(os.fspath, checkouts):
+        old = kept.get(top)
+        if old is not None and state(old[0], since_ns) == old[1]:
+            found.append(old)
+            continue
+        watch = watch_tree(top)
+        now = state(watch, since_ns) if watch is not None else None
+        if now is None:
+            return None
+        found.append((watch, now))
+    return found
+
+
+def _kept_watches(root: Path) -> dict[str, tuple[TreeWatch, str]]:
+    """`git_watch.json`: checkout -> (watch, its state when kept); empty when missing or damaged."""
+    try:
+        data = json.loads(safeio.read_text(Path(root) / STATE_DIR / WATCHES))
+        return {top: (TreeWatch(top, tuple(paths.split("\n")), tuple(optional)), digest)
+                for top, paths, optional, digest in data["trees"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _keep_watches(root: Path, trees: list[tuple[TreeWatch, str]]) -> None:
+    """Write `git_watch.json` with `trees` (and the other checkouts it kept), unless it holds them already."""
+    kept = _kept_watches(root)
+    if all(kept.get(w.root) == (w, digest) for w, digest in trees):
+        return
+    kept.update({w.root: (w, digest) for w, digest in trees})
+    rows = [[w.root, "\n".join(w.paths), list(w.optional), digest] for w, digest in kept.values()]
+    atomic.write_text(Path(root) / STATE_DIR / WATCHES, json.dumps({"trees": rows}), sweep=True)
+
+
+def _trees_unchanged(root: Path, trees: list) -> bool:
+    """Whether every checkout the record names is watched by the kept list it names, in the state recorded."""
+    kept = _kept_watches(root)
+    for top, listing, digest in trees:
+        watch = kept.get(top, (None, None))[0]
+        if watch is None or watch.listing_digest != listing or state(watch) != digest:
+            return False
+    return True

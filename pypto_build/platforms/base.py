@@ -68,9 +68,19 @@ class Platform(ABC):
     runtimes: ClassVar[tuple[str, ...]]  # the RUNTIME_CONFIG["runtime"] names it can build and run
     system_dirs: tuple[str, ...]        # where its compilers find headers by themselves (resolved): not an escape
     runtime_label: ClassVar[str]        # the runtime binaries run on, as the run's first line names it
-    # Whether the no-op record (engine/noop.py) sees every identity input: the package, $CXX, PTO_ISA_ROOT unset.
-    # A toolchain tree whose revision only a git status can tell (simpler's) keeps every run on the full path.
+    # Whether the no-op record (plan/noop.py) sees every identity input: the package, the compilers
+    # (`toolchain_key`), the git checkouts whose clean HEAD is an identity (`watched_checkouts`).
     noop_record: ClassVar[bool] = False
+
+    def toolchain_key(self) -> str:
+        """The no-op key's part for the toolchain as located (compilers resolved, with their `--version`); the
+        registry's `toolchain_key_now` looks the same up without locating."""
+        raise NotImplementedError(f"{self.name} keeps no no-op record")
+
+    def watched_checkouts(self) -> tuple[Path, ...]:
+        """Git checkouts whose clean HEAD is an identity of this platform's binaries: the no-op record watches
+        them (`git_watch`) instead of asking git."""
+        return ()
 
     @property
     @abstractmethod

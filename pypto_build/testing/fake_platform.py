@@ -63,6 +63,9 @@ class FakePlatform(Platform):
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         return self.compiler
 
+    def toolchain_key(self) -> str:
+        return self.compiler.probe
+
     def command(self, unit: UnitSource) -> Command:
         """In PyPTO's places (beside the source, cache/external/), as a platform PyPTO builds for does."""
         if unit.kind == "kernel" and unit.external:

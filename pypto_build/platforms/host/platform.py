@@ -18,6 +18,7 @@ from ...toolchain.identity import BinaryContext, Revision, clean_git_revision, h
 from ...core.procs import path_arg
 from ...toolchain.compiler import PACKAGE_DIR, Compiler, extra_flags, host_compiler, system_include_dirs
 from ..base import Command, Platform, UnitSource
+from .noop_key import toolchain_key
 
 HOST_INCLUDE = PACKAGE_DIR / "platforms" / "host" / "headers" / "include"
 HOST_FALLBACK = PACKAGE_DIR / "platforms" / "host" / "headers" / "fallback"
@@ -55,6 +56,13 @@ class HostPlatform(Platform):
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         return self.compiler
+
+    def toolchain_key(self) -> str:
+        return toolchain_key(self.compiler.probe, self.pto_isa_root)
+
+    def watched_checkouts(self) -> tuple[Path, ...]:
+        """`PTO_ISA_ROOT`, when set: its identity is HEAD of a clean checkout."""
+        return () if self.pto_isa_root is None else (self.pto_isa_root,)
 
     def command(self, unit: UnitSource) -> Command:
         """Shaped like simpler's CPU-sim command lines (a kernel's, or the host g++ orchestration's), run in the

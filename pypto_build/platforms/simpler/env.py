@@ -71,6 +71,14 @@ class SimplerInstall:
 
 def find_simpler() -> SimplerInstall:
     """The simpler install this Python would use, with its identities; ToolchainError when there is none."""
+    root, setup_dir = install_places()
+    pto_root, pto_revision, problem = check_pto_isa(root)
+    return SimplerInstall(root, runtime_revision(root), pto_root, pto_revision, problem, setup_dir)
+
+
+def install_places() -> tuple[Path, Path]:
+    """(project_root, setup_dir) of the simpler install this Python would use, asking neither git nor simpler
+    (the no-op key asks it too); ToolchainError when there is none."""
     why = simpler_missing()
     if why:
         raise ToolchainError(why)
@@ -81,9 +89,7 @@ def find_simpler() -> SimplerInstall:
     here = environment.resolve().parent
     assets = here / "_assets"
     root = assets if (assets / "src").is_dir() else here.parent
-    pto_root, pto_revision, problem = check_pto_isa(root)
-    return SimplerInstall(root, runtime_revision(root), pto_root, pto_revision, problem,
-                          compiler.resolve().parent)
+    return root, compiler.resolve().parent
 
 
 def runtime_revision(project_root: Path) -> Revision:

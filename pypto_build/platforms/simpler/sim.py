@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Mapping
 
 from ...errors import ToolchainError
@@ -24,6 +25,7 @@ from ..base import Command, Platform, PostStep, UnitSource
 from .argv import HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compiler_is_gcc, orchestration_argv, sim_kernel_argv
 from .places import kernel_payload_path, orchestration_path
 from .env import SimplerInstall, find_simpler
+from .noop_key import toolchain_key
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,21 @@ class SimplerSimPlatform(Platform):
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         return self.kernel_compiler if kind == "kernel" else self.compiler
+
+    @property
+    def noop_record(self) -> bool:      # type: ignore[override]
+        """A checkout of simpler: both identities are clean HEADs the record can watch (a wheel's build
+        commit is read from a native module the record does not see)."""
+        return (self.install.project_root / ".git").exists()
+
+    def toolchain_key(self) -> str:
+        install = self.install
+        return toolchain_key(install.project_root, install.pto_isa_root, install.setup_dir, self.kernel_compiler.probe,
+                             self.compiler.probe)
+
+    def watched_checkouts(self) -> tuple[Path, ...]:
+        """simpler's checkout and its PTO-ISA tree: PyPTO identifies both by their clean HEAD."""
+        return (self.install.project_root, self.install.pto_isa_root) if self.install.pto_isa_root else ()
 
     def command(self, unit: UnitSource) -> Command:
         """PyPTO's `KernelCompiler` command line, run in simpler's project root, writing where PyPTO reads."""
