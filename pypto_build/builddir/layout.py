@@ -56,7 +56,7 @@ class Layout:
     kind: BuildKind
     markers: tuple[str, ...]
     sub_builds: tuple[SubBuild, ...]
-    stale: tuple[str, ...] = ()     # next_levels/<name> the host driver never references (not built)
+    unreferenced: tuple[str, ...] = ()     # next_levels/<name> the host driver never references (not built)
 
     @property
     def state_dir(self) -> Path:
@@ -121,12 +121,12 @@ def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
 
     In an L3 build, `next_levels/<name>/` that `orchestration/host_orch.py`
     never mentions are stale leftovers of an earlier compile (PyPTO compiles
-    them anyway): they are listed in `stale` and built only with `include_stale`.
+    them anyway): they are listed in `unreferenced` and built only with `include_stale`.
     """
     root = Path(os.path.abspath(root))
     forget_resolved_dirs()
     kind, markers = classify(root)
-    stale: list[str] = []
+    unreferenced: list[str] = []
     if kind is BuildKind.L2:
         names = ["."]
     else:
@@ -137,23 +137,23 @@ def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
         if kind is BuildKind.L3 and not include_stale:
             mentioned = host_driver_words(root / HOST_ORCH)
             if mentioned is not None:
-                stale = [n for n in names if n not in mentioned]
+                unreferenced = [n for n in names if n not in mentioned]
                 names = [n for n in names if n in mentioned]
     confine_tree(root, root / STATE_DIR, "state folder")
     subs = []
-    for name in (*names, *stale):       # a leftover that escapes is refused too: replay could load it
+    for name in (*names, *unreferenced):       # a leftover that escapes is refused too: replay could load it
         rel = "." if name == "." else f"next_levels/{name}"
         path = root if name == "." else root / "next_levels" / name
         confine(root, path / KERNEL_CONFIG, f"sub-build {rel}")
         if name in names:
             subs.append(SubBuild(name, rel, path, read_kernel_config(path / KERNEL_CONFIG)))
-    return Layout(root, kind, markers, tuple(subs), tuple(f"next_levels/{n}" for n in stale))
+    return Layout(root, kind, markers, tuple(subs), tuple(f"next_levels/{n}" for n in unreferenced))
 
 
 def host_driver_words(path: Path) -> set[str] | None:
     """Every string constant, name and attribute in host_orch.py (read by AST, never run).
 
-    None when it cannot be parsed: then nothing is called stale.
+    None when it cannot be parsed: then every sub-build counts as referenced.
     """
     try:
         tree = parse_quietly(read_bytes(path), path)

@@ -51,8 +51,8 @@ class Graph:
                                                      "already compile-only) compile here whole")
             out.append(f"pypto-build: {sent} of {len(units)} compiles go through {self.launcher.name}{whole}; links "
                        f"and the rest of the local work stay here, at most {local_jobs()} at a time")
-        err = stale_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
-                                   "binary_context.json is written" for why in self.unknown_identities()]
+        err = unreferenced_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds "
+                                          "and no binary_context.json is written" for why in self.unknown_identities()]
         return out, err
 
     def header(self) -> str:
@@ -121,10 +121,10 @@ def _label(what: str, revision: str) -> str:
     return f"{what} {revision}" if revision else what
 
 
-def stale_lines(graph: Graph) -> list[str]:
+def unreferenced_lines(graph: Graph) -> list[str]:
     """One line per L3 sub-build left out because the host driver never references it."""
     return [f"pypto-build: {rel}: never referenced by orchestration/host_orch.py — a leftover of an earlier "
-            "compile; not built (--include-stale builds it)" for rel in graph.layout.stale]
+            "compile; not built (--include-stale builds it)" for rel in graph.layout.unreferenced]
 
 
 @dataclass(frozen=True)

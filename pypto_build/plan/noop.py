@@ -185,7 +185,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)]
     lines = [graph.header()] + ([graph.pto.skipped_line] if graph.pto.skipped_line else [])
-    if graph.layout.stale:
+    if graph.layout.unreferenced:
         return False            # keep saying it: the leftover line is printed by the full path only
     # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
     pto, compiler = graph.pto.options, graph.platform.compiler_for("kernel")
