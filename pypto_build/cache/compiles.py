@@ -34,8 +34,8 @@ VERSION = "pypto_build-cache-2"     # 2: header lists from -MD (system headers t
 MAX_CANDIDATES = 8
 
 
-def compile_key(kind: str, argv_key: str, compiler_id: str, context: str, source: str) -> str:
-    return text_digest(VERSION, kind, argv_key, compiler_id, context, file_digest(source))
+def compile_key(kind: str, argv_key: str, compiler_id: str, context_digest: str, source: str) -> str:
+    return text_digest(VERSION, kind, argv_key, compiler_id, context_digest, file_digest(source))
 
 
 def restore_compile(cache: ArtifactCache, base: str, sub_rel: str, out: Path) -> list[str] | None:

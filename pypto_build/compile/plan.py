@@ -38,7 +38,7 @@ class CompileUnit:
     source: str            # relative to the build root, or absolute for external kernels
     output: str            # relative to the build root
     argv: tuple[str, ...]  # canonical command (cwd = sub-build); its digest is an input
-    stamp: str             # the sub-build's binary_context.json, relative to the build root
+    stamp_path: str        # the sub-build's binary_context.json, relative to the build root
     argv_key: str          # digest of argv without the locations of identity-covered roots
     covered: tuple[str, ...]  # dirs whose headers an identity covers (not tracked per unit)
     timeout: float = 900.0
@@ -60,7 +60,7 @@ class StepUnit:
     output: str
     argv: tuple[str, ...]
     key: str
-    stamp: str
+    stamp_path: str
     cwd: str = ""
 
 
@@ -95,7 +95,7 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     roots: dict[tuple[str, ...], tuple[str, ...]] = {}    # include roots, resolved once per distinct set
     for sub in layout.sub_builds:
         _check_runtime(sub, platform)
-        stamp = _join(sub.rel, platform.stamp_path)
+        stamp_path = _join(sub.rel, platform.stamp_path)
         # The orchestration first: it is the longest compile, and doit dispatches in this order,
         # so with -j it overlaps the kernels instead of trailing them.
         units = [_orch_unit(layout, sub, platform, timeout, roots)]
@@ -103,12 +103,12 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
         for k in sub.config.kernels:
             unit, command = _kernel_unit(layout, sub, k, platform, timeout, roots)
             units.append(unit)
-            steps += _steps(layout.root, sub, unit, command, platform, stamp)
+            steps += _steps(layout.root, sub, unit, command, platform, stamp_path)
         _check_unique(sub, [*units, *steps])
         outputs = [(u.output, f"output of {u.task}") for u in [*units, *steps]]
-        for path, what in outputs + [(stamp, "stamp")]:
+        for path, what in outputs + [(stamp_path, "stamp")]:
             confine(layout.root, layout.root / path, what, OUTPUT_FIX)
-        plans.append(SubBuildPlan(sub, platform.binary_context(sub.config.runtime_name), tuple(units), stamp,
+        plans.append(SubBuildPlan(sub, platform.binary_context(sub.config.runtime_name), tuple(units), stamp_path,
                                   tuple(steps)))
     return plans
 
@@ -135,14 +135,14 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
 
 
 def _steps(root: Path, sub: SubBuild, unit: CompileUnit, command: Command, platform: Platform,
-           stamp: str) -> list[StepUnit]:
+           stamp_path: str) -> list[StepUnit]:
     """The platform's steps after a kernel's compile, named after the kernel's compile task."""
     if not command.steps:
         return []
     _, _, name = unit.task.partition(":")
     located = _key_roots(platform, root, command.cwd, sub)
     return [StepUnit(stages.task(step.kind, name), step.kind, sub.rel, _join(sub.rel, step.input),
-                     _join(sub.rel, step.output), step.argv, argv_key((step.identity, *step.argv), located), stamp,
+                     _join(sub.rel, step.output), step.argv, argv_key((step.identity, *step.argv), located), stamp_path,
                      os.fspath(command.cwd))
             for step in command.steps]
 

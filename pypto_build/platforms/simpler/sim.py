@@ -18,7 +18,7 @@ from typing import ClassVar, Mapping
 
 from ...errors import ToolchainError
 from ...toolchain.identity import BinaryContext
-from ...builddir.stamp import STAMP
+from ...builddir.stamp import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
 from ..base import Command, Platform, PostStep, UnitSource
 from .argv import HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compiler_is_gcc, orchestration_argv, sim_kernel_argv
@@ -87,7 +87,7 @@ class SimplerSimPlatform(Platform):
 
     @property
     def stamp_path(self) -> str:
-        return STAMP
+        return STAMP_FILE
 
     def covered_roots(self) -> dict[str, str]:
         """simpler's tree (its clean revision) and the PTO-ISA tree (its clean revision)."""
