@@ -43,7 +43,7 @@ class Graph:
     def notices(self) -> tuple[list[str], list[str]]:
         """What planning has to tell before a run: (lines for stdout, lines for stderr). Printed by the
         engine's loader, kept in `BuildResult.warnings` by the API: one wording for every front end."""
-        out = [self.header()] + ([self.pto.skipped_line] if self.pto.skipped_line else [])
+        out = [self.banner()] + ([self.pto.skipped_line] if self.pto.skipped_line else [])
         if self.launcher is not None:
             units = [u for p in self.plans for u in p.units]
             sent = sum(1 for u in units if split(u.argv) is not None)
@@ -55,7 +55,7 @@ class Graph:
                                           "and no binary_context.json is written" for why in self.unknown_identities()]
         return out, err
 
-    def header(self) -> str:
+    def banner(self) -> str:
         """The run's first line: the platform (and why, when not the recorded one), the runtime and PTO-ISA."""
         choice = self.choice or Choice(self.platform.name, "given")
         runtimes = ", ".join(dict.fromkeys(p.context.runtime_name for p in self.plans))

@@ -184,7 +184,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)]
-    lines = [graph.header()] + ([graph.pto.skipped_line] if graph.pto.skipped_line else [])
+    lines = [graph.banner()] + ([graph.pto.skipped_line] if graph.pto.skipped_line else [])
     if graph.layout.unreferenced:
         return False            # keep saying it: the leftover line is printed by the full path only
     # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
