@@ -10,7 +10,7 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import LayoutError, ToolchainError
 from pypto_build.builddir.layout import BuildKind, classify, load_layout
-from pypto_build.builddir.markers import host_binary, host_external_binary
+from pypto_build.platforms.host.places import host_binary, host_external_binary
 from pypto_build.platforms import implementation
 
 

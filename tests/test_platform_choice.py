@@ -13,7 +13,7 @@ import pytest
 
 from pypto_build.errors import MetaError, ToolchainError
 from pypto_build.plan.graph import load_graph
-from pypto_build.builddir.markers import HOST_STAMP, host_binary
+from pypto_build.platforms.host.places import HOST_STAMP, host_binary
 from pypto_build.platforms import choose
 from pypto_build.testing import synth
 

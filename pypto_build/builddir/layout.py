@@ -6,6 +6,7 @@ at the root means single-chip (L2); otherwise `orchestration/host_orch.py`
 means distributed (L3); a root with neither but `next_levels/*/kernel_config.py`
 is a multi-orchestration parent. Every path a build would read or write is
 confined to the build directory (symlinks resolved), except external kernels.
+`find_root` finds the build directory a path is in (file names only: cheap).
 """
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from ..core.confine import confine, confine_tree, forget_resolved_dirs
 from ..errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
-from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, STATE_DIR, is_build_dir,
-                      present_markers, next_level_names as _next_level_names)
+from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, is_build_dir, present_markers,
+                      next_level_names as _next_level_names)
+from .state_dir import STATE_DIR
 from ..core.safeio import read_bytes
 
 
@@ -114,6 +116,23 @@ def build_dirs_in(parent: Path) -> list[str]:
         except (LayoutError, OSError):          # a marker that is no regular file: not one to suggest
             continue
     return found
+
+
+def find_root(start: Path) -> Path:
+    """The build directory `start` is in, found as git finds its top level.
+
+    `start` itself when it is one; else the nearest parent that is one — and when that
+    is a `next_levels/<name>/` sub-build, the L3 or multi-orch root around it. A
+    directory inside no build directory is returned as it is (`classify` says why).
+    """
+    start = Path(os.path.abspath(start))
+    if not start.is_dir() or is_build_dir(start):
+        return start
+    for parent in start.parents:
+        if is_build_dir(parent):
+            top = parent.parent.parent
+            return top if parent.parent.name == "next_levels" and is_build_dir(top) else parent
+    return start
 
 
 def load_layout(root: Path, *, include_stale: bool = False) -> Layout:

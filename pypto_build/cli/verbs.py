@@ -18,7 +18,7 @@ from .. import options
 from .. import pipeline
 from ..core import stages
 from ..errors import FAILED, OK, UserError
-from ..builddir.markers import find_root
+from ..builddir.layout import find_root
 from ..options import Request
 
 

@@ -16,7 +16,7 @@ def watch_options() -> tuple:
 def watch_verb(values: Any, directory: Path | str) -> int:
     """`watch` with parsed option values (argparse namespace or doit dict): one behaviour for both front ends."""
     from ..errors import UserError
-    from ..builddir.markers import find_root
+    from ..builddir.layout import find_root
     from ..run import check_replayable
     from ..watch import watch
     from ..watch import Settings
@@ -34,7 +34,7 @@ def watch_verb(values: Any, directory: Path | str) -> int:
 def history_verb(directory: Path | str) -> int:
     """`pypto-build history DIR`: the variants `watch` tried, oldest first (DIR must be a build directory)."""
     from ..builddir.layout import classify
-    from ..builddir.markers import find_root
+    from ..builddir.layout import find_root
     from ..watch import History
 
     root = find_root(Path(directory))

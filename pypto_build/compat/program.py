@@ -14,7 +14,8 @@ from typing import Sequence
 
 from ..run import require_fit
 from ..errors import ArgumentError
-from ..builddir.markers import HOST_OUTPUTS, STATE_DIR
+from ..builddir.state_dir import STATE_DIR
+from ..platforms import HOST_OUTPUTS
 from ..builddir.sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
 
 __all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]

@@ -19,7 +19,8 @@ from .. import options
 from ..cache import Caches
 from ..errors import PyptoBuildError
 from ..plan.graph import Graph
-from ..builddir.markers import STATE_DB, find_root, state_folder
+from ..builddir.state_dir import STATE_DB, state_folder
+from ..builddir.layout import find_root
 from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
@@ -66,7 +67,7 @@ class BuildDirLoader:
 
     @property
     def dep_file(self) -> Path:
-        """The doit state of the planned graph's platform (each platform's is its own: markers.state_folder)."""
+        """The doit state of the planned graph's platform (each platform's is its own: state_dir.state_folder)."""
         return self.root / state_folder(self.plan().platform.name) / STATE_DB
 
     def load_doit_config(self):

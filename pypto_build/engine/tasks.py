@@ -17,7 +17,7 @@ from ..compile.actions import run_compile, run_stamp
 from ..compile.command import unit_launcher
 from ..plan.graph import Graph, RunTarget, run_targets
 from ..compile.header_sets import SetChecker
-from ..builddir.markers import current_state_folder
+from ..builddir.state_dir import current_state_folder
 from ..run import run_replay, run_validate
 from ..builddir.runconfig import RunSpec
 from ..compile.steps import run_step

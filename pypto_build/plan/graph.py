@@ -16,7 +16,7 @@ from ..toolchain import search_dirs
 from ..core import stages
 from ..toolchain.launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from ..builddir.layout import BuildKind, Layout, load_layout
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from ..core.settings import check_environment
 from ..platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, implementation

@@ -35,7 +35,7 @@ from ..core import atomic, safeio
 from . import invalidation
 from ..core import stages
 from ..errors import ToolchainError, warn
-from ..builddir.markers import STATE_DIR, current_state_folder
+from ..builddir.state_dir import STATE_DIR, current_state_folder
 from ..pto import find_ptoas, identity_files
 from ..core.racy import changed_since
 from ..toolchain.compiler import PACKAGE_DIR, probe_compiler

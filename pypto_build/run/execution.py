@@ -21,7 +21,8 @@ from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
 from ..builddir.layout import BuildKind, classify, load_layout
-from ..builddir.markers import HOST_ORCH, STATE_DIR
+from ..builddir.markers import HOST_ORCH
+from ..builddir.state_dir import STATE_DIR
 from ..builddir.runconfig import RunConfig
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..core import atomic, safeio
 from ..core.hashing import text_digest
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 from ..core.racy import changed_since
 
 RECORD = "search_dirs.json"

@@ -18,7 +18,7 @@ from typing import Iterable
 from ..compile import header_sets
 from ..core.filestate import State, is_modified, make_state
 from ..plan.graph import Graph, run_targets
-from ..builddir.markers import STATE_DIR, current_state_folder
+from ..builddir.state_dir import STATE_DIR, current_state_folder
 
 SOURCE, HEADER, PTO, GOLDEN, PLANNING = "source", "header", "pto", "golden", "planning"
 # New files with these names (or under data/) may change the plan or the golden: they start a round.

@@ -23,7 +23,7 @@ from typing import TextIO
 
 from ..core import stages
 from ..errors import ProgramFailed, PyptoBuildError, one_line
-from ..builddir.markers import STATE_DB, STATE_DIR, current_state_folder
+from ..builddir.state_dir import STATE_DB, STATE_DIR, current_state_folder
 from ..options import Request
 from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect

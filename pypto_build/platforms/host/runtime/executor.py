@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from ....errors import ExecutorError, ManifestError
 from ....builddir.manifest import KernelSpec, read_kernel_config
-from ....builddir.markers import host_binary, host_external_binary
+from ..places import host_binary, host_external_binary
 from . import abi
 
 __all__ = ["HostExecutor", "ExecutorError", "TaskRecord", "RunTrace"]
@@ -136,7 +136,7 @@ class HostExecutor:
         return p if p.is_absolute() and not rooted else self.root / p
 
     def _binary(self, source: Path) -> Path:
-        """Where the host platform put the binary of `source` (markers.HOST_OUTPUTS, apart from PyPTO's)."""
+        """Where the host platform put the binary of `source` (places.HOST_OUTPUTS, apart from PyPTO's)."""
         return self.root / host_binary(os.path.relpath(source, self.root))
 
     def _load(self, path: Path, what: str, tmp: Path) -> ctypes.CDLL:
