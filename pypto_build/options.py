@@ -160,6 +160,11 @@ def doit_options(options: tuple[Opt, ...], section: str = "pypto_build") -> tupl
     return tuple(out)
 
 
+# doit's commands (ours, and doit's own on a build directory's graph) take the directory as an option, not an argument.
+DOIT_DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str, "default": "",
+            "help": "build directory (default: the one the current directory is in)"}
+
+
 def normalize_argv(argv: list[str]) -> list[str]:
     """`--dump-args DIR` means the flag then the directory (PyPTO's optional LEVEL is a number)."""
     out = list(argv)

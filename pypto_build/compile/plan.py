@@ -18,6 +18,7 @@ from ..toolchain.identity import BinaryContext
 from ..core.confine import OUTPUT_FIX, confine, real_path, resolves_inside
 from ..builddir.layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in
 from ..builddir.manifest_ast import manifest_error
+from ..builddir.markers import KERNEL_CONFIG
 from ..core.safeio import kind_of
 from ..core.settings import COMPILER_TIMEOUT, seconds
 from ..platforms import Command, Platform, UnitSource
@@ -236,7 +237,7 @@ def _check_unique(sub: SubBuild, units: list[CompileUnit | StepUnit]) -> None:
         source = u.source if isinstance(u, CompileUnit) else u.input
         for key in (u.task, u.output):
             if key in seen:
-                raise LayoutError(f"{sub.path / 'kernel_config.py'}: two entries build {key} "
+                raise LayoutError(f"{sub.path / KERNEL_CONFIG}: two entries build {key} "
                                   f"({seen[key]} and {source}); give each kernel its own source file")
             seen[key] = source
 

@@ -26,8 +26,6 @@ from .file_checker import XXHChecker
 from .reporter import BuildReporter
 from .tasks import DEFAULT_TASKS, task_dicts
 
-opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
-                 "default": "", "help": "build directory (default: the one the current directory is in)"}
 opt_recompile, = options.doit_options(tuple(o for o in options.BUILD if o.dest == "recompile"))
 GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "cache_dir",
                  "remote_cache")
@@ -42,7 +40,7 @@ class BuildDirLoader:
     """
 
     API = 2
-    cmd_options = (opt_build_dir, *options.doit_options(tuple(o for o in options.BUILD if o.dest in GRAPH_OPTIONS)))
+    cmd_options = (options.DOIT_DIR, *options.doit_options(tuple(o for o in options.BUILD if o.dest in GRAPH_OPTIONS)))
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,

@@ -16,6 +16,7 @@ from ..toolchain import search_dirs
 from ..core import stages
 from ..toolchain.launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from ..builddir.layout import BuildKind, Layout, load_layout
+from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR
 from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from ..core.settings import check_environment
@@ -142,14 +143,14 @@ def run_targets(graph: Graph) -> list[RunTarget]:
     if layout.kind is BuildKind.MULTI_ORCH:
         chosen = [p for p in graph.plans if (p.sub.path / "golden.py").is_file()]
         return [_target(p.sub.name, p.sub.rel, [p], layout.root) for p in chosen]
-    extra = ["orchestration/host_orch.py", "distributed_meta.json"] if layout.kind is BuildKind.L3 else []
+    extra = [HOST_ORCH, DISTRIBUTED_META] if layout.kind is BuildKind.L3 else []
     return [_target(".", ".", list(graph.plans), layout.root, extra)]
 
 
 def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[str] = ()) -> RunTarget:
     base = root if rel == "." else root / rel
     inputs = [out for p in plans for out in p.outputs]
-    inputs += [_join(p.sub.rel, "kernel_config.py") for p in plans] + [_join(rel, e) for e in extra]
+    inputs += [_join(p.sub.rel, KERNEL_CONFIG) for p in plans] + [_join(rel, e) for e in extra]
     if (base / "golden.py").is_file():
         inputs.append(_join(rel, "golden.py"))
     if (base / "data").is_dir():

@@ -35,6 +35,7 @@ from ..core import atomic, safeio
 from . import invalidation
 from ..core import stages
 from ..errors import ToolchainError, warn
+from ..builddir.markers import KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR, current_state_folder
 from ..pto import find_ptoas, identity_files
 from ..core.racy import changed_since
@@ -172,7 +173,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
             paths.append(extra)
     for p in graph.plans:
         sub = p.sub.rel
-        paths += [sub, p.stamp_path, f"{sub}/kernel_config.py" if sub != "." else "kernel_config.py"]
+        paths += [sub, p.stamp_path, f"{sub}/{KERNEL_CONFIG}" if sub != "." else KERNEL_CONFIG]
         if (p.sub.path / "ptoas").is_dir():
             paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
         for u in p.units:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ...errors import ToolchainError, UserError, one_line
 from ...builddir.manifest import read_kernel_config
+from ...builddir.markers import KERNEL_CONFIG
 from ...builddir.runconfig import RunConfig
 from ..l3_shims import TENSOR_ARG
 from ..l3_driver import L3Backend, Prepared
@@ -97,7 +98,7 @@ def chip_programs(chips: dict[str, Path], platform: str, simpler: Any) -> tuple[
     runtimes: dict[str, str] = {}
     sdma = False
     for name, sub in chips.items():
-        manifest = read_kernel_config(sub / "kernel_config.py")
+        manifest = read_kernel_config(sub / KERNEL_CONFIG)
         payloads = {k.func_id: sub / kernel_payload_path(platform, k.func_id, k.core_type, k.source, k.external)
                     for k in manifest.kernels}
         blobs = read_binaries(manifest, payloads, sub / orchestration_path(manifest.orchestration.source))

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from ....errors import ExecutorError, ManifestError
 from ....builddir.manifest import KernelSpec, read_kernel_config
+from ....builddir.markers import KERNEL_CONFIG
 from ..places import host_binary, host_external_binary
 from . import abi
 
@@ -99,7 +100,7 @@ class HostExecutor:
         pinned to it by whoever watches this process."""
         self._on_task = on_task
         self.root = Path(sub_build_dir).resolve()
-        cfg_path = self.root / "kernel_config.py"
+        cfg_path = self.root / KERNEL_CONFIG
         if not cfg_path.is_file():
             raise ExecutorError(f"{self.root}: no kernel_config.py; pass a single-chip build directory or one "
                                 "next_levels/<name>/ sub-build")
@@ -379,7 +380,7 @@ class HostExecutor:
         def emit(_state: _RunState) -> int:
             text = f"{_text(func)}: {_text(msg)}"
             if self._log is not None:
-                self._log(abi.LOG_LEVELS.get(level, "info"), text)
+                self._log(abi.LOG_LEVEL_NAMES.get(level, "info"), text)
             else:
                 _LOGGER.log(_PY_LEVELS.get(level, logging.INFO), "[orchestration] %s", text)
             return 0
