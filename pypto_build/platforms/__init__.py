@@ -4,7 +4,7 @@ implementations (host; simpler's simulators and devices).
 Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
 `implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
 running), `choose` / `Choice` (which platform a directory targets, and why), `cannot_serve`,
-`default_platform`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
+`DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
 `kernel_payload`.
 Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `registry`
 (implementations by name), `l3_driver` (the one L3 host driver, with its backend seam) and `l3_shims`
@@ -27,7 +27,6 @@ _EXPORTS = {
     "kernel_payload": "simpler.elf_payload",
     "PLATFORMS": "names",
     "DEFAULT_PLATFORM": "names",
-    "default_platform": "names",
     "implementation": "registry",
     "Implementation": "registry",
     "cannot_serve": "choice",
