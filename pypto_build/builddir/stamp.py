@@ -1,4 +1,9 @@
-"""`cache/binary_context.json`: written last, atomically, in PyPTO's format."""
+"""The stamp, `cache/binary_context.json`: the identities a sub-build's binaries were built under.
+
+PyPTO reuses a sub-build's binaries only under a stamp that matches its own context, so ours is written
+as PyPTO writes it (byte for byte, atomically, under PyPTO's lock), last: once every binary is built. It
+is removed while the sub-build is in flux.
+"""
 from __future__ import annotations
 
 import contextlib

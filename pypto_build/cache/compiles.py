@@ -123,7 +123,7 @@ def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | 
 
 
 def open_cache(directory: str | None, remote: Remote | None = None):
-    """The cache of a run: local `--cache-dir`, the run's `remote_cache.Remote` (local first), or None."""
+    """The cache of a run: local `--cache-dir`, the run's `remote.Remote` (local first), or None."""
     local = None
     if directory:
         from .store import ArtifactCache

@@ -1,6 +1,6 @@
 """build / replay / validate / explain with parsed options: one behaviour for every front end.
 
-`pypto-build <verb>` (cli.py) and `doit replay|pypto-build|pypto-validate|pypto-watch` (doit_plugins.py)
+`pypto-build <verb>` (main.py) and `doit replay|pypto-build|pypto-validate|pypto-watch` (doit_plugins.py)
 both call `run_verb()` with the values of the same option table (options.py): the values become one
 `options.Request`, which the one pipeline runs (pipeline.py). So they accept the same options, print
 the same lines and return the same exit status (exits.py): 0 success, 1 a unit or a validation failed

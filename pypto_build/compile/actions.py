@@ -1,6 +1,6 @@
-"""doit actions: the side-effect edge of the graph.
+"""The compile stage's doit actions: compile a unit (`run_compile`), write a sub-build's stamp (`run_stamp`).
 
-Module-level functions with plain-data arguments, so they work under every
+The side-effect edge of the graph. Module-level functions with plain-data arguments, so they work under every
 multiprocessing start method. Each writes its outputs atomically and returns
 the values doit stores for the next run's up-to-date check.
 """

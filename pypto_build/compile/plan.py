@@ -3,7 +3,7 @@
 Pure planning from a `Layout` and a `Platform`; nothing runs here. Paths are
 posix strings relative to the build root (the engine's working directory), so
 a copied or re-cloned directory keeps its state; argv paths are relative to
-the sub-build, which is the compiler's working directory (`toolchain` passes
+the sub-build, which is the compiler's working directory (the platform's command passes
 each through `procs.path_arg`: a file name is never an option).
 """
 from __future__ import annotations

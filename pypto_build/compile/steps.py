@@ -1,7 +1,7 @@
 """doit action of a step after a kernel's compile (a device kernel's link, its payload's extraction).
 
-Like `compile_actions`: plain-data arguments, the output written atomically,
-the values the next up-to-date check (`uptodate.StepCheck`) compares returned.
+Like `actions.run_compile`: plain-data arguments, the output written atomically,
+the values the next up-to-date check (`checks.StepCheck`) compares returned.
 """
 from __future__ import annotations
 

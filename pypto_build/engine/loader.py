@@ -36,7 +36,7 @@ class BuildDirLoader:
 
     doit's task-loader interface (`doit.cmd_base.TaskLoader2`: `API`, `cmd_names`, `config`,
     `task_opts`, `setup`, `load_doit_config`, `load_tasks`) without subclassing it: `cmd_base`
-    brings doit's command layer and plugin loading, which a build (`session.run_build`) never uses.
+    brings doit's command layer and plugin loading, which a build (`commands.run_build`) never uses.
     """
 
     API = 2

@@ -1,6 +1,6 @@
 """The compiler's include search directories, kept between runs in `.pypto_build/search_dirs.json`.
 
-Asking the compiler (`-x c++ -E -v`, `toolchain.system_include_dirs`) starts cc1plus: about
+Asking the compiler (`-x c++ -E -v`, `compiler.system_include_dirs`) starts cc1plus: about
 10 ms of every run, a fifth of a one-edit rebuild's own work. The answer depends on the
 compiler (its identity: resolved path, binary digest, `--version`), its extra words and
 `$CXXFLAGS`, the environment variables compilers read for include paths (`ENV`), and which of

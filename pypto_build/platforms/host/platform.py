@@ -4,7 +4,7 @@ Kernels and orchestrations are compiled to `.so` files shaped like simpler's
 CPU-sim command lines, against the headers the package ships
 (`platforms/host/headers/include`, and `PTO_ISA_ROOT` when set); they run in
 `runtime.HostExecutor` (L2) or the L3 driver with one worker process per
-device (L3): `host_run.HostRunner`, which planning never imports.
+device (L3): `run.HostRunner`, which planning never imports.
 """
 from __future__ import annotations
 

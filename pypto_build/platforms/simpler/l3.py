@@ -1,7 +1,7 @@
-"""simpler's `Worker(level=3)` under the one L3 driver (`runtime.run_l3`): `SimplerL3`, never compiling anything.
+"""simpler's `Worker(level=3)` under the one L3 driver (`l3_driver.run_l3`): `SimplerL3`, never compiling anything.
 
 What PyPTO's one-shot distributed run does with simpler (`distributed_runner.execute_distributed`): every
-`next_levels/<chip>/` sub-build becomes one `ChipCallable` (our prebuilt binaries, assembled as `simpler_run`
+`next_levels/<chip>/` sub-build becomes one `ChipCallable` (our prebuilt binaries, assembled as `run`
 does for L2), all are registered on one `Worker(level=3, device_ids=...)` before `init()` forks its chip
 processes, and host_orch.py runs as the Worker's orchestration function with simpler's real `orch`,
 `CallConfig`, `TaskArgs` and `TensorArgType`. Of the stand-ins only PyPTO's `make_tensor_arg` is this

@@ -1,6 +1,6 @@
 """Run a built L2 directory's binaries on simpler's `Worker` (PyPTO's runtime), never compiling anything.
 
-`run_on_simpler` is what a simpler platform's runner (`simpler_runner.SimplerRunner.run_l2`) calls in the
+`run_on_simpler` is what a simpler platform's runner (`runner.SimplerRunner.run_l2`) calls in the
 replay child: it wraps the kernel payloads and the orchestration `.so` the build left
 behind into simpler's callables, runs them once on `a2a3sim`/`a5sim` (or
 `a2a3`/`a5` on an NPU machine: the same code) and returns the DFX files the run
