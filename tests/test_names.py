@@ -50,7 +50,8 @@ def test_marker_file_names_are_spelled_only_in_markers():
 
 def test_the_scan_finds_a_path_built_from_a_literal_name():
     tree = ast.parse('import os\ndef f(sub):\n    """Reads kernel_config.py."""\n'
-                     '    return os.path.join(sub, "kernel_config.py"), f"{sub}/kernel_config.py", "no kernel_config.py"\n')
+                     '    return (os.path.join(sub, "kernel_config.py"), f"{sub}/kernel_config.py",\n'
+                     '            "no kernel_config.py")\n')
     assert spelled_names(tree, ("kernel_config.py",)) == [(4, "kernel_config.py"), (4, "/kernel_config.py")]
 
 

@@ -87,7 +87,8 @@ def test_unit_unchanged_is_up_to_date(here):
     ("argv", check(argv="argv-2"), "command line changed"),
     ("argv", check(compiler="cxx-2"), "compiler changed"),
     ("argv", check(context_digest="ctx-2"), "runtime/PTO-ISA identity changed"),
-    ("argv", check(context_digest=None, why_unknown="runtime identity unknown (no git)"), "runtime identity unknown (no git)"),
+    ("argv", check(context_digest=None, why_unknown="runtime identity unknown (no git)"),
+     "runtime identity unknown (no git)"),
     ("argv", check(context_digest=None), "identity unknown"),
 ])
 def test_unit_reason_from_the_values(here, values, utd, why):
