@@ -53,14 +53,23 @@ def use_package(root: Path) -> None:
     import pypto_build
     if Path(pypto_build.__file__).resolve().parent.parent != root.resolve():
         raise BenchError(f"imported pypto_build from {pypto_build.__file__}, expected it under {root}")
-    try:                            # this layout (issue 12) ...
-        from pypto_build.core.filestate import RACY_NS
-        from pypto_build.plan.graph import load_graph
-        from pypto_build.testing.synth import kernel_path, write_l2
-    except ImportError:             # ... or a --rev from before it
-        from pypto_build.checker import RACY_NS
-        from pypto_build.engine import load_graph
-        from pypto_build.synth import kernel_path, write_l2
+    import importlib
+    for filestate, graph in LAYOUTS:
+        try:
+            RACY_NS = importlib.import_module(filestate).RACY_NS
+            load_graph = importlib.import_module(graph).load_graph
+            break
+        except ImportError:
+            continue
+    else:
+        raise BenchError(f"{root}: pypto_build has none of the layouts this bench knows ({LAYOUTS}); "
+                         "pass a --rev from issue 12 on")
+    from pypto_build.testing.synth import kernel_path, write_l2
+
+
+# Where RACY_NS and load_graph live: the tree of issue 23 (folders), then the flat one of issues 12-22 (for a
+# --rev from before the move).
+LAYOUTS = (("pypto_build.core.filestate", "pypto_build.plan.graph"), ("pypto_build.filestate", "pypto_build.graph"))
 
 NOOP_RUNS = 7        # steady no-op repeats (median of these)
 EDIT_RUNS = 3        # one-edit rebuild repeats per size

@@ -16,6 +16,7 @@ program's runs (`run`).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,11 @@ def doit_options(options: tuple[Opt, ...], section: str = "pypto_build") -> tupl
     return tuple(out)
 
 
+# doit's commands (ours, and doit's own on a build directory's graph) take the directory as an option, not an argument.
+DOIT_DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str, "default": "",
+            "help": "build directory (default: the one the current directory is in)"}
+
+
 def normalize_argv(argv: list[str]) -> list[str]:
     """`--dump-args DIR` means the flag then the directory (PyPTO's optional LEVEL is a number)."""
     out = list(argv)
@@ -175,7 +181,7 @@ def judge(values: Any) -> None:
     is never taken silently.
     """
     for o in (*BUILD, *RUN, *WATCH):
-        value = _get(values, o.dest)
+        value = option_value(values, o.dest)
         if o.limits is None or value is None or isinstance(value, bool):     # doit's --dump-args is a flag
             continue
         least, most = o.limits
@@ -185,33 +191,36 @@ def judge(values: Any) -> None:
                             + (f", or leave it out for {o.default}" if o.default is not None else ""))
 
 
-def _get(values: Any, name: str, default: Any = None) -> Any:
+def option_value(values: Any, name: str, default: Any = None) -> Any:
+    """Option `name` of parsed values (an argparse namespace or doit's dict, the same names); `default` when it
+    is missing, None or empty."""
     value = values.get(name, default) if isinstance(values, Mapping) else getattr(values, name, default)
     return default if value in (None, "") else value
 
 
 def run_config(values: Any) -> RunConfig:
     """The RunConfig of parsed RUN option values (argparse namespace or doit dict)."""
-    swimlane = _get(values, "swimlane_level")
+    swimlane = option_value(values, "swimlane_level")
     if swimlane is None or swimlane < 0:
-        swimlane = 4 if _get(values, "swimlane", False) else 0
-    dump = _get(values, "dump_args_level")
+        swimlane = 4 if option_value(values, "swimlane", False) else 0
+    dump = option_value(values, "dump_args_level")
     if dump is None or dump < 0:
-        raw = _get(values, "dump_args", 0)
+        raw = option_value(values, "dump_args", 0)
         dump = 1 if raw is True else int(raw or 0)
     try:
-        return RunConfig(platform=_get(values, "platform"), device_id=_get(values, "device_id", 0), enable_pmu=_get(values, "pmu", 0),
+        return RunConfig(platform=option_value(values, "platform"), device_id=option_value(values, "device_id", 0),
+                         enable_pmu=option_value(values, "pmu", 0),
                          enable_chip_swimlane=swimlane, enable_dump_args=dump,
-                         enable_dep_gen=bool(_get(values, "dep_gen", False)),
-                         enable_scope_stats=bool(_get(values, "scope_stats", False)),
-                         log_level=_get(values, "log_level"))
+                         enable_dep_gen=bool(option_value(values, "dep_gen", False)),
+                         enable_scope_stats=bool(option_value(values, "scope_stats", False)),
+                         log_level=option_value(values, "log_level"))
     except ValueError as exc:
         raise UserError(f"{exc}; pass one of the listed values") from None
 
 
 def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> float:
     """--run-timeout, else $PYPTO_RUN_TIMEOUT, else the default; one clear error for a bad value."""
-    given = _get(values, "run_timeout") if values is not None else None
+    given = option_value(values, "run_timeout") if values is not None else None
     if given is not None:
         return settings.judge_seconds("--run-timeout", str(given), DEFAULT_RUN_TIMEOUT)
     return settings.seconds(*settings.RUN_TIMEOUT, env=env)
@@ -219,21 +228,22 @@ def run_timeout(values: Any = None, env: Mapping[str, str] | None = None) -> flo
 
 def run_spec(values: Any) -> RunSpec:
     """The RunConfig, timeout and -q of parsed option values (missing ones: the defaults)."""
-    return RunSpec(run_config(values), run_timeout(values), bool(_get(values, "quiet", False)))
+    return RunSpec(run_config(values), run_timeout(values), bool(option_value(values, "quiet", False)))
 
 
 def request(values: Any, **fields: Any) -> Request:
     """What the user asked, from parsed option values (an argparse namespace or doit's dict, the same names;
     missing ones: the defaults) and `fields` the front end adds (`tasks`, `force`): judged once, here."""
     judge(values)
-    given = {"platform": _get(values, "platform"), "ptoas": _get(values, "ptoas"),
-             "rebuild_from_pto": False if _get(values, "no_rebuild_from_pto", False) else None,
-             "allow_unapplied_pto": bool(_get(values, "allow_unapplied_pto", False)),
-             "include_stale": bool(_get(values, "include_stale", False)), "launcher": _get(values, "launcher"),
-             "cache_dir": _get(values, "cache_dir"), "remote_cache": _get(values, "remote_cache"),
-             "jobs": int(_get(values, "jobs", 1)), "recompile": bool(_get(values, "recompile", False)),
-             "keep_going": bool(_get(values, "keep_going", False)), "trace": _get(values, "trace"),
-             "quiet": bool(_get(values, "quiet", False)), "run": run_spec(values)}
+    get = functools.partial(option_value, values)
+    given = {"platform": get("platform"), "ptoas": get("ptoas"),
+             "rebuild_from_pto": False if get("no_rebuild_from_pto", False) else None,
+             "allow_unapplied_pto": bool(get("allow_unapplied_pto", False)),
+             "include_stale": bool(get("include_stale", False)), "launcher": get("launcher"),
+             "cache_dir": get("cache_dir"), "remote_cache": get("remote_cache"),
+             "jobs": int(get("jobs", 1)), "recompile": bool(get("recompile", False)),
+             "keep_going": bool(get("keep_going", False)), "trace": get("trace"),
+             "quiet": bool(get("quiet", False)), "run": run_spec(values)}
     return Request.given(**{**given, **fields})
 
 

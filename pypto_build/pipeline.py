@@ -58,7 +58,7 @@ class BuildResult:
     warnings: tuple[str, ...] = field(default=())
     spliced: tuple[str, ...] = field(default=())        # kernel files re-spliced from .pto
     not_applied: tuple[str, ...] = field(default=())    # .pto units whose edits were not applied
-    header: str = ""        # the run's first line: platform (and why, when not the recorded one), runtime, PTO-ISA
+    banner: str = ""        # the run's first line: platform (and why, when not the recorded one), runtime, PTO-ISA
     pto_rejected: tuple[str, ...] = field(default=())   # unedited .pto ptoas could not compile: kernels kept
 
     @property
@@ -139,10 +139,10 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
         write_trace(reporter.spans, Path(request.trace))
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
-    (header, *said), warned = graph.notices()
+    (banner, *said), warned = graph.notices()
     warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
-                         tuple(reporter.not_applied), header, tuple(reporter.pto_rejected))
+                         tuple(reporter.not_applied), banner, tuple(reporter.pto_rejected))
     if reporter.refused:                # the input refused while running (as planning would): a user error
         raise UserError(reporter.refused[0])
     if check and result.failures:
@@ -167,4 +167,4 @@ def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) 
             print(line, file=progress)
         print(f"pypto-build: 0 compiled, {current} up to date", file=progress, flush=True)
     return BuildResult(root, platform, tuple(UnitResult(n, "up-to-date", "no-op record") for n in sorted(names)),
-                       0, tuple(lines[1:]), header=lines[0] if lines else "")
+                       0, tuple(lines[1:]), banner=lines[0] if lines else "")

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pypto_build.builddir.markers import HOST_STAMP, STATE_DB, host_binary, state_folder
+from pypto_build.builddir.state_dir import STATE_DB, state_folder
+from pypto_build.platforms.host.places import HOST_STAMP, host_binary
 from pypto_build.testing import fake_ptoas, synth
 
 FAKE_PTOAS = str(Path(fake_ptoas.__file__).resolve())

@@ -19,7 +19,7 @@ os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.g
 from pypto_build.testing import fake_ptoas, synth
 from pypto_build.testing.loopback import nginx_path
 from pypto_build.api import build
-from pypto_build.builddir.markers import STATE_DB, state_folder
+from pypto_build.builddir.state_dir import STATE_DB, state_folder
 from pypto_build.core.racy import FINE_NS
 
 

@@ -29,7 +29,7 @@ import pytest
 
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.builddir.markers import HOST_OUTPUTS
+from pypto_build.platforms.host.places import HOST_OUTPUTS
 
 from bad_input_corpus import CASES, FIX_RE, NO_RUN_EXTRA, STATE, Case, python_without
 

@@ -13,7 +13,7 @@ from conftest import age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
-from pypto_build.builddir.markers import HOST_OUTPUTS, HOST_STAMP, host_binary
+from pypto_build.platforms.host.places import HOST_OUTPUTS, HOST_STAMP, host_binary
 
 ALL_L2 = ["compile:aic/main_incore_0_aic", "compile:aic/main_incore_2_aic",
           "compile:aiv/main_incore_1_aiv", "orch:main"]

@@ -10,7 +10,7 @@ import pytest
 from conftest import edit
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.builddir.markers import HOST_STAMP
+from pypto_build.platforms.host.places import HOST_STAMP
 
 ALL = 4   # 3 kernels + 1 orchestration
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import edit
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 from pypto_build.testing import synth
 
 

@@ -29,7 +29,7 @@ import pytest
 from conftest import FAKE_PTOAS, HOST_STATE_DB, age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.builddir.markers import HOST_OUTPUTS
+from pypto_build.platforms.host.places import HOST_OUTPUTS
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from conftest import FAKE_PTOAS
 import pypto_build
 from pypto_build.run.golden import load_golden
 from pypto_build.builddir.manifest import read_kernel_config
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 from pypto_build.builddir.sidecars import load_compiled_meta
 from pypto_build.pto.splice import function_names, preprocess, splice, split
 from pypto_build.testing.fake_ptoas import make_fake_ptoas

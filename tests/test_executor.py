@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from conftest import copy_dir  # noqa: E402
 from pypto_build.testing import synth  # noqa: E402
 from pypto_build.api import build  # noqa: E402
-from pypto_build.builddir.markers import host_binary, host_external_binary  # noqa: E402
+from pypto_build.platforms.host.places import host_binary, host_external_binary  # noqa: E402
 from pypto_build.platforms.host.runtime import abi, dfx  # noqa: E402
 from pypto_build.platforms.host.runtime.executor import ExecutorError, HostExecutor, RunTrace  # noqa: E402
 

@@ -13,7 +13,7 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.plan.graph import load_graph
 from pypto_build.engine.explanation import explain
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 
 K0, K1 = "compile:aic/main_incore_0_aic", "compile:aiv/main_incore_1_aiv"
 

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import copy_dir, edit
 from pypto_build.cli.doit_plugins import NAMES
-from pypto_build.builddir.markers import HOST_OUTPUTS, STATE_DIR
+from pypto_build.builddir.state_dir import STATE_DIR
+from pypto_build.platforms.host.places import HOST_OUTPUTS
 from pypto_build.testing import synth
 
 torch = pytest.importorskip("torch")

@@ -24,7 +24,7 @@ from pypto_build.engine.reporter import KEPT_VERDICT
 from pypto_build.core import atomic
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.builddir.markers import HOST_STAMP, host_binary
+from pypto_build.platforms.host.places import HOST_STAMP, host_binary
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,8 @@ import pytest
 from conftest import edit, git
 from pypto_build.api import build
 from pypto_build.toolchain.identity import clean_git_revision
-from pypto_build.builddir.markers import HOST_STAMP, STATE_DB, host_binary, state_folder
+from pypto_build.builddir.state_dir import STATE_DB, state_folder
+from pypto_build.platforms.host.places import HOST_STAMP, host_binary
 
 HOST = state_folder("host")                     # the host platform's build state (database, header sets)
 K1 = "compile:aiv/main_incore_1_aiv"            # the AIV kernel of the L2 fixture: includes no header of the dir

@@ -17,7 +17,7 @@ import pytest
 
 from pypto_build.testing import synth
 from pypto_build.platforms.host.runtime.abi import (ABI_VERSION, ADDRESS_SPACE_DEVICE, ALLOC_FN, ARG_ROLES,
-                                                    CORE_TYPES, EXTERNAL_TASK_ID, IS_FATAL_FN, LOG_FN, LOG_LEVELS,
+                                                    CORE_TYPES, EXTERNAL_TASK_ID, IS_FATAL_FN, LOG_FN, LOG_LEVEL_NAMES,
                                                     MAX_TENSOR_DIMS, REPORT_FATAL_FN, SCOPE_FN, SUBMIT_FN,
                                                     ChipTaskArgs, ChipTensor, DataType, PTO2OrchestrationConfig,
                                                     PTO2RuntimeOps, aligned_tensors, fill_from_torch)
@@ -284,7 +284,7 @@ def test_api_mirror_matches_the_header(tmp_path):
         values["PTO_HOST_ARG_INPUT"][0]: "in", values["PTO_HOST_ARG_OUTPUT"][0]: "out",
         values["PTO_HOST_ARG_INOUT"][0]: "inout", values["PTO_HOST_ARG_OUTPUT_EXISTING"][0]: "out",
         values["PTO_HOST_ARG_NO_DEP"][0]: "no_dep"}
-    assert LOG_LEVELS == {values[f"PTO_HOST_LOG_{name.upper()}"][0]: name
+    assert LOG_LEVEL_NAMES == {values[f"PTO_HOST_LOG_{name.upper()}"][0]: name
                           for name in ("debug", "info", "warn", "error", "always")}
 
 

@@ -18,7 +18,7 @@ from conftest import HOST_STATE_DB, copy_dir
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.cache.store import ArtifactCache
-from pypto_build.builddir.markers import HOST_OUTPUTS, HOST_STAMP, host_binary, host_external_binary
+from pypto_build.platforms.host.places import HOST_OUTPUTS, HOST_STAMP, host_binary, host_external_binary
 
 pytestmark = pytest.mark.slow
 
@@ -380,7 +380,7 @@ KNOWN_INSIDE = (".pypto_build/", "dfx_outputs/", "debug/run.py", "compile_comman
 
 def _known(rel: str) -> bool:
     """Where pypto_build may create files in a build directory (the host binaries and stamp are in the state
-    folder, markers.HOST_OUTPUTS: nothing goes where PyPTO keeps its own, beside the sources or in cache/)."""
+    folder, places.HOST_OUTPUTS: nothing goes where PyPTO keeps its own, beside the sources or in cache/)."""
     parts = rel.split("/")
     stripped = "/".join(parts[2:]) if parts[0] == "next_levels" and len(parts) > 2 else rel
     return any(stripped == k.rstrip("/") or stripped.startswith(k) for k in KNOWN_INSIDE)

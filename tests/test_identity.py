@@ -8,7 +8,7 @@ import pytest
 from conftest import git
 from pypto_build.api import build
 from pypto_build.toolchain.identity import clean_git_revision
-from pypto_build.builddir.markers import HOST_STAMP
+from pypto_build.platforms.host.places import HOST_STAMP
 
 
 def test_clean_git_revision_rules(pto_isa, tmp_path):

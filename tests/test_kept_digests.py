@@ -15,7 +15,7 @@ import pytest
 from conftest import edit, settle_ctimes
 from pypto_build.core import hashing
 from pypto_build.api import build
-from pypto_build.builddir.markers import STATE_DIR
+from pypto_build.builddir.state_dir import STATE_DIR
 from pypto_build.toolchain.compiler import host_compiler
 
 

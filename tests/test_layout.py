@@ -10,7 +10,7 @@ from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import LayoutError, ToolchainError
 from pypto_build.builddir.layout import BuildKind, classify, load_layout
-from pypto_build.builddir.markers import host_binary, host_external_binary
+from pypto_build.platforms.host.places import host_binary, host_external_binary
 from pypto_build.platforms import implementation
 
 
@@ -131,7 +131,7 @@ def test_l3_leftover_sub_build_is_reported_and_built_only_when_asked(tmp_path):
     (root / "next_levels/old_chip/compiled_meta.json").unlink()
     layout = load_layout(root)
     assert [s.name for s in layout.sub_builds] == ["chip_a", "chip_b"]
-    assert layout.stale == ("next_levels/old_chip",)
+    assert layout.unreferenced == ("next_levels/old_chip",)
     result = build(root)
     assert not any("old_chip" in n for n in result.compiled)
     assert any("next_levels/old_chip: never referenced by orchestration/host_orch.py" in w for w in result.warnings)

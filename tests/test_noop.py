@@ -13,7 +13,7 @@ import pytest
 from conftest import FAKE_PTOAS, age_tree, edit, git, recording_git, settle_ctimes, which
 from pypto_build.testing import synth
 from pypto_build.api import build
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 
 FAST = "no-op record"
 

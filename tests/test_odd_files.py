@@ -31,7 +31,7 @@ from pypto_build.cache.store import ArtifactCache
 from pypto_build.core.filestate import is_modified, make_state
 from pypto_build.run.golden import GoldenError, load_golden
 from pypto_build.core.limits import read_capped
-from pypto_build.builddir.markers import HOST_STAMP, host_binary
+from pypto_build.platforms.host.places import HOST_STAMP, host_binary
 from pypto_build.pto.actions import load_record
 from pypto_build.core.pyexec import exec_file
 from pypto_build.core.safeio import NotRegularFile, read_bytes

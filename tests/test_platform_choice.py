@@ -13,7 +13,7 @@ import pytest
 
 from pypto_build.errors import MetaError, ToolchainError
 from pypto_build.plan.graph import load_graph
-from pypto_build.builddir.markers import HOST_STAMP, host_binary
+from pypto_build.platforms.host.places import HOST_STAMP, host_binary
 from pypto_build.platforms import choose
 from pypto_build.testing import synth
 
@@ -93,10 +93,10 @@ def test_the_first_line_names_platform_runtime_and_pto_isa_and_the_fallback(tmp_
     root = synth.write_l2(tmp_path / "d", kernels=2)           # records a2a3sim, as PyPTO writes it
     graph = load_graph(root)
     assert graph.platform.name == "host"
-    assert graph.header().startswith("pypto-build: platform host (not the recorded a2a3sim: simpler (PyPTO's "
+    assert graph.banner().startswith("pypto-build: platform host (not the recorded a2a3sim: simpler (PyPTO's "
                                      "runtime) is not importable here — install it for a2a3sim's results")
-    assert " · runtime: pypto_build host runtime pypto_build-" in graph.header()
-    assert graph.header().endswith(", tensormap_and_ringbuffer · PTO-ISA: none (PTO_ISA_ROOT unset: the host "
+    assert " · runtime: pypto_build host runtime pypto_build-" in graph.banner()
+    assert graph.banner().endswith(", tensormap_and_ringbuffer · PTO-ISA: none (PTO_ISA_ROOT unset: the host "
                                    "runtime's fallback headers)")
 
 

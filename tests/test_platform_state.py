@@ -20,7 +20,7 @@ from pypto_build.pipeline import run
 from pypto_build.options import Request
 from pypto_build.engine.explanation import explain
 from pypto_build.plan.graph import load_graph
-from pypto_build.builddir.markers import STATE_DB, STATE_DIR, state_folder
+from pypto_build.builddir.state_dir import STATE_DB, STATE_DIR, state_folder
 from pypto_build.testing import FakePlatform, synth
 
 UNITS = ["compile:aic/main_incore_0_aic", "compile:aic/main_incore_2_aic", "compile:aiv/main_incore_1_aiv",

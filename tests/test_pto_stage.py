@@ -17,7 +17,7 @@ from conftest import FAKE_PTOAS, age_tree, copy_dir, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 from test_synth import call_kernel
 
 K2 = "kernels/aic/main_incore_2_aic.cpp"

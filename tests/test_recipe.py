@@ -12,7 +12,7 @@ import pytest
 from conftest import age_tree, copy_dir
 from pypto_build.api import build
 from pypto_build.errors import LayoutError
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 from pypto_build.testing import synth
 
 torch = pytest.importorskip("torch")

@@ -131,7 +131,7 @@ def test_host_platform_places_binaries_and_refuses_a_bad_pto_isa_root(tmp_path):
     assert argv[-3:] == ("-o", out, "./kernels/aiv/k.cpp")       # names are data, never options (out starts ".")
     assert "-D__DAV_VEC__" in argv
     assert "-I./inc" in argv and "-std=c++17" in argv            # no PTO_ISA_ROOT: the fallback headers
-    assert host.binary_context("tensormap_and_ringbuffer").stamp()["pto_isa_revision"] == "none"
+    assert host.binary_context("tensormap_and_ringbuffer").stamp_fields()["pto_isa_revision"] == "none"
 
 
 def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):

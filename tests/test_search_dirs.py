@@ -15,7 +15,7 @@ import pytest
 
 from conftest import edit, settle_ctimes, which
 from pypto_build.toolchain.compiler import search_dirs
-from pypto_build.builddir.markers import STATE_DIR
+from pypto_build.builddir.state_dir import STATE_DIR
 
 K1_SRC = "kernels/aiv/main_incore_1_aiv.cpp"
 ESCAPE = "resolves outside the build directory"

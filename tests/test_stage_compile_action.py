@@ -17,7 +17,7 @@ from pypto_build.compile.depfile import TRACKING
 from pypto_build.core.filestate import FileState
 from pypto_build.plan.graph import load_graph
 from pypto_build.core.hashing import file_digest
-from pypto_build.builddir.markers import current_state_folder
+from pypto_build.builddir.state_dir import current_state_folder
 from pypto_build.testing import FakePlatform, synth
 
 FAKE = FakePlatform()

@@ -58,7 +58,7 @@ def recorded(here: Path, *, outside: bool = False) -> dict:
 
 
 def check(**changed) -> UnitCheck:
-    fields = {"argv": "argv-1", "compiler": "cxx-1", "context": "ctx-1", "why_unknown": None,
+    fields = {"argv": "argv-1", "compiler": "cxx-1", "context_digest": "ctx-1", "why_unknown": None,
               "output": "kernels/k.so", "sets": SetChecker(FOLDER), **changed}
     return UnitCheck(**fields)
 
@@ -86,9 +86,10 @@ def test_unit_unchanged_is_up_to_date(here):
     ({"forced": "--recompile"}, check(), "forced by --recompile"),
     ("argv", check(argv="argv-2"), "command line changed"),
     ("argv", check(compiler="cxx-2"), "compiler changed"),
-    ("argv", check(context="ctx-2"), "runtime/PTO-ISA identity changed"),
-    ("argv", check(context=None, why_unknown="runtime identity unknown (no git)"), "runtime identity unknown (no git)"),
-    ("argv", check(context=None), "identity unknown"),
+    ("argv", check(context_digest="ctx-2"), "runtime/PTO-ISA identity changed"),
+    ("argv", check(context_digest=None, why_unknown="runtime identity unknown (no git)"),
+     "runtime identity unknown (no git)"),
+    ("argv", check(context_digest=None), "identity unknown"),
 ])
 def test_unit_reason_from_the_values(here, values, utd, why):
     if values == "argv":

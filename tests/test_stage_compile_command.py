@@ -38,7 +38,7 @@ def unit(**fields) -> CompileUnit:
     base = dict(task="compile:aiv/k", kind="kernel", sub_rel="sub", source="sub/kernels/aiv/k.cpp",
                 output="sub/kernels/aiv/k.so", argv=("cxx", "-shared", "-O2", "-Wl,--as-needed", "-o",
                                                      "./kernels/aiv/k.so", "./kernels/aiv/k.cpp"),
-                stamp="sub/cache/binary_context.json", argv_key="key", covered=())
+                stamp_path="sub/cache/binary_context.json", argv_key="key", covered=())
     return CompileUnit(**{**base, **fields})
 
 

@@ -65,7 +65,7 @@ def test_filestate_stat_moved_content_decides(afile):
     assert not filestate.is_modified(str(afile), st, state_of(afile, digest=real, trusted=True, **touched))
     assert filestate.is_modified(str(afile), st, state_of(afile, digest="other", trusted=True, **touched))
     refreshed = filestate.refreshed_file(str(afile), state_of(afile, digest=real, trusted=True, **touched))
-    assert FileState.of(refreshed)[:5] == (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, real)
+    assert FileState(*refreshed)[:5] == (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, real)
 
 
 def test_filestate_refreshed_only_for_an_unchanged_file_whose_stat_moved(afile, monkeypatch):
@@ -77,7 +77,7 @@ def test_filestate_refreshed_only_for_an_unchanged_file_whose_stat_moved(afile, 
     assert filestate.refreshed_file(str(afile), None) is None
     # An untrusted state of an unchanged file becomes trusted once the window has passed.
     new = filestate.refreshed(str(afile), st, state_of(afile, digest=real, trusted=False))
-    assert FileState.of(new).trusted is True and FileState.of(new).digest == real
+    assert FileState(*new).trusted is True and FileState(*new).digest == real
 
 
 def test_filestate_size_change_is_changed_without_reading(afile, no_reads):
@@ -100,7 +100,7 @@ def test_filestate_fifo_counts_as_changed_and_is_never_read(tmp_path):
         st = os.stat(fifo)
         assert filestate.is_modified(str(fifo), st, state_of(fifo, digest="x", trusted=True))
         assert filestate.first_changed({str(fifo): state_of(fifo, digest="x", trusted=True)}) == f"{fifo} changed"
-        assert FileState.of(filestate.make_state(str(fifo))).digest is None
+        assert FileState(*filestate.make_state(str(fifo))).digest is None
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
@@ -108,17 +108,16 @@ def test_filestate_fifo_counts_as_changed_and_is_never_read(tmp_path):
 
 @pytest.mark.parametrize("saved", [None, "", "abcdef", 42, {}, [], [1, 2, 3], [1, 2, 3, 4, "d", True, 7],
                                    {"mtime_ns": 1}])
-def test_filestate_of_malformed_input_is_none_and_counts_as_changed(afile, saved):
-    assert FileState.of(saved) is None
+def test_filestate_malformed_input_has_no_digest_and_counts_as_changed(afile, saved):
     assert filestate.digest_of(saved) is None
     assert not filestate.same_stat(os.stat(afile), saved)
     assert filestate.is_modified(str(afile), os.stat(afile), saved)
 
 
-def test_filestate_of_reads_back_what_make_state_stores(afile):
+def test_filestate_reads_back_what_make_state_stores(afile):
     stored = filestate.make_state(str(afile))
-    assert isinstance(stored, list) and FileState.of(stored) == FileState.of(tuple(stored))
-    assert FileState.of(stored).digest == file_digest(str(afile))
+    assert isinstance(stored, list) and len(stored) == len(FileState._fields)
+    assert FileState(*stored).digest == file_digest(str(afile))
     assert filestate.first_changed({str(afile): stored}) is None
     assert filestate.first_changed({str(afile) + ".gone": stored}) == f"{afile}.gone removed"
 
@@ -127,13 +126,13 @@ def test_filestate_racy_window_decides_trust_and_digest(afile, monkeypatch):
     """No sleeping: the clock is set around the file's ctime."""
     ctime = os.stat(afile).st_ctime_ns
     monkeypatch.setattr(filestate.time, "time_ns", lambda: ctime)
-    assert FileState.of(filestate.make_state(str(afile))).trusted is False         # changed just now
+    assert FileState(*filestate.make_state(str(afile))).trusted is False         # changed just now
     monkeypatch.setattr(filestate.time, "time_ns", lambda: ctime + 2 * filestate.RACY_NS)
-    assert FileState.of(filestate.make_state(str(afile))).trusted is True          # settled
+    assert FileState(*filestate.make_state(str(afile))).trusted is True          # settled
     # A change at or after the compile's start (an fs_now reading): no digest, the unit rebuilds.
-    assert FileState.of(filestate.make_state(str(afile), changed_since_ns=ctime)).digest is None
+    assert FileState(*filestate.make_state(str(afile), changed_since_ns=ctime)).digest is None
     later = filestate.make_state(str(afile), changed_since_ns=ctime + filestate.RACY_NS + 1)
-    assert FileState.of(later).digest == file_digest(str(afile))
+    assert FileState(*later).digest == file_digest(str(afile))
 
 
 @pytest.mark.parametrize("ctime_ns, since_ns, fs_clock, changed", [

@@ -47,7 +47,7 @@ def test_an_l2_directory_gives_its_orchestration_first_then_one_unit_per_kernel(
     assert [u.task for u in plan.units] == [ORCH, K0, K1, K2]
     assert [u.kind for u in plan.units] == ["orchestration", "kernel", "kernel", "kernel"]
     assert {u.sub_rel for u in plan.units} == {"."} and plan.steps == ()
-    assert plan.stamp_path == "cache/binary_context.json" and {u.stamp for u in plan.units} == {plan.stamp_path}
+    assert plan.stamp_path == "cache/binary_context.json" and {u.stamp_path for u in plan.units} == {plan.stamp_path}
     assert plan.outputs == ["orchestration/main.so", "kernels/aic/main_incore_0_aic.so",
                             "kernels/aiv/main_incore_1_aiv.so", "kernels/aic/main_incore_2_aic.so"]
 

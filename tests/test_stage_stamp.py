@@ -1,6 +1,6 @@
 """The stamp stage (issue 23 item 9): cache/binary_context.json, what it holds, how it is written and checked.
 
-The plan's part is the binary context (`BinaryContext.stamp`, from the platform); the action is
+The plan's part is the binary context (`BinaryContext.stamp_fields`, from the platform); the action is
 `compile_actions.run_stamp` under PyPTO's lock (`stamp.binary_context_lock`); the check is
 `uptodate.StampCheck`, called as doit calls it. Files in tmp_path; no compiler, no doit run.
 """
@@ -30,16 +30,16 @@ PYPTO_TEXT = ('{\n  "platform": "fake",\n  "pto_isa_revision": "none",\n  "runti
 
 @pytest.fixture
 def path(tmp_path) -> Path:
-    return tmp_path / "sub" / stamp.STAMP
+    return tmp_path / "sub" / stamp.STAMP_FILE
 
 
 def test_the_plan_stamps_each_sub_build_with_its_platforms_context(tmp_path):
     root = synth.write_l3(tmp_path / "l3", chips=("chip_a", "chip_b"), kernels=1)
     plans = load_graph(root, platform=FakePlatform()).plans
-    assert [(p.stamp_path, p.context.stamp()) for p in plans] == [
+    assert [(p.stamp_path, p.context.stamp_fields()) for p in plans] == [
         ("next_levels/chip_a/cache/binary_context.json", STAMP), ("next_levels/chip_b/cache/binary_context.json", STAMP)]
     other = load_graph(root, platform=FakePlatform(runtime_revision=Revision("fake-runtime-2"))).plans[0]
-    assert other.context.stamp() == {**STAMP, "runtime_revision": "fake-runtime-2"}
+    assert other.context.stamp_fields() == {**STAMP, "runtime_revision": "fake-runtime-2"}
 
 
 def test_the_stamp_is_written_as_pypto_writes_it(path):

@@ -10,7 +10,7 @@ import pytest
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.plan.graph import load_graph
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 
 
 class Terminal(io.StringIO):

@@ -21,7 +21,7 @@ from pypto_build.core import procs
 from pypto_build.testing import fake_ptoas, synth
 from pypto_build.api import build
 from pypto_build.errors import BuildError
-from pypto_build.builddir.markers import host_binary
+from pypto_build.platforms.host.places import host_binary
 from test_synth import call_kernel
 
 TOOLS = Path(__file__).parent / "tools"

@@ -1,8 +1,8 @@
-"""The warm run server (`run/warm_server.py`, started by `launch.WarmLauncher`): each run forked in its own
+"""The warm run server (`run/warm_server.py`, started by `starter.WarmStarter`): each run forked in its own
 session and its sub-build, its exit handlers run, its exit status reported, and nothing outliving the process
 that started the server, even after `kill -9`.
 
-The server preloads nothing here (`launcher.preload = []`): what is tested is how it forks and reports, not
+The server preloads nothing here (`starter.preload = []`): what is tested is how it forks and reports, not
 torch's import. The runs' entries are this module's functions (the server imports them by name).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from pypto_build.run import WarmLauncher
+from pypto_build.run import WarmStarter
 
 WAIT_S = 60.0
 
@@ -37,11 +37,11 @@ def _hangs(inbox, outbox) -> None:
     time.sleep(600)
 
 
-def quiet_launcher() -> WarmLauncher:
-    launcher = WarmLauncher()
-    launcher.preload = []
-    launcher.start_server()
-    return launcher
+def quiet_starter() -> WarmStarter:
+    starter = WarmStarter()
+    starter.preload = []
+    starter.start_server()
+    return starter
 
 
 def gone(pid: int) -> bool:
@@ -61,9 +61,9 @@ def wait_gone(pids: list[int]) -> list[int]:
 
 
 def test_a_run_works_in_its_sub_build_and_session_and_its_exit_handlers_run(tmp_path):
-    launcher = quiet_launcher()
+    starter = quiet_starter()
     marker = tmp_path / "marker"
-    started = launcher.start(tmp_path, _writes_at_exit)
+    started = starter.start(tmp_path, _writes_at_exit)
     started.outbox.send_bytes(pickle.dumps(str(marker)))
     cwd, own_session = pickle.loads(started.inbox.recv_bytes())
     started.stop(grace=WAIT_S)
@@ -72,12 +72,12 @@ def test_a_run_works_in_its_sub_build_and_session_and_its_exit_handlers_run(tmp_
 
 
 def test_a_run_reports_its_exit_status_and_a_stopped_run_its_signal(tmp_path):
-    launcher = quiet_launcher()
-    exits = launcher.start(tmp_path, _exits)
+    starter = quiet_starter()
+    exits = starter.start(tmp_path, _exits)
     exits.outbox.send_bytes(pickle.dumps(3))
     exits.stop(grace=WAIT_S)
     assert exits.returncode == 3
-    hangs = launcher.start(tmp_path, _hangs)
+    hangs = starter.start(tmp_path, _hangs)
     pid = pickle.loads(hangs.inbox.recv_bytes())
     assert hangs.returncode is None and not gone(pid)
     hangs.stop()
@@ -87,10 +87,10 @@ def test_a_run_reports_its_exit_status_and_a_stopped_run_its_signal(tmp_path):
 STARTER = """
 import os, pickle, sys, time
 from pathlib import Path
-from test_warm_server import _hangs, quiet_launcher
-launcher = quiet_launcher()
-started = launcher.start(Path(sys.argv[1]), _hangs)
-print(launcher._server.pid, pickle.loads(started.inbox.recv_bytes()), flush=True)
+from test_warm_server import _hangs, quiet_starter
+starter = quiet_starter()
+started = starter.start(Path(sys.argv[1]), _hangs)
+print(starter._server.pid, pickle.loads(started.inbox.recv_bytes()), flush=True)
 time.sleep(600)
 """
 

@@ -6,6 +6,7 @@ at the root means single-chip (L2); otherwise `orchestration/host_orch.py`
 means distributed (L3); a root with neither but `next_levels/*/kernel_config.py`
 is a multi-orchestration parent. Every path a build would read or write is
 confined to the build directory (symlinks resolved), except external kernels.
+`find_root` finds the build directory a path is in (file names only: cheap).
 """
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from ..core.confine import confine, confine_tree, forget_resolved_dirs
 from ..errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
-from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, STATE_DIR, is_build_dir,
-                      present_markers, next_level_names as _next_level_names)
+from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, is_build_dir, present_markers,
+                      next_level_names as _next_level_names)
+from .state_dir import STATE_DIR
 from ..core.safeio import read_bytes
 
 
@@ -56,7 +58,7 @@ class Layout:
     kind: BuildKind
     markers: tuple[str, ...]
     sub_builds: tuple[SubBuild, ...]
-    stale: tuple[str, ...] = ()     # next_levels/<name> the host driver never references (not built)
+    unreferenced: tuple[str, ...] = ()     # next_levels/<name> the host driver never references (not built)
 
     @property
     def state_dir(self) -> Path:
@@ -116,17 +118,34 @@ def build_dirs_in(parent: Path) -> list[str]:
     return found
 
 
+def find_root(start: Path) -> Path:
+    """The build directory `start` is in, found as git finds its top level.
+
+    `start` itself when it is one; else the nearest parent that is one — and when that
+    is a `next_levels/<name>/` sub-build, the L3 or multi-orch root around it. A
+    directory inside no build directory is returned as it is (`classify` says why).
+    """
+    start = Path(os.path.abspath(start))
+    if not start.is_dir() or is_build_dir(start):
+        return start
+    for parent in start.parents:
+        if is_build_dir(parent):
+            top = parent.parent.parent
+            return top if parent.parent.name == "next_levels" and is_build_dir(top) else parent
+    return start
+
+
 def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
     """Classify `root` and read every sub-build's kernel_config.py.
 
     In an L3 build, `next_levels/<name>/` that `orchestration/host_orch.py`
     never mentions are stale leftovers of an earlier compile (PyPTO compiles
-    them anyway): they are listed in `stale` and built only with `include_stale`.
+    them anyway): they are listed in `unreferenced` and built only with `include_stale`.
     """
     root = Path(os.path.abspath(root))
     forget_resolved_dirs()
     kind, markers = classify(root)
-    stale: list[str] = []
+    unreferenced: list[str] = []
     if kind is BuildKind.L2:
         names = ["."]
     else:
@@ -137,23 +156,23 @@ def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
         if kind is BuildKind.L3 and not include_stale:
             mentioned = host_driver_words(root / HOST_ORCH)
             if mentioned is not None:
-                stale = [n for n in names if n not in mentioned]
+                unreferenced = [n for n in names if n not in mentioned]
                 names = [n for n in names if n in mentioned]
     confine_tree(root, root / STATE_DIR, "state folder")
     subs = []
-    for name in (*names, *stale):       # a leftover that escapes is refused too: replay could load it
+    for name in (*names, *unreferenced):       # a leftover that escapes is refused too: replay could load it
         rel = "." if name == "." else f"next_levels/{name}"
         path = root if name == "." else root / "next_levels" / name
         confine(root, path / KERNEL_CONFIG, f"sub-build {rel}")
         if name in names:
             subs.append(SubBuild(name, rel, path, read_kernel_config(path / KERNEL_CONFIG)))
-    return Layout(root, kind, markers, tuple(subs), tuple(f"next_levels/{n}" for n in stale))
+    return Layout(root, kind, markers, tuple(subs), tuple(f"next_levels/{n}" for n in unreferenced))
 
 
 def host_driver_words(path: Path) -> set[str] | None:
     """Every string constant, name and attribute in host_orch.py (read by AST, never run).
 
-    None when it cannot be parsed: then nothing is called stale.
+    None when it cannot be parsed: then every sub-build counts as referenced.
     """
     try:
         tree = parse_quietly(read_bytes(path), path)

@@ -54,9 +54,6 @@ class RunConfig:
         d.pop("log_level")
         return text_digest(*(f"{k}={d[k]}" for k in sorted(d)))
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class RunSpec:

@@ -15,12 +15,11 @@ from typing import Any
 from ..core import atomic
 from ..errors import MetaError, one_line
 from ..core.limits import TooLarge, read_capped
+from .manifest import DEFAULT_RUNTIME
 from .markers import COMPILED_META, DISTRIBUTED_META
 
 __all__ = [
-    "COMPILED_META_FILENAME",
     "COMPILED_META_SCHEMA",
-    "DISTRIBUTED_META_FILENAME",
     "DISTRIBUTED_META_SCHEMA",
     "DTYPES",
     "DIRECTIONS",
@@ -36,11 +35,9 @@ __all__ = [
     "write_meta",
 ]
 
-COMPILED_META_FILENAME = COMPILED_META          # the names live in markers.py (what marks a build dir)
-COMPILED_META_SCHEMA = 1
-DISTRIBUTED_META_FILENAME = DISTRIBUTED_META
-DISTRIBUTED_META_SCHEMA = 2
-_FILENAMES = {COMPILED_META_SCHEMA: COMPILED_META_FILENAME, DISTRIBUTED_META_SCHEMA: DISTRIBUTED_META_FILENAME}
+COMPILED_META_SCHEMA = 1           # of markers.COMPILED_META (the file names live there: what marks a build dir)
+DISTRIBUTED_META_SCHEMA = 2        # of markers.DISTRIBUTED_META
+_FILENAMES = {COMPILED_META_SCHEMA: COMPILED_META, DISTRIBUTED_META_SCHEMA: DISTRIBUTED_META}
 
 DTYPES = frozenset((
     "bool", "int4", "int8", "int16", "int32", "int64", "uint4", "uint8", "uint16", "uint32", "uint64",
@@ -49,7 +46,6 @@ DTYPES = frozenset((
 DIRECTIONS = ("In", "Out", "InOut")
 BACKEND_TYPES = ("Ascend910B", "Ascend950")
 DEFAULT_BACKEND = "Ascend910B"
-DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
 _CONFIG_KEYS = ("device_ids", "num_sub_workers", "runtime", "aicpu_thread_num")
 
 
@@ -270,8 +266,8 @@ def load_distributed_meta(path: Path, *, validate_config: bool = True) -> Progra
 def load_sidecar(directory: Path) -> ProgramMeta | None:
     """The sidecar of a build or sub-build directory: compiled_meta.json, else distributed_meta.json
     (validated); None when it has neither."""
-    for name, load in ((COMPILED_META_FILENAME, load_compiled_meta),
-                       (DISTRIBUTED_META_FILENAME, load_distributed_meta)):
+    for name, load in ((COMPILED_META, load_compiled_meta),
+                       (DISTRIBUTED_META, load_distributed_meta)):
         if (Path(directory) / name).is_file():
             return load(Path(directory) / name)
     return None

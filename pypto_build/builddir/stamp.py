@@ -1,4 +1,9 @@
-"""`cache/binary_context.json`: written last, atomically, in PyPTO's format."""
+"""The stamp, `cache/binary_context.json`: the identities a sub-build's binaries were built under.
+
+PyPTO reuses a sub-build's binaries only under a stamp that matches its own context, so ours is written
+as PyPTO writes it (byte for byte, atomically, under PyPTO's lock), last: once every binary is built. It
+is removed while the sub-build is in flux.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -11,7 +16,7 @@ from typing import Iterator
 
 from ..core import atomic, safeio
 
-STAMP = "cache/binary_context.json"
+STAMP_FILE = "cache/binary_context.json"      # relative to the sub-build
 LOCK_NAME = ".binary_context.lock"      # PyPTO's: held for a whole compile-and-stamp transaction
 LOCK_WAIT_S = 600.0
 
@@ -40,21 +45,22 @@ def binary_context_lock(stamp_path: Path, wait_s: float = LOCK_WAIT_S) -> Iterat
         os.close(fd)
 
 
-def stamp_text(stamp: dict) -> str:
-    """json.dump(indent=2, sort_keys=True) plus a newline, as PyPTO writes it."""
-    return json.dumps(stamp, indent=2, sort_keys=True) + "\n"
+def stamp_text(fields: dict) -> str:
+    """The file's text for `fields` (`BinaryContext.stamp_fields`): json.dump(indent=2, sort_keys=True) plus a
+    newline, as PyPTO writes it."""
+    return json.dumps(fields, indent=2, sort_keys=True) + "\n"
 
 
-def write_stamp(path: Path, stamp: dict) -> None:
-    atomic.write_text(path, stamp_text(stamp), sweep=True)
+def write_stamp(path: Path, fields: dict) -> None:
+    atomic.write_text(path, stamp_text(fields), sweep=True)
 
 
 def remove_stamp(path: Path) -> None:
     Path(path).unlink(missing_ok=True)
 
 
-def stamp_matches(path: Path, stamp: dict) -> bool:
+def stamp_matches(path: Path, fields: dict) -> bool:
     try:
-        return safeio.read_text(path) == stamp_text(stamp)
+        return safeio.read_text(path) == stamp_text(fields)
     except (OSError, UnicodeDecodeError):
         return False

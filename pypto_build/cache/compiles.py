@@ -34,8 +34,8 @@ VERSION = "pypto_build-cache-2"     # 2: header lists from -MD (system headers t
 MAX_CANDIDATES = 8
 
 
-def compile_key(kind: str, argv_key: str, compiler_id: str, context: str, source: str) -> str:
-    return text_digest(VERSION, kind, argv_key, compiler_id, context, file_digest(source))
+def compile_key(kind: str, argv_key: str, compiler_id: str, context_digest: str, source: str) -> str:
+    return text_digest(VERSION, kind, argv_key, compiler_id, context_digest, file_digest(source))
 
 
 def restore_compile(cache: ArtifactCache, base: str, sub_rel: str, out: Path) -> list[str] | None:
@@ -123,7 +123,7 @@ def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | 
 
 
 def open_cache(directory: str | None, remote: Remote | None = None):
-    """The cache of a run: local `--cache-dir`, the run's `remote_cache.Remote` (local first), or None."""
+    """The cache of a run: local `--cache-dir`, the run's `remote.Remote` (local first), or None."""
     local = None
     if directory:
         from .store import ArtifactCache

@@ -8,7 +8,7 @@ exactly the plan's (count and digest). Anything else is one line naming the
 file (or the missing shard) and nothing is written. The merged JSON is ci's
 form (`ok`, `directories`, each directory with its `shard`) plus `plan` and
 `shards` (per shard: file, directories, passed, failed, cache hits, seconds);
-the JUnit XML holds one test suite per shard (`ci.junit_suite`).
+the JUnit XML holds one test suite per shard (`run.junit_suite`).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ JSON (per directory and per unit: status, reason, seconds, cache hits, `.pto`
 edits not applied) are complete in every case. A directory whose validation was
 skipped (`doit ignore`) is "not validated": never ok, in the line, the exit
 status and both reports. A shard's run (`--shard K/N`,
-shards.py) records its shard in both; `ci-report` (ci_report.py) merges the
+shards.py) records its shard in both; `ci-report` (report.py) merges the
 shards' JSON, and writes its JUnit through `junit_suite` from the same JSON.
 """
 from __future__ import annotations

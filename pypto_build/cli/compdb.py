@@ -1,6 +1,6 @@
 """`pypto-build compdb`: compile_commands.json (for clangd and other tools): the commands the build runs.
 
-Each entry is `compile_command.listed`: the very argv the compile action runs (one assembly for both),
+Each entry is `compile.command.listed`: the very argv the compile action runs (one assembly for both),
 under the names the build installs — the output, where the build writes a temp file first, and no
 depfile flags (`-MD -MF <temp> -MT <output>`, with which the build learns the headers read). With a
 launcher (`--launcher`, `$PYPTO_BUILD_LAUNCHER`, or one `$CXX` starts with), a split kernel's entry is

@@ -21,8 +21,6 @@ from .. import options
 from ..core.exits import OneLineOptions, guarded
 from .watch import watch_options
 
-_DIR = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str, "default": "",
-        "help": "build directory (default: the one the current directory is in)"}
 _ALL = options.BUILD
 
 
@@ -48,7 +46,7 @@ class Build(_Verb):
     doc_usage = "[TASK ...]"
     doc_description = ("Compiles every kernel and orchestration whose inputs changed (by content), then writes "
                        "cache/binary_context.json per sub-build.")
-    cmd_options = (_DIR, *options.doit_options((*_ALL, options.DRY_RUN)))
+    cmd_options = (options.DOIT_DIR, *options.doit_options((*_ALL, options.DRY_RUN)))
 
 
 class Replay(_Verb):
@@ -61,7 +59,7 @@ class Replay(_Verb):
     doc_description = ("Builds what changed (content-keyed), runs the program on golden.py's inputs in a child "
                        "process on the platform the directory records (or --platform's; see docs/platforms.md), "
                        "and with --validate compares outputs with compute_golden.")
-    cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN, options.VALIDATE)))
+    cmd_options = (options.DOIT_DIR, *options.doit_options((*_ALL, *options.RUN, options.VALIDATE)))
 
 
 class Validate(_Verb):
@@ -73,7 +71,7 @@ class Validate(_Verb):
     doc_usage = ""
     doc_description = ("Builds what changed, runs and validates; the verdict is reused while the binaries, "
                        "the run configuration and golden.py's kept result (with all it depends on) are unchanged.")
-    cmd_options = (_DIR, *options.doit_options((*_ALL, *options.RUN)))
+    cmd_options = (options.DOIT_DIR, *options.doit_options((*_ALL, *options.RUN)))
 
 
 class Watch(_Verb):
@@ -87,7 +85,7 @@ class Watch(_Verb):
     doc_description = ("Builds, replays (with --validate: validates) and times the program, then repeats on every "
                        "change of a source, header, .pto, kernel_config.py, golden.py or its data. Ctrl-C ends it.")
 
-    cmd_options = (_DIR, *options.doit_options(watch_options()))
+    cmd_options = (options.DOIT_DIR, *options.doit_options(watch_options()))
 
     def execute(self, params, args):
         from .watch import watch_verb

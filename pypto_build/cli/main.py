@@ -163,7 +163,7 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 def _compdb(args: argparse.Namespace) -> int:
     from .compdb import write_compdb
-    from ..builddir.markers import find_root
+    from ..builddir.layout import find_root
     print(write_compdb(options.request(args).plan(find_root(args.dir)), args.output))
     return 0
 
@@ -213,7 +213,7 @@ def _cache(args: argparse.Namespace) -> int:
 
 def _doit(args: argparse.Namespace) -> int:
     from ..engine import BuildDirLoader, BuildDirMain
-    from ..builddir.markers import find_root
+    from ..builddir.layout import find_root
     if not args.args:
         raise UserError("doit needs a build directory: pypto-build doit <command> DIR [...]")
     rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)

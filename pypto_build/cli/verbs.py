@@ -1,6 +1,6 @@
 """build / replay / validate / explain with parsed options: one behaviour for every front end.
 
-`pypto-build <verb>` (cli.py) and `doit replay|pypto-build|pypto-validate|pypto-watch` (doit_plugins.py)
+`pypto-build <verb>` (main.py) and `doit replay|pypto-build|pypto-validate|pypto-watch` (doit_plugins.py)
 both call `run_verb()` with the values of the same option table (options.py): the values become one
 `options.Request`, which the one pipeline runs (pipeline.py). So they accept the same options, print
 the same lines and return the same exit status (exits.py): 0 success, 1 a unit or a validation failed
@@ -18,7 +18,7 @@ from .. import options
 from .. import pipeline
 from ..core import stages
 from ..errors import FAILED, OK, UserError
-from ..builddir.markers import find_root
+from ..builddir.layout import find_root
 from ..options import Request
 
 
@@ -26,8 +26,8 @@ def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | N
     """Do `verb` on the build directory containing `directory` (found as git finds its root)."""
     request = options.request(values, tasks=tasks or ())
     root = find_root(Path(directory))
-    if verb == "explain" or (verb == "build" and options._get(values, "dry_run", False)):
-        return explain_verb(request, root, all_tasks=bool(options._get(values, "all", False)))
+    if verb == "explain" or (verb == "build" and options.option_value(values, "dry_run", False)):
+        return explain_verb(request, root, all_tasks=bool(options.option_value(values, "all", False)))
     if verb == "build":
         return _status(pipeline.run(root, request, progress=sys.stdout, check=False), request.quiet)
     return _run_golden(verb, values, root, request)
@@ -41,9 +41,9 @@ def _run_golden(verb: str, values: Any, root: Path, request: Request) -> int:
     if not (root / "golden.py").is_file():
         raise UserError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
                         "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
-    if options._get(values, "log_sync_pypto", False) and not request.quiet:
+    if options.option_value(values, "log_sync_pypto", False) and not request.quiet:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
-    validating = verb == "validate" or bool(options._get(values, "validate", False))
+    validating = verb == "validate" or bool(options.option_value(values, "validate", False))
     request = replace(request, tasks=(stages.VALIDATE if validating else stages.REPLAY,),
                       force=(stages.prefix(stages.VALIDATE),) if verb == "replay" and validating else ())
     return _status(pipeline.run(root, request, progress=sys.stdout, check=False), request.quiet)

@@ -1,6 +1,7 @@
 """The `watch` and `history` verbs with parsed option values: one behaviour for `pypto-build` and `doit pypto-watch`."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,12 @@ def watch_options() -> tuple:
 def watch_verb(values: Any, directory: Path | str) -> int:
     """`watch` with parsed option values (argparse namespace or doit dict): one behaviour for both front ends."""
     from ..errors import UserError
-    from ..builddir.markers import find_root
+    from ..builddir.layout import find_root
     from ..run import check_replayable
     from ..watch import watch
     from ..watch import Settings
 
-    get = (lambda name, default=None: options._get(values, name, default))
+    get = functools.partial(options.option_value, values)
     request = options.request(values)       # judged once: options, launcher, the remote cache's URL
     root = check_replayable(find_root(Path(directory)))
     if not (root / "golden.py").is_file():
@@ -33,8 +34,7 @@ def watch_verb(values: Any, directory: Path | str) -> int:
 
 def history_verb(directory: Path | str) -> int:
     """`pypto-build history DIR`: the variants `watch` tried, oldest first (DIR must be a build directory)."""
-    from ..builddir.layout import classify
-    from ..builddir.markers import find_root
+    from ..builddir.layout import classify, find_root
     from ..watch import History
 
     root = find_root(Path(directory))

@@ -14,8 +14,10 @@ from typing import Sequence
 
 from ..run import require_fit
 from ..errors import ArgumentError
-from ..builddir.markers import HOST_OUTPUTS, STATE_DIR
-from ..builddir.sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, load_compiled_meta
+from ..builddir.state_dir import STATE_DIR
+from ..platforms import HOST_OUTPUTS
+from ..builddir.markers import COMPILED_META, KERNEL_CONFIG
+from ..builddir.sidecars import ParamMeta, ProgramMeta, load_compiled_meta
 
 __all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]
 
@@ -63,7 +65,7 @@ class CompiledProgram:
         here, as every build decides); `backend_type` defaults to the persisted one.
         """
         root = Path(output_dir).resolve()
-        path = root / COMPILED_META_FILENAME
+        path = root / COMPILED_META
         if not path.is_file():
             raise FileNotFoundError(_MISSING.format(path=path))
         return cls(root, load_compiled_meta(path), platform=platform, backend_type=backend_type)
@@ -105,7 +107,7 @@ class CompiledProgram:
                 if dirpath == str(self.output_dir):
                     dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
                 for name in files:
-                    if name.endswith(".so") or (dirpath == str(self.output_dir) and name == "kernel_config.py"):
+                    if name.endswith(".so") or (dirpath == str(self.output_dir) and name == KERNEL_CONFIG):
                         st = os.stat(os.path.join(dirpath, name))
                         found.append((os.path.join(dirpath, name), st.st_ino, st.st_mtime_ns, st.st_size))
         return tuple(sorted(found))

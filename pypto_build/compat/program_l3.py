@@ -11,7 +11,9 @@ from typing import Sequence
 
 from ..run import require_fit
 from ..errors import ArgumentError
-from ..builddir.sidecars import DISTRIBUTED_META_FILENAME, DistributedConfigMeta, ProgramMeta, load_distributed_meta
+from ..builddir.manifest import DEFAULT_RUNTIME
+from ..builddir.markers import DISTRIBUTED_META
+from ..builddir.sidecars import DistributedConfigMeta, ProgramMeta, load_distributed_meta
 
 __all__ = ["DistributedConfig", "DistributedCompiledProgram"]
 
@@ -25,7 +27,7 @@ class DistributedConfig:
 
     device_ids: tuple[int, ...] = (0,)
     num_sub_workers: int = 0
-    runtime: str = "tensormap_and_ringbuffer"
+    runtime: str = DEFAULT_RUNTIME
     aicpu_thread_num: int = 0
 
     def __post_init__(self):
@@ -65,7 +67,7 @@ class DistributedCompiledProgram:
                  distributed_config: DistributedConfig | None = None) -> "DistributedCompiledProgram":
         """Load `<output_dir>/distributed_meta.json` only; `distributed_config` skips validating the persisted one."""
         root = Path(output_dir).resolve()
-        path = root / DISTRIBUTED_META_FILENAME
+        path = root / DISTRIBUTED_META
         if not path.is_file():
             raise FileNotFoundError(_MISSING.format(path=path))
         meta = load_distributed_meta(path, validate_config=distributed_config is None)

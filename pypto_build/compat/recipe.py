@@ -19,7 +19,7 @@ from typing import TextIO
 from ..plan import invalidation
 from ..core import stages
 from ..builddir.layout import BuildKind, load_layout
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 
 __all__ = ["rebuild_kernel_cpp_from_pto", "invalidate_binary_cache"]
 

@@ -17,7 +17,8 @@ from typing import Callable
 
 from ..core import atomic
 from ..errors import OK, UserError
-from ..builddir.sidecars import COMPILED_META_FILENAME, ParamMeta, ProgramMeta, known_torch_dtype, load_compiled_meta
+from ..builddir.markers import COMPILED_META
+from ..builddir.sidecars import ParamMeta, ProgramMeta, known_torch_dtype, load_compiled_meta
 
 __all__ = ["write_run_script", "render_run_script", "skip_reason", "inline_statement", "torch_dtype_name",
            "emit_runner_command", "add_emit_runner_arguments", "ENV_VAR"]
@@ -157,8 +158,8 @@ def skip_reason(work_dir: Path) -> str | None:
     if kind is BuildKind.L3:
         return (f"{work_dir} is a distributed (L3) build; its debug/run.py would run on PyPTO's distributed "
                 "runtime, which the host runtime does not provide")
-    if not (work_dir / COMPILED_META_FILENAME).is_file():
-        return f"{work_dir / COMPILED_META_FILENAME} not found; the inline inputs are derived from it"
+    if not (work_dir / COMPILED_META).is_file():
+        return f"{work_dir / COMPILED_META} not found; the inline inputs are derived from it"
     return None
 
 
@@ -175,7 +176,7 @@ def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = 
         if on_skip is not None:
             on_skip(reason)
         return None
-    meta = load_compiled_meta(work_dir / COMPILED_META_FILENAME)
+    meta = load_compiled_meta(work_dir / COMPILED_META)
     target = work_dir / "debug" / "run.py"
     from ..core.confine import confine_tree
     confine_tree(work_dir, target, "debug runner")

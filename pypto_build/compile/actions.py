@@ -1,6 +1,6 @@
-"""doit actions: the side-effect edge of the graph.
+"""The compile stage's doit actions: compile a unit (`run_compile`), write a sub-build's stamp (`run_stamp`).
 
-Module-level functions with plain-data arguments, so they work under every
+The side-effect edge of the graph. Module-level functions with plain-data arguments, so they work under every
 multiprocessing start method. Each writes its outputs atomically and returns
 the values doit stores for the next run's up-to-date check.
 """
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 
 @one_line_failures
-def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state: str, cache_dir: str | None = None,
-                remote: Remote | None = None, launcher: Launcher | None = None):
+def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None, state: str,
+                cache_dir: str | None = None, remote: Remote | None = None, launcher: Launcher | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler
@@ -49,12 +49,12 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state:
     build directory are kept (`header_sets`).
     """
     sub = Path(unit.cwd or unit.sub_rel)      # the compiler's working directory; argv paths are relative to it
-    remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
+    remove_stamp(Path(unit.stamp_path))            # the sub-build is in flux until every unit is built
     out = Path(unit.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.remove_stale_temps(out)            # left by a run that was killed while compiling this unit
-    cache = open_cache(cache_dir, remote) if context is not None else None
-    base = compile_key(unit.kind, unit.argv_key, compiler_id, context, unit.source) if cache else ""
+    cache = open_cache(cache_dir, remote) if context_digest is not None else None
+    base = compile_key(unit.kind, unit.argv_key, compiler_id, context_digest, unit.source) if cache else ""
     if cache is not None:
         start_ns = fs_now(out)
         hit = restore_compile(cache, base, unit.sub_rel, out)
@@ -64,7 +64,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state:
             if isinstance(states, str):
                 out.unlink(missing_ok=True)
                 return TaskFailed(states)
-            values = _values(unit, compiler_id, context, state, states)
+            values = _values(unit, compiler_id, context_digest, state, states)
             return values if isinstance(values, TaskFailed) else {**values, "cache": "hit"}
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
@@ -112,7 +112,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state:
     within, outside = states
     if cache is not None and all(digest_of(state) is not None for state in (*within.values(), *outside.values())):
         store_compile(cache, base, unit.sub_rel, [*within, *outside], out)
-    return _values(unit, compiler_id, context, state, states)
+    return _values(unit, compiler_id, context_digest, state, states)
 
 
 def _run_tool(unit: CompileUnit, argv: Sequence[str], sub: Path, doing: str = "compiling",
@@ -131,7 +131,7 @@ def _run_tool(unit: CompileUnit, argv: Sequence[str], sub: Path, doing: str = "c
     return proc
 
 
-def _values(unit: CompileUnit, compiler_id: str, context: str | None, state: str,
+def _values(unit: CompileUnit, compiler_id: str, context_digest: str | None, state: str,
             states: tuple[dict, dict]) -> dict | TaskFailed:
     """What the next check compares; the headers outside the build directory as a shared set (header_sets, in
     the state folder `state`)."""
@@ -140,7 +140,7 @@ def _values(unit: CompileUnit, compiler_id: str, context: str | None, state: str
         shared = header_sets.store(outside, state) if outside else None
     except OSError as exc:
         return TaskFailed(_failure(unit, f"cannot record the headers it read ({exc})"))
-    return {"argv": unit.argv_key, "compiler": compiler_id, "context": context, "tracking": TRACKING,
+    return {"argv": unit.argv_key, "compiler": compiler_id, "context": context_digest, "tracking": TRACKING,
             "headers": within, "outside": shared, "output": make_state(unit.output)}
 
 
@@ -159,17 +159,18 @@ def _header_states(unit: CompileUnit, headers: tuple[list[str], list[str]], star
 
 
 @one_line_failures
-def run_stamp(stamp_path: str, stamp: dict | None, why_unknown: str | None):
+def run_stamp(stamp_path: str, fields: dict | None, why_unknown: str | None):
     """Write the sub-build's binary_context.json once all its binaries are built.
 
-    With an unknown identity no stamp is written (and a stale one is removed).
+    `fields`: the context's `stamp_fields()`; None (an unknown identity): no stamp is written, and a stale one
+    is removed.
     """
     with binary_context_lock(Path(stamp_path)):
-        if stamp is None:
+        if fields is None:
             remove_stamp(Path(stamp_path))
             return {"stamp": None, "why": why_unknown}
-        write_stamp(Path(stamp_path), stamp)
-    return {"stamp": stamp}
+        write_stamp(Path(stamp_path), fields)
+    return {"stamp": fields}       # the key the reporter reads (kept in doit's state)
 
 
 def _read_depfile(depfile: Path, target: str) -> list[str] | None:

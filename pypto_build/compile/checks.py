@@ -26,9 +26,9 @@ class UnitCheck:
 
     __signature__ = CHECK_SIGNATURE
 
-    def __init__(self, argv: str, compiler: str, context: str | None, why_unknown: str | None, output: str,
+    def __init__(self, argv: str, compiler: str, context_digest: str | None, why_unknown: str | None, output: str,
                  sets: SetChecker):
-        self.expect = {"argv": argv, "compiler": compiler, "context": context}
+        self.expect = {"argv": argv, "compiler": compiler, "context": context_digest}
         self.why_unknown = why_unknown
         self.output = output
         self.sets = sets
@@ -126,14 +126,14 @@ class StampCheck:
 
     __signature__ = CHECK_SIGNATURE
 
-    def __init__(self, path: str, stamp: dict | None, why_unknown: str | None):
-        self.path, self.stamp, self.why_unknown = path, stamp, why_unknown
+    def __init__(self, path: str, fields: dict | None, why_unknown: str | None):
+        self.path, self.fields, self.why_unknown = path, fields, why_unknown
         self.reason = ""
 
     def __call__(self, task, values) -> bool:
-        if self.stamp is None:
+        if self.fields is None:
             self.reason = f"no stamp: {self.why_unknown}"
-        elif not stamp_matches(self.path, self.stamp):
+        elif not stamp_matches(self.path, self.fields):
             self.reason = f"{self.path} missing or outdated"
         else:
             self.reason = ""

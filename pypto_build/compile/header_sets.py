@@ -7,7 +7,7 @@ state per header per unit made the state database 8x larger and the no-op
 through doit 2x slower on 2,048 kernels (docs/architecture.md). So a unit's
 values name its set — a digest of the paths and contents — and the states live
 once in `headers/<name>.json` of the platform's state folder
-(`markers.state_folder`: `.pypto_build/state/<platform>/`), written (atomically)
+(`state_dir.state_folder`: `.pypto_build/state/<platform>/`), written (atomically)
 by the first compile that reads that set; `SetChecker` checks each set once per
 run. Every function takes that folder (relative to the build root): a platform's
 full build prunes the sets its own units no longer name, never another's.

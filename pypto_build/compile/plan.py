@@ -3,7 +3,7 @@
 Pure planning from a `Layout` and a `Platform`; nothing runs here. Paths are
 posix strings relative to the build root (the engine's working directory), so
 a copied or re-cloned directory keeps its state; argv paths are relative to
-the sub-build, which is the compiler's working directory (`toolchain` passes
+the sub-build, which is the compiler's working directory (the platform's command passes
 each through `procs.path_arg`: a file name is never an option).
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..toolchain.identity import BinaryContext
 from ..core.confine import OUTPUT_FIX, confine, real_path, resolves_inside
 from ..builddir.layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in
 from ..builddir.manifest_ast import manifest_error
+from ..builddir.markers import KERNEL_CONFIG
 from ..core.safeio import kind_of
 from ..core.settings import COMPILER_TIMEOUT, seconds
 from ..platforms import Command, Platform, UnitSource
@@ -38,7 +39,7 @@ class CompileUnit:
     source: str            # relative to the build root, or absolute for external kernels
     output: str            # relative to the build root
     argv: tuple[str, ...]  # canonical command (cwd = sub-build); its digest is an input
-    stamp: str             # the sub-build's binary_context.json, relative to the build root
+    stamp_path: str        # the sub-build's binary_context.json, relative to the build root
     argv_key: str          # digest of argv without the locations of identity-covered roots
     covered: tuple[str, ...]  # dirs whose headers an identity covers (not tracked per unit)
     timeout: float = 900.0
@@ -60,7 +61,7 @@ class StepUnit:
     output: str
     argv: tuple[str, ...]
     key: str
-    stamp: str
+    stamp_path: str
     cwd: str = ""
 
 
@@ -95,7 +96,7 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     roots: dict[tuple[str, ...], tuple[str, ...]] = {}    # include roots, resolved once per distinct set
     for sub in layout.sub_builds:
         _check_runtime(sub, platform)
-        stamp = _join(sub.rel, platform.stamp_path)
+        stamp_path = _join(sub.rel, platform.stamp_path)
         # The orchestration first: it is the longest compile, and doit dispatches in this order,
         # so with -j it overlaps the kernels instead of trailing them.
         units = [_orch_unit(layout, sub, platform, timeout, roots)]
@@ -103,12 +104,12 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
         for k in sub.config.kernels:
             unit, command = _kernel_unit(layout, sub, k, platform, timeout, roots)
             units.append(unit)
-            steps += _steps(layout.root, sub, unit, command, platform, stamp)
+            steps += _steps(layout.root, sub, unit, command, platform, stamp_path)
         _check_unique(sub, [*units, *steps])
         outputs = [(u.output, f"output of {u.task}") for u in [*units, *steps]]
-        for path, what in outputs + [(stamp, "stamp")]:
+        for path, what in outputs + [(stamp_path, "stamp")]:
             confine(layout.root, layout.root / path, what, OUTPUT_FIX)
-        plans.append(SubBuildPlan(sub, platform.binary_context(sub.config.runtime_name), tuple(units), stamp,
+        plans.append(SubBuildPlan(sub, platform.binary_context(sub.config.runtime_name), tuple(units), stamp_path,
                                   tuple(steps)))
     return plans
 
@@ -135,14 +136,14 @@ def _kernel_unit(layout: Layout, sub: SubBuild, k, platform: Platform, timeout: 
 
 
 def _steps(root: Path, sub: SubBuild, unit: CompileUnit, command: Command, platform: Platform,
-           stamp: str) -> list[StepUnit]:
+           stamp_path: str) -> list[StepUnit]:
     """The platform's steps after a kernel's compile, named after the kernel's compile task."""
     if not command.steps:
         return []
     _, _, name = unit.task.partition(":")
     located = _key_roots(platform, root, command.cwd, sub)
     return [StepUnit(stages.task(step.kind, name), step.kind, sub.rel, _join(sub.rel, step.input),
-                     _join(sub.rel, step.output), step.argv, argv_key((step.identity, *step.argv), located), stamp,
+                     _join(sub.rel, step.output), step.argv, argv_key((step.identity, *step.argv), located), stamp_path,
                      os.fspath(command.cwd))
             for step in command.steps]
 
@@ -236,7 +237,7 @@ def _check_unique(sub: SubBuild, units: list[CompileUnit | StepUnit]) -> None:
         source = u.source if isinstance(u, CompileUnit) else u.input
         for key in (u.task, u.output):
             if key in seen:
-                raise LayoutError(f"{sub.path / 'kernel_config.py'}: two entries build {key} "
+                raise LayoutError(f"{sub.path / KERNEL_CONFIG}: two entries build {key} "
                                   f"({seen[key]} and {source}); give each kernel its own source file")
             seen[key] = source
 

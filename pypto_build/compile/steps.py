@@ -1,7 +1,7 @@
 """doit action of a step after a kernel's compile (a device kernel's link, its payload's extraction).
 
-Like `compile_actions`: plain-data arguments, the output written atomically,
-the values the next up-to-date check (`uptodate.StepCheck`) compares returned.
+Like `actions.run_compile`: plain-data arguments, the output written atomically,
+the values the next up-to-date check (`checks.StepCheck`) compares returned.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ STEP_TIMEOUT_S = 900.0
 @local_work
 def run_step(step: StepUnit):
     """Run one step into a temp file, then move it onto its output; the previous output stays on failure."""
-    remove_stamp(Path(step.stamp))            # the sub-build is in flux until every step is done
+    remove_stamp(Path(step.stamp_path))            # the sub-build is in flux until every step is done
     out = Path(step.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.remove_stale_temps(out)

@@ -93,11 +93,6 @@ def write_text(target: Path, text: str, *, mode: int = 0o644, sweep: bool = Fals
     write_bytes(target, text.encode("utf-8"), mode=mode, sweep=sweep)
 
 
-def replace_into(tmp: Path, target: Path) -> None:
-    """Move a finished temp file onto `target` atomically (same filesystem)."""
-    os.replace(tmp, target)
-
-
 def install(tmp: Path, target: Path) -> bool:
     """Move a finished temp file onto `target`, unless `target` already holds exactly these bytes: then the
     temp goes and `target` is left as it was (another tool's identical binary keeps its file). True: moved."""

@@ -1,7 +1,7 @@
 """The state recorded per file, and whether a file changed since: content (xxh3) decides, stat only short-circuits.
 
 State saved per file: `FileState` (stored by doit as the plain list
-``[mtime_ns, size, ino, ctime_ns, digest, trusted]``; `FileState.of` reads it back).
+``[mtime_ns, size, ino, ctime_ns, digest, trusted]``, read back by field index: MTIME, SIZE, ...).
 
 * Same stat tuple and ``trusted``: unchanged, no read.
 * Different size: changed, no read.
@@ -46,11 +46,6 @@ class FileState(NamedTuple):
     ctime_ns: int
     digest: str | None
     trusted: bool
-
-    @classmethod
-    def of(cls, saved: object) -> FileState | None:
-        """The stored list read back, or None when it is not a state of this format."""
-        return cls(*saved) if _stored(saved) else None
 
 
 # The stored list read by field name without building a FileState: these run per file per task of a no-op.

@@ -30,6 +30,7 @@ TAIL_BYTES = 32 * 1024      # ... and the last lines say how it ended
 POLL_S = 0.05               # how often the program's exit is checked without a pidfd
 DRAIN_S = 2.0               # after the program exited: how long its killed group may hold the pipes
 REAP_S = 5.0                # bound on reaping a SIGKILLed program (one stuck in the kernel stays a zombie)
+PR_SET_PDEATHSIG = 1        # <linux/prctl.h>; set only by die_with_parent
 _CHUNK = 64 * 1024
 
 _live: set[int] = set()     # process groups started and not yet killed
@@ -242,7 +243,7 @@ def die_with_parent(parent: int | None) -> None:
     """
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):       # not Linux: nothing to set
         pass
     if parent is not None and os.getppid() != parent:

@@ -15,8 +15,8 @@ class SharedFlag:
 
     def __init__(self, for_spawn: bool = False) -> None:
         import multiprocessing
-        context = multiprocessing.get_context("spawn") if for_spawn else multiprocessing.get_context()
-        self._flag = context.Value("b", 0)
+        mp_context = multiprocessing.get_context("spawn") if for_spawn else multiprocessing.get_context()
+        self._flag = mp_context.Value("b", 0)
 
     @property
     def raised(self) -> bool:

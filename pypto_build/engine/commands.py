@@ -75,7 +75,7 @@ class BuildDirCommand(OneLineOptions):
 
 class BuildDirRun(BuildDirCommand, Run):
     """`run`: build (part of) the graph (`pypto-build doit run DIR`; build, replay, validate and the API run
-    the same through `session.run_build`)."""
+    the same through `run_build`)."""
 
     name = "run"
     adopts = True

@@ -63,7 +63,7 @@ def read_only_state(root: Path, platform: str, force: tuple[str, ...] = ()) -> I
     """`platform`'s state of the directory (what a build would take) opened read-only (sqlite `mode=ro`) under the shared lock taken on a read-only
     descriptor, with the root as working directory; None when it was never built (nothing is created).
     Whatever a check refreshes in it is discarded: reading writes nothing."""
-    from ..builddir.markers import STATE_DB, STATE_DIR, current_state_folder
+    from ..builddir.state_dir import STATE_DB, STATE_DIR, current_state_folder
     from .lock import dir_lock
     from .statedb import open_state
 

@@ -19,14 +19,13 @@ from .. import options
 from ..cache import Caches
 from ..errors import PyptoBuildError
 from ..plan.graph import Graph
-from ..builddir.markers import STATE_DB, find_root, state_folder
+from ..builddir.state_dir import STATE_DB, state_folder
+from ..builddir.layout import find_root
 from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
 from .tasks import DEFAULT_TASKS, task_dicts
 
-opt_build_dir = {"section": "pypto_build", "name": "build_dir", "long": "dir", "type": str,
-                 "default": "", "help": "build directory (default: the one the current directory is in)"}
 opt_recompile, = options.doit_options(tuple(o for o in options.BUILD if o.dest == "recompile"))
 GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "cache_dir",
                  "remote_cache")
@@ -37,11 +36,11 @@ class BuildDirLoader:
 
     doit's task-loader interface (`doit.cmd_base.TaskLoader2`: `API`, `cmd_names`, `config`,
     `task_opts`, `setup`, `load_doit_config`, `load_tasks`) without subclassing it: `cmd_base`
-    brings doit's command layer and plugin loading, which a build (`session.run_build`) never uses.
+    brings doit's command layer and plugin loading, which a build (`commands.run_build`) never uses.
     """
 
     API = 2
-    cmd_options = (opt_build_dir, *options.doit_options(tuple(o for o in options.BUILD if o.dest in GRAPH_OPTIONS)))
+    cmd_options = (options.DOIT_DIR, *options.doit_options(tuple(o for o in options.BUILD if o.dest in GRAPH_OPTIONS)))
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
@@ -66,7 +65,7 @@ class BuildDirLoader:
 
     @property
     def dep_file(self) -> Path:
-        """The doit state of the planned graph's platform (each platform's is its own: markers.state_folder)."""
+        """The doit state of the planned graph's platform (each platform's is its own: state_dir.state_folder)."""
         return self.root / state_folder(self.plan().platform.name) / STATE_DB
 
     def load_doit_config(self):

@@ -53,7 +53,7 @@ def held() -> bool:
 
 class NotWritable(UserError):
     """A run cannot take the lock: the build directory is not writable (`root`, what is wrong in `what`).
-    A run with nothing to do is still answered, read-only (`session.run_build`)."""
+    A run with nothing to do is still answered, read-only (`commands.run_build`)."""
 
     def __init__(self, root: Path, what: str, needs: str = ""):
         self.root, self.what = root, what

@@ -20,7 +20,7 @@ from ..core import hashing
 from ..plan import invalidation
 from ..toolchain import search_dirs
 from ..errors import UserError, one_line
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 from ..core.oserrors import run_failure
 from ..plan import noop
 from .depstate import ContentDependency

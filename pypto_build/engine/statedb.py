@@ -1,6 +1,6 @@
 """Opening a build directory's doit state (`.pypto_build/state/<platform>/state.sqlite3`): for a run, or read-only.
 
-Each platform keeps its own (`markers.state_folder`), as it keeps its own
+Each platform keeps its own (`state_dir.state_folder`), as it keeps its own
 binaries, so switching platforms and back rebuilds nothing. The one state of
 before (`.pypto_build/state.sqlite3` and `headers/`) is taken over by the first
 run that holds the lock (`take_over`): moved, not copied, into that run's
@@ -27,7 +27,7 @@ from .depstate import ContentDependency
 from .sqlitedb import ReadOnlyStateDB, StateDB
 from ..errors import UserError, one_line
 from ..compile.header_sets import sets_dir
-from ..builddir.markers import STATE_DB, STATE_DIR, state_folder
+from ..builddir.state_dir import STATE_DB, STATE_DIR, state_folder
 from ..core.oserrors import describe_sqlite
 from ..core.safeio import refusal
 

@@ -17,7 +17,7 @@ from ..compile.actions import run_compile, run_stamp
 from ..compile.command import unit_launcher
 from ..plan.graph import Graph, RunTarget, run_targets
 from ..compile.header_sets import SetChecker
-from ..builddir.markers import current_state_folder
+from ..builddir.state_dir import current_state_folder
 from ..run import run_replay, run_validate
 from ..builddir.runconfig import RunSpec
 from ..compile.steps import run_step
@@ -39,7 +39,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     folder = current_state_folder(graph.layout.root, graph.platform.name)     # the platform's own state
     sets = SetChecker(folder)             # headers outside the build dir: each shared set checked once per run
     for p in graph.plans:
-        ctx, why = p.context.digest, p.context.unknown
+        context_digest, why = p.context.digest, p.context.unknown
         for unit in p.units:
             base, _, name = unit.task.partition(":")
             compiler = graph.platform.compiler_for(unit.kind, p.context.runtime_name)
@@ -49,11 +49,11 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
-                "actions": [(run_compile, [unit, compiler_id, ctx, folder, caches.directory, caches.remote,
+                "actions": [(run_compile, [unit, compiler_id, context_digest, folder, caches.directory, caches.remote,
                                           launcher])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
-                "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],
+                "uptodate": [UnitCheck(unit.argv_key, compiler_id, context_digest, why, unit.output, sets)],
                 "clean": True,
                 "meta": {"unit": unit},
             })
@@ -68,14 +68,14 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
                 "uptodate": [StepCheck(step.key, step.input, step.output)],
                 "clean": True,
             })
-        stamp = None if why else p.context.stamp()
+        fields = None if why else p.context.stamp_fields()
         groups[stages.STAMP].append({
             "name": p.sub.name,
             "doc": f"binary context stamp of {p.sub.rel}",
-            "actions": [(run_stamp, [p.stamp_path, stamp, why])],
+            "actions": [(run_stamp, [p.stamp_path, fields, why])],
             "task_dep": [u.task for u in (*p.units, *p.steps)],
-            "targets": [p.stamp_path] if stamp else [],
-            "uptodate": [StampCheck(p.stamp_path, stamp, why)],
+            "targets": [p.stamp_path] if fields else [],
+            "uptodate": [StampCheck(p.stamp_path, fields, why)],
             "clean": True,
         })
     # a run goes to the platform the graph was planned for (and a verdict is kept per platform)

@@ -16,7 +16,8 @@ from ..toolchain import search_dirs
 from ..core import stages
 from ..toolchain.launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from ..builddir.layout import BuildKind, Layout, load_layout
-from ..builddir.markers import STATE_DIR
+from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
+from ..builddir.state_dir import STATE_DIR
 from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from ..core.settings import check_environment
 from ..platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, implementation
@@ -43,7 +44,7 @@ class Graph:
     def notices(self) -> tuple[list[str], list[str]]:
         """What planning has to tell before a run: (lines for stdout, lines for stderr). Printed by the
         engine's loader, kept in `BuildResult.warnings` by the API: one wording for every front end."""
-        out = [self.header()] + ([self.pto.skipped_line] if self.pto.skipped_line else [])
+        out = [self.banner()] + ([self.pto.skipped_line] if self.pto.skipped_line else [])
         if self.launcher is not None:
             units = [u for p in self.plans for u in p.units]
             sent = sum(1 for u in units if split(u.argv) is not None)
@@ -51,11 +52,11 @@ class Graph:
                                                      "already compile-only) compile here whole")
             out.append(f"pypto-build: {sent} of {len(units)} compiles go through {self.launcher.name}{whole}; links "
                        f"and the rest of the local work stay here, at most {local_jobs()} at a time")
-        err = stale_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds and no "
-                                   "binary_context.json is written" for why in self.unknown_identities()]
+        err = unreferenced_lines(self) + [f"pypto-build: {why}: binaries are not trusted, every unit rebuilds "
+                                          "and no binary_context.json is written" for why in self.unknown_identities()]
         return out, err
 
-    def header(self) -> str:
+    def banner(self) -> str:
         """The run's first line: the platform (and why, when not the recorded one), the runtime and PTO-ISA."""
         choice = self.choice or Choice(self.platform.name, "given")
         runtimes = ", ".join(dict.fromkeys(p.context.runtime_name for p in self.plans))
@@ -121,10 +122,10 @@ def _label(what: str, revision: str) -> str:
     return f"{what} {revision}" if revision else what
 
 
-def stale_lines(graph: Graph) -> list[str]:
+def unreferenced_lines(graph: Graph) -> list[str]:
     """One line per L3 sub-build left out because the host driver never references it."""
     return [f"pypto-build: {rel}: never referenced by orchestration/host_orch.py — a leftover of an earlier "
-            "compile; not built (--include-stale builds it)" for rel in graph.layout.stale]
+            "compile; not built (--include-stale builds it)" for rel in graph.layout.unreferenced]
 
 
 @dataclass(frozen=True)
@@ -142,14 +143,14 @@ def run_targets(graph: Graph) -> list[RunTarget]:
     if layout.kind is BuildKind.MULTI_ORCH:
         chosen = [p for p in graph.plans if (p.sub.path / "golden.py").is_file()]
         return [_target(p.sub.name, p.sub.rel, [p], layout.root) for p in chosen]
-    extra = ["orchestration/host_orch.py", "distributed_meta.json"] if layout.kind is BuildKind.L3 else []
+    extra = [HOST_ORCH, DISTRIBUTED_META] if layout.kind is BuildKind.L3 else []
     return [_target(".", ".", list(graph.plans), layout.root, extra)]
 
 
 def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[str] = ()) -> RunTarget:
     base = root if rel == "." else root / rel
     inputs = [out for p in plans for out in p.outputs]
-    inputs += [_join(p.sub.rel, "kernel_config.py") for p in plans] + [_join(rel, e) for e in extra]
+    inputs += [_join(p.sub.rel, KERNEL_CONFIG) for p in plans] + [_join(rel, e) for e in extra]
     if (base / "golden.py").is_file():
         inputs.append(_join(rel, "golden.py"))
     if (base / "data").is_dir():

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..core import atomic
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 
 __all__ = ["RECORD", "REASON", "mark", "pending", "clear"]
 

@@ -43,7 +43,8 @@ from ..core import atomic, safeio
 from . import invalidation
 from ..core import stages
 from ..errors import ToolchainError, warn
-from ..builddir.markers import STATE_DIR, current_state_folder
+from ..builddir.markers import KERNEL_CONFIG
+from ..builddir.state_dir import STATE_DIR, current_state_folder
 from ..platforms import implementation
 from ..pto import find_ptoas, identity_files
 from ..core.racy import changed_since
@@ -196,7 +197,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
             paths.append(extra)
     for p in graph.plans:
         sub = p.sub.rel
-        paths += [sub, p.stamp_path, f"{sub}/kernel_config.py" if sub != "." else "kernel_config.py"]
+        paths += [sub, p.stamp_path, f"{sub}/{KERNEL_CONFIG}" if sub != "." else KERNEL_CONFIG]
         if (p.sub.path / "ptoas").is_dir():
             paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
         for u in p.units:
@@ -208,8 +209,8 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)]
-    lines = [graph.header()] + ([graph.pto.skipped_line] if graph.pto.skipped_line else [])
-    if graph.layout.stale:
+    lines = [graph.banner()] + ([graph.pto.skipped_line] if graph.pto.skipped_line else [])
+    if graph.layout.unreferenced:
         return False            # keep saying it: the leftover line is printed by the full path only
     # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
     pto = graph.pto.options

@@ -4,7 +4,8 @@ implementations (host; simpler's simulators and devices).
 Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
 `implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
 running), `choose` / `Choice` (which platform a directory targets, and why), `cannot_serve`,
-`default_platform`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `kernel_payload`.
+`DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
+`kernel_payload`.
 Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `registry`
 (implementations by name), `l3_driver` (the one L3 host driver, with its backend seam) and `l3_shims`
 (the stand-ins for the modules a host driver imports: the only module that replaces `sys.modules`
@@ -22,10 +23,10 @@ _EXPORTS = {
     "PostStep": "base",
     "HostPlatform": "host.platform",
     "HostExecutor": "host.runtime.executor",
+    "HOST_OUTPUTS": "host.places",
     "kernel_payload": "simpler.elf_payload",
     "PLATFORMS": "names",
     "DEFAULT_PLATFORM": "names",
-    "default_platform": "names",
     "implementation": "registry",
     "Implementation": "registry",
     "cannot_serve": "choice",

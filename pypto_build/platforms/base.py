@@ -4,7 +4,7 @@ Planning asks a located platform five questions — find the toolchain (`locate`
 unit kind (`compiler_for`), the command of one unit (`command`: its argv, where the binary goes, where the
 command runs, the steps after it), the identities binaries are built under (`binary_context`) and the trees
 those identities cover (`covered_roots`) — and reads a few facts (`name`, `runtimes`, `stamp_path`,
-`system_dirs`, `noop_record`, the header's labels). Execution runs a built directory: one L2 program
+`system_dirs`, `noop_record`, the banner's labels). Execution runs a built directory: one L2 program
 (`run_l2`) or the host driver of an L3 one (`run_l3`); it needs no toolchain (it runs in the replay child)
 and is a separate class in a separate module, so planning never imports it, torch or simpler.
 `registry.py` maps a name to both.
@@ -135,4 +135,4 @@ class Runner(ABC):
     def run_l3(self, root: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None,
                say: Callable[[str], None], device_ids: Sequence[int] | None) -> list[str]:
         """Run the host driver `orchestration/host_orch.py` of the L3 directory `root` over its chip programs
-        (`runtime.run_l3` with this platform's backend); `device_ids` None: the sidecar's."""
+        (`l3_driver.run_l3` with this platform's backend); `device_ids` None: the sidecar's."""

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
+from ..core.settings import PLATFORM as PLATFORM_VAR     # $PYPTO_BUILD_PLATFORM
 from .names import DEFAULT_PLATFORM, PLATFORMS
 
-ENV_VAR = "PYPTO_BUILD_PLATFORM"
 SIMPLER_MODULES = ("simpler", "simpler_setup", "_task_interface")   # what a simpler install provides
 
 
@@ -91,8 +91,8 @@ def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | No
     recorded, where = recorded_platform(Path(root))
     if requested:
         return Choice(requested, "--platform", recorded, where)
-    if env.get(ENV_VAR):
-        return Choice(env[ENV_VAR], f"${ENV_VAR}", recorded, where)
+    if env.get(PLATFORM_VAR):
+        return Choice(env[PLATFORM_VAR], f"${PLATFORM_VAR}", recorded, where)
     if recorded is None:
         return Choice(DEFAULT_PLATFORM, "default")
     if recorded not in PLATFORMS:

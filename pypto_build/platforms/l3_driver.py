@@ -12,7 +12,7 @@ dfx_outputs/ with a `dispatch_program.json` naming its chip program. Stale such 
 symbolic link among them is refused before anything is deleted.
 
 What differs between runtimes is an `L3Backend`: the host runtime (`l3.HostL3`, one worker process per
-rank) or simpler's Worker(level=3) (`platforms/simpler_l3.SimplerL3`). Errors: what is wrong with the
+rank) or simpler's Worker(level=3) (`simpler/l3.SimplerL3`). Errors: what is wrong with the
 directory, the arguments or the driver's text is one PyptoBuildError line; a failure of the program once it
 runs is an ExecutorError naming host_orch.py's line; a runtime's own failures propagate as it raises them.
 torch is imported only inside functions.

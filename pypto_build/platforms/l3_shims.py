@@ -252,7 +252,7 @@ def installed(names: dict[str, dict[str, Any]], submit_chip: Callable[..., Any])
 def hidden_main() -> Iterator[None]:
     """The caller's `__main__` hidden while the host runtime spawns its rank workers: a spawned process imports
     the parent's main script again, and one without an `if __name__ == "__main__"` guard would run again. The
-    workers need nothing from it (their function lives in `runtime/l3.py`)."""
+    workers need nothing from it (their function lives in `host/runtime/l3.py`)."""
     saved = {"__main__": sys.modules.get("__main__")}
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:

@@ -3,7 +3,7 @@
 Door: `plan_pto` / `pto_options` / `PtoOptions` / `PtoPlan` (planning), `find_ptoas`
 (the tool), the task actions and `uptodate` checks `engine/tasks.py` wires.
 Modules: `ptoas` (finding and running ptoas), `plan` (the units), `actions`
-(ptoas and splice tasks), `splice` (the text splice), `uptodate` (checks).
+(ptoas and splice tasks), `splice` (the text splice), `checks` (the `uptodate` checks).
 """
 from __future__ import annotations
 

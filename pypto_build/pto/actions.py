@@ -227,12 +227,12 @@ def save_record(path: str, record: dict) -> None:
 
 def backup(unit: PtoUnit, target: Path, text: str) -> str:
     """Keep a hand-edited kernel file under .pypto_build/backup/ before it is overwritten."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    when = time.strftime("%Y%m%d-%H%M%S")
     folder = Path(unit.backup_dir) / target.parent
-    dest = folder / atomic.fit_name(f"{target.name}.{stamp}")       # a 255-byte kernel name still fits
+    dest = folder / atomic.fit_name(f"{target.name}.{when}")       # a 255-byte kernel name still fits
     n = 1
     while dest.exists():
-        dest = folder / atomic.fit_name(f"{target.name}.{stamp}.{n}")
+        dest = folder / atomic.fit_name(f"{target.name}.{when}.{n}")
         n += 1
     atomic.write_text(dest, text)
     return dest.as_posix()

@@ -14,7 +14,7 @@ from ..core.atomic import fit_name
 from ..errors import ToolchainError
 from ..core.confine import OUTPUT_FIX, SOURCE_FIX, confine
 from ..builddir.layout import Layout
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
 from ..core.settings import PTOAS_TIMEOUT, REBUILD_FROM_PTO, pto_rebuild, seconds
 

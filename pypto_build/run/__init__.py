@@ -5,7 +5,7 @@ Door: `check_replayable` / `execute` (running a built directory), `run_program`
 `run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`; `Refused`: their
 failure when the child refused its input, a user error),
 `VerdictCheck` (when a verdict still holds), `require_fit` (the caller's tensors against the
-sidecar), `WarmLauncher` (runs forked from a server that imported torch once: `watch`).
+sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`).
 Modules: `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
 `golden_cache`, `reads`, `actions`, `checks`.
 """
@@ -18,7 +18,7 @@ _EXPORTS = {
     "execute": "execution",
     "save_outputs": "execution",
     "run_program": "child",
-    "WarmLauncher": "starter",
+    "WarmStarter": "starter",
     "run_replay": "actions",
     "run_validate": "actions",
     "Refused": "actions",

@@ -60,11 +60,11 @@ class RunOutcome:
 
 def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: float = DEFAULT_TIMEOUT,
                 say: Callable[[str], None] = print, tensors: Sequence | None = None,
-                names: Sequence[str] | None = None, launcher: Callable | None = None, timing_runs: int = 1,
+                names: Sequence[str] | None = None, start: Callable | None = None, timing_runs: int = 1,
                 on_phase: Callable[[str], None] | None = None, quiet: bool = False) -> RunOutcome:
     """Run `sub_dir` in a child process (inputs from golden.py, or `tensors`); raise on any failure.
 
-    `launcher` starts the process (`launch.spawn`, a new interpreter, by default; `launch.WarmLauncher.start`
+    `start` starts the process (`starter.spawn`, a new interpreter, by default; `starter.WarmStarter.start`
     forks a warm one); `timing_runs` runs the program that many times (fresh inputs each time) and reports
     each run's seconds; `on_phase` hears what the child is doing as it starts each step. With `quiet` (-q)
     the child says only the verdict and the program's own log lines, none of its progress.
@@ -74,7 +74,7 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
     """
     sub_dir = Path(sub_dir).resolve()
     _check_data(sub_dir)
-    started = (launcher or spawn)(sub_dir, _child)
+    started = (start or spawn)(sub_dir, _child)
     request = {"sub": str(sub_dir), "config": config, "validate": validate, "names": list(names or []),
                "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
                "parent": started.parent, "timing_runs": timing_runs, "quiet": quiet}

@@ -21,7 +21,8 @@ from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
 from ..builddir.layout import BuildKind, classify, load_layout
-from ..builddir.markers import HOST_ORCH, STATE_DIR
+from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH
+from ..builddir.state_dir import STATE_DIR
 from ..builddir.runconfig import RunConfig
 
 
@@ -30,7 +31,7 @@ def check_replayable(work_dir: Path) -> Path:
 
     Its sidecar is validated here, before anything is built or run (an L3 build needs distributed_meta.json).
     """
-    from ..builddir.sidecars import DISTRIBUTED_META_FILENAME, load_sidecar
+    from ..builddir.sidecars import load_sidecar
 
     kind, _markers = classify(work_dir)
     if kind is BuildKind.MULTI_ORCH:
@@ -38,7 +39,7 @@ def check_replayable(work_dir: Path) -> Path:
         raise UserError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
                         f"instead: {subs}")
     if load_sidecar(work_dir) is None and kind is BuildKind.L3:
-        raise UserError(f"{Path(work_dir) / DISTRIBUTED_META_FILENAME} not found; a distributed build needs "
+        raise UserError(f"{Path(work_dir) / DISTRIBUTED_META} not found; a distributed build needs "
                         "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
     return Path(work_dir)
 

@@ -31,7 +31,8 @@ from ..core.confine import inside
 from ..core.filestate import State, digest_of, is_modified, make_state, refreshed
 from ..core.hashing import text_digest
 from ..core.limits import read_capped
-from ..builddir.markers import KERNEL_CONFIG, STATE_DIR
+from ..builddir.markers import KERNEL_CONFIG
+from ..builddir.state_dir import STATE_DIR
 from ..core.racy import changed_since
 
 FORMAT = 2

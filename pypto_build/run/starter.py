@@ -1,8 +1,8 @@
-"""How a run's process starts: cold (`spawn`, a new interpreter) or warm (`WarmLauncher`, forked).
+"""How a run's process starts: cold (`spawn`, a new interpreter) or warm (`WarmStarter`, forked).
 
 `run_program` by default starts `python -m pypto_build.run.child` for every run,
 which pays the interpreter's start and torch's import (about 1.3 s) each time.
-`WarmLauncher` starts one server process (`warm_server`, `python -m
+`WarmStarter` starts one server process (`warm_server`, `python -m
 pypto_build.run.warm_server`) that imports them once; every run is a new process
 forked from it. The server never runs a program and never loads a kernel, so each
 run starts from a clean address space: a kernel rebuilt since the last run is
@@ -63,7 +63,7 @@ class Started:
         self.process.join(procs.REAP_S)
 
 
-class WarmLauncher:
+class WarmStarter:
     """Starts each run by forking a server that has torch and the runtime imported (`start()`)."""
 
     def __init__(self, platform: str = "host") -> None:

@@ -1,6 +1,6 @@
 """The warm run server: a process that imports torch and the runtime once; every run is forked from it.
 
-`launch.WarmLauncher` starts it as `python -P -m pypto_build.run.warm_server STARTER FD`.
+`starter.WarmStarter` starts it as `python -P -m pypto_build.run.warm_server STARTER FD`.
 `main` first makes the server die with its starter (PR_SET_PDEATHSIG), so a `kill -9`
 of the watch kills it too, and with it every run forked from it (each dies with the
 server); then it reads `(sys.path, modules)` from the socket FD, imports the modules
@@ -12,7 +12,7 @@ pickled `(entry, sub_dir)` with three descriptors — the run's inbox, its outbo
 status pipe. The server forks; the run takes its own session, dies with the server,
 works in `sub_dir` and calls `entry(inbox, outbox)`; the server writes the run's pid
 on the status pipe at once, and its exit status (-N: killed by signal N) once it has
-reaped it. The server leaves when the socket closes (the launcher closed it, or died).
+reaped it. The server leaves when the socket closes (the starter closed it, or died).
 
 A run leaves with `sys.exit`: the exit handlers run (those of the run, the runtime's
 clean-ups, and of what the server imported), and the last of them, registered before
@@ -87,7 +87,7 @@ def serve(server: socket.socket):
                     continue
                 message, fds, _flags, _address = socket.recv_fds(server, REQUEST_BYTES, 3)
                 if not message:
-                    return None             # the launcher is gone: leave (the runs die with us)
+                    return None             # the starter is gone: leave (the runs die with us)
                 if len(fds) != 3:
                     for fd in fds:
                         os.close(fd)
@@ -109,7 +109,7 @@ def serve(server: socket.socket):
                 try:
                     os.write(reply, STATUS.pack(pid))
                 except OSError:
-                    pass                    # the launcher gave up on it
+                    pass                    # the starter gave up on it
                 status[pid] = reply
 
 

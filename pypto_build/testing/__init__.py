@@ -1,7 +1,7 @@
 """Test support (not product code): synthetic PyPTO build directories, a stand-in compiler and platform.
 
 Door: `FakePlatform` (plan and build with the stand-in compiler: staleness tests without g++);
-`synth` (write_l2, write_l3, write_multi, ...), `fake_compiler` (the stand-in itself, a script),
+`synth` (write_l2, write_l3, write_multi_orch, ...), `fake_compiler` (the stand-in itself, a script),
 `fake_cann` (make_fake_cann: a labelled stand-in CANN tree for a2a3/a5 device builds), `fake_ptoas` (a
 labelled stand-in ptoas: the tests' and `pypto-build example --pto`'s; make_fake_ptoas) and `loopback`
 (real servers on 127.0.0.1: distccd), offered whole.

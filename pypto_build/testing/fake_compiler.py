@@ -1,7 +1,7 @@
 """A stand-in C++ compiler for tests (test support, NOT product code; it compiles nothing).
 
 Run as ``python fake_compiler.py <g++-like argv>``. It understands the argv our
-platforms produce and `compile_actions.run_compile` adds:
+platforms produce and `compile.actions.run_compile` adds:
 
 * ``-o OUT``: writes OUT, a small text file ``fake-object <digest>`` where the
   digest (64-bit FNV-1a: no hashlib, every compile starts a Python) covers the

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import ClassVar, Mapping
 
 from ..core.hashing import text_digest
-from ..builddir.stamp import STAMP
+from ..builddir.stamp import STAMP_FILE
 from ..toolchain.identity import BinaryContext, Revision
 from ..platforms import Command, Platform, UnitSource
 from ..core.procs import path_arg
@@ -78,7 +78,7 @@ class FakePlatform(Platform):
 
     @property
     def stamp_path(self) -> str:
-        return STAMP
+        return STAMP_FILE
 
     def covered_roots(self) -> dict[str, str]:
         return {}

@@ -20,8 +20,8 @@ so the result is well defined and `golden.py` reproduces it exactly in torch.
 
 With `pto=True` a directory also has PyPTO's `ptoas/` stage (section 5). The
 kernel sources (naming, wrappers, ptoas/ units) are written by
-`pypto_build.testing.synth_kernels`, whose public names are re-exported here. Standard
-library only.
+`pypto_build.testing.synth_kernels`, whose public names are re-exported here. The standard
+library and the marker file names (`builddir.markers`) only.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import json
 import re
 from pathlib import Path
 
+from ..builddir.markers import COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
 from .synth_golden import GOLDEN_SEED, golden_l2, golden_l3
 from .synth_kernels import (BEGIN_SENTINEL, END_SENTINEL, core_type, kernel_name, kernel_path, pto_path,
                             pto_units, write_kernels, write_text)
@@ -78,7 +79,7 @@ def write_l2(
         intermediate=intermediate,
         pto=pto,
     )
-    write_text(root / "compiled_meta.json", _compiled_meta(size))
+    write_text(root / COMPILED_META, _compiled_meta(size))
     if golden:
         write_text(root / "golden.py", golden_l2(kernels, size))
     return root
@@ -94,7 +95,7 @@ def _write_chip(root: Path, *, orch_name: str, kernels: int, header_every: int, 
         raise ValueError(f"header_every must be >= 0, got {header_every}")
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
-    write_text(root / "kernel_config.py", _kernel_config(orch_name, kernels))
+    write_text(root / KERNEL_CONFIG, _kernel_config(orch_name, kernels))
     write_text(root / "orchestration" / f"{orch_name}.cpp", _orchestration_cpp(orch_name, kernels, intermediate))
     headers = [header_every > 0 and func_id % header_every == 0 for func_id in range(kernels)]
     write_kernels(root, orch_name, headers, pto=pto)
@@ -275,8 +276,8 @@ def write_l3(
             "aicpu_thread_num": 0,
         },
     }
-    write_text(root / "distributed_meta.json", json.dumps(meta, indent=2))
-    write_text(root / "orchestration" / "host_orch.py", _host_orch_py(chips, world, size))
+    write_text(root / DISTRIBUTED_META, json.dumps(meta, indent=2))
+    write_text(root / HOST_ORCH, _host_orch_py(chips, world, size))
     if golden:
         write_text(root / "golden.py", golden_l3(len(chips), kernels, world, size))
     return root

@@ -47,7 +47,7 @@ class BinaryContext:
                 return f"{what} identity unknown ({rev.why_unknown})"
         return None
 
-    def stamp(self) -> dict:
+    def stamp_fields(self) -> dict:
         """The dict PyPTO stores in cache/binary_context.json (schema 1)."""
         return {"platform": self.platform, "pto_isa_revision": self.pto_isa_revision.value,
                 "runtime_name": self.runtime_name, "runtime_revision": self.runtime_revision.value,
@@ -57,7 +57,7 @@ class BinaryContext:
     def digest(self) -> str | None:
         if self.unknown:
             return None
-        s = self.stamp()
+        s = self.stamp_fields()
         return text_digest(*(f"{k}={s[k]}" for k in sorted(s)))
 
 

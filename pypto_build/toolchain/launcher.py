@@ -3,7 +3,7 @@
 A launcher comes from `--launcher`, else `$PYPTO_BUILD_LAUNCHER`, else the first
 words of `$CXX` when they name a known launcher (`CXX="distcc g++"`). As in
 ccache's rule, it is not part of a unit's identity: the compiler behind it is
-(`toolchain` resolves the compiler without it), so turning distribution on or
+(`compiler.resolve_compiler` resolves it without the launcher), so turning distribution on or
 off rebuilds nothing, and a binary built either way is the same file.
 
 distcc (and icecream) send only compile-only (`-c`) jobs to other hosts and run
@@ -53,7 +53,7 @@ class Launcher:
         return os.path.basename(self.command[0])
 
     def for_compiler(self, name: str) -> Launcher:
-        """This launcher running the compiler `name` (`toolchain.Compiler.launched_as`)."""
+        """This launcher running the compiler `name` (`compiler.Compiler.launched_as`)."""
         return replace(self, compiler=name)
 
     def wrap(self, argv: Sequence[str]) -> list[str]:

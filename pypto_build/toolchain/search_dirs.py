@@ -1,6 +1,6 @@
 """The compiler's include search directories, kept between runs in `.pypto_build/search_dirs.json`.
 
-Asking the compiler (`-x c++ -E -v`, `toolchain.system_include_dirs`) starts cc1plus: about
+Asking the compiler (`-x c++ -E -v`, `compiler.system_include_dirs`) starts cc1plus: about
 10 ms of every run, a fifth of a one-edit rebuild's own work. The answer depends on the
 compiler (its identity: resolved path, binary digest, `--version`), its extra words and
 `$CXXFLAGS`, the environment variables compilers read for include paths (`ENV`), and which of
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..core import atomic, safeio
 from ..core.hashing import text_digest
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 from ..core.racy import changed_since
 
 RECORD = "search_dirs.json"

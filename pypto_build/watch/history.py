@@ -25,7 +25,7 @@ from ..core import atomic
 from ..errors import UserError, one_line
 from ..core.hashing import file_digest, text_digest
 from ..core.limits import TooLarge, read_capped
-from ..builddir.markers import STATE_DIR
+from ..builddir.state_dir import STATE_DIR
 
 RECORD = "history.json"
 ASIDE = ".damaged"      # a damaged history is kept as history.json.damaged (then .damaged.1, ...)

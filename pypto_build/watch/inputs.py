@@ -18,11 +18,12 @@ from typing import Iterable
 from ..compile import header_sets
 from ..core.filestate import State, is_modified, make_state
 from ..plan.graph import Graph, run_targets
-from ..builddir.markers import STATE_DIR, current_state_folder
+from ..builddir.markers import COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
+from ..builddir.state_dir import STATE_DIR, current_state_folder
 
 SOURCE, HEADER, PTO, GOLDEN, PLANNING = "source", "header", "pto", "golden", "planning"
 # New files with these names (or under data/) may change the plan or the golden: they start a round.
-PLANNED_NAMES = ("kernel_config.py", "golden.py", "compiled_meta.json", "distributed_meta.json", "host_orch.py")
+PLANNED_NAMES = (KERNEL_CONFIG, "golden.py", COMPILED_META, DISTRIBUTED_META, os.path.basename(HOST_ORCH))
 IGNORED_PARTS = (STATE_DIR, "__pycache__", "dfx_outputs", ".git")
 
 
@@ -76,9 +77,9 @@ def collect(graph: Graph, values: dict[str, dict], golden_reads: Iterable[str] =
     inputs.add(graph.layout.markers, PLANNING)
     for plan in graph.plans:
         sub = plan.sub.rel
-        inputs.add([os.path.join(sub, "kernel_config.py")], PLANNING)
-        if (plan.sub.path / "orchestration" / "host_orch.py").is_file():
-            inputs.add([os.path.join(sub, "orchestration", "host_orch.py")], PLANNING)
+        inputs.add([os.path.join(sub, KERNEL_CONFIG)], PLANNING)
+        if (plan.sub.path / HOST_ORCH).is_file():
+            inputs.add([os.path.join(sub, HOST_ORCH)], PLANNING)
         for unit in plan.units:
             inputs.add([unit.source], SOURCE)
             recorded = values.get(unit.task) or {}

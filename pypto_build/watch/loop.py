@@ -44,8 +44,8 @@ def _watch(root: Path, settings: Settings, out: TextIO, poll: bool | None, stop:
     import watchfiles
 
     session = Session(root, settings, out)
-    session.launcher.start_server()     # from this thread: the server dies with it
-    warm = threading.Thread(target=session.launcher.warm_up, daemon=True, name="pypto-build-warm-up")
+    session.starter.start_server()     # from this thread: the server dies with it
+    warm = threading.Thread(target=session.starter.warm_up, daemon=True, name="pypto-build-warm-up")
     warm.start()                        # torch imports in the server while the first round compiles
     try:
         session.round([])

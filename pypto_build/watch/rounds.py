@@ -2,7 +2,7 @@
 
 A round builds what changed (doit, in this process: the graph is re-planned only
 when a planning input changed), runs the program in a process forked from the warm
-launcher (torch and the runtime already imported; a fresh address space every time,
+starter (torch and the runtime already imported; a fresh address space every time,
 so a rebuilt kernel is always the one that runs), validates it, times it, and prints
 one compact block. Whatever stops a round — bad input at any stage (planning, the
 build, the run: an error a one-shot command reports in one line), a compile error, a
@@ -23,7 +23,7 @@ from typing import TextIO
 
 from ..core import stages
 from ..errors import ProgramFailed, PyptoBuildError, one_line
-from ..builddir.markers import STATE_DB, STATE_DIR, current_state_folder
+from ..builddir.state_dir import STATE_DB, STATE_DIR, current_state_folder
 from ..options import Request
 from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect
@@ -59,15 +59,15 @@ class Round:
 
 
 class Session:
-    """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm launcher, the inputs."""
+    """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm starter, the inputs."""
 
     def __init__(self, root: Path, settings: Settings, out: TextIO = sys.stdout) -> None:
-        from ..run import WarmLauncher
+        from ..run import WarmStarter
 
         self.root, self.settings, self.out = root, settings, out
         self.graph = None
         self.plan()
-        self.launcher = WarmLauncher(self.graph.platform.name)
+        self.starter = WarmStarter(self.graph.platform.name)
         self.snapshot = Snapshot()
         self.inputs = Inputs(root)
         self.golden_reads: list[str] = []
@@ -198,7 +198,7 @@ class Session:
             with dir_lock(self.root / STATE_DIR):
                 outcome = run_program(check_replayable(self.root), config, validate=self.settings.validate,
                                       timeout=run.timeout, say=lines.append,
-                                      launcher=self.launcher.start, timing_runs=self.settings.runs, on_phase=phase)
+                                      start=self.starter.start, timing_runs=self.settings.runs, on_phase=phase)
             report.verdict = "PASSED" if self.settings.validate else "RAN"
             report.detail = ", ".join(outcome.checked)
             report.seconds = outcome.run_seconds

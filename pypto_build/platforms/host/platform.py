@@ -4,7 +4,7 @@ Kernels and orchestrations are compiled to `.so` files shaped like simpler's
 CPU-sim command lines, against the headers the package ships
 (`platforms/host/headers/include`, and `PTO_ISA_ROOT` when set); they run in
 `runtime.HostExecutor` (L2) or the L3 driver with one worker process per
-device (L3): `host_run.HostRunner`, which planning never imports.
+device (L3): `run.HostRunner`, which planning never imports.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import ClassVar, Mapping
 
 from ...errors import ToolchainError
-from ...builddir.markers import HOST_STAMP, host_binary, host_external_binary
+from .places import HOST_STAMP, host_binary, host_external_binary
 from ...toolchain.identity import BinaryContext, Revision, clean_git_revision, host_runtime_revision
 from ...core.procs import path_arg
 from ...toolchain.compiler import PACKAGE_DIR, Compiler, extra_flags, host_compiler, system_include_dirs
@@ -66,7 +66,7 @@ class HostPlatform(Platform):
 
     def command(self, unit: UnitSource) -> Command:
         """Shaped like simpler's CPU-sim command lines (a kernel's, or the host g++ orchestration's), run in the
-        sub-build. Outputs apart from PyPTO's places (markers.HOST_OUTPUTS): PyPTO never builds for host, and a
+        sub-build. Outputs apart from PyPTO's places (places.HOST_OUTPUTS): PyPTO never builds for host, and a
         host build must not overwrite the binaries and stamp PyPTO reads for the platform the directory records."""
         if unit.kind == "kernel":
             output = (host_external_binary(unit.func_id, unit.core_type, Path(unit.source).stem) if unit.external

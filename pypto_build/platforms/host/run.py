@@ -1,6 +1,6 @@
-"""Running a directory built for `host`: `HostRunner` (execution; planning's `host.py` never imports it).
+"""Running a directory built for `host`: `HostRunner` (execution; planning's `platform.py` never imports it).
 
-L2 runs in this process on `runtime.HostExecutor`; L3 runs the one L3 driver (`runtime.run_l3`) with the host
+L2 runs in this process on `runtime.HostExecutor`; L3 runs the one L3 driver (`l3_driver.run_l3`) with the host
 backend, one worker process per device id. torch and the runtime are imported only when a run starts.
 """
 from __future__ import annotations

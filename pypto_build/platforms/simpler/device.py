@@ -8,7 +8,7 @@ PyPTO reads, `cache/incore_<func_id>_<core>_<stem>_<platform>.bin`. So editing
 one kernel re-runs one compile, one link, one extraction. The orchestration of
 `tensormap_and_ringbuffer` is cross-compiled with CANN's aarch64 g++ (it runs
 on the AICPU); `host_build_graph`'s with the host g++ (it runs in the host
-process). Running needs an NPU: simpler's Worker, as on the simulators (`simpler_runner.DeviceRunner`).
+process). Running needs an NPU: simpler's Worker, as on the simulators (`runner.DeviceRunner`).
 """
 from __future__ import annotations
 

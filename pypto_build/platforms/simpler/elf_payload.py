@@ -71,13 +71,13 @@ def kernel_payload(elf_bytes: bytes, source_name: str) -> bytes:
         raise PayloadError(f"{source_name}: the section name table index {shstrndx} is past the "
                            f"{shnum} section headers; {_FIX}")
 
-    def header(index: int):
+    def section_header(index: int):
         start = shoff + index * SHDR_SIZE
         return elf.structs.Elf_Shdr.parse(elf_bytes[start:start + SHDR_SIZE])
 
-    names = _contents(elf_bytes, header(shstrndx), source_name, "the section name table")
+    names = _contents(elf_bytes, section_header(shstrndx), source_name, "the section name table")
     for index in range(shnum):
-        section = header(index)
+        section = section_header(index)
         if _name(names, section["sh_name"]) != b".text":
             continue
         if section["sh_type"] == "SHT_NOBITS" and section["sh_size"]:

@@ -1,7 +1,7 @@
-"""simpler's `Worker(level=3)` under the one L3 driver (`runtime.run_l3`): `SimplerL3`, never compiling anything.
+"""simpler's `Worker(level=3)` under the one L3 driver (`l3_driver.run_l3`): `SimplerL3`, never compiling anything.
 
 What PyPTO's one-shot distributed run does with simpler (`distributed_runner.execute_distributed`): every
-`next_levels/<chip>/` sub-build becomes one `ChipCallable` (our prebuilt binaries, assembled as `simpler_run`
+`next_levels/<chip>/` sub-build becomes one `ChipCallable` (our prebuilt binaries, assembled as `run`
 does for L2), all are registered on one `Worker(level=3, device_ids=...)` before `init()` forks its chip
 processes, and host_orch.py runs as the Worker's orchestration function with simpler's real `orch`,
 `CallConfig`, `TaskArgs` and `TensorArgType`. Of the stand-ins only PyPTO's `make_tensor_arg` is this
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ...errors import ToolchainError, UserError, one_line
 from ...builddir.manifest import read_kernel_config
+from ...builddir.markers import KERNEL_CONFIG
 from ...builddir.runconfig import RunConfig
 from ..l3_shims import TENSOR_ARG
 from ..l3_driver import L3Backend, Prepared
@@ -97,7 +98,7 @@ def chip_programs(chips: dict[str, Path], platform: str, simpler: Any) -> tuple[
     runtimes: dict[str, str] = {}
     sdma = False
     for name, sub in chips.items():
-        manifest = read_kernel_config(sub / "kernel_config.py")
+        manifest = read_kernel_config(sub / KERNEL_CONFIG)
         payloads = {k.func_id: sub / kernel_payload_path(platform, k.func_id, k.core_type, k.source, k.external)
                     for k in manifest.kernels}
         blobs = read_binaries(manifest, payloads, sub / orchestration_path(manifest.orchestration.source))

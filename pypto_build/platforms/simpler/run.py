@@ -1,6 +1,6 @@
 """Run a built L2 directory's binaries on simpler's `Worker` (PyPTO's runtime), never compiling anything.
 
-`run_on_simpler` is what a simpler platform's runner (`simpler_runner.SimplerRunner.run_l2`) calls in the
+`run_on_simpler` is what a simpler platform's runner (`runner.SimplerRunner.run_l2`) calls in the
 replay child: it wraps the kernel payloads and the orchestration `.so` the build left
 behind into simpler's callables, runs them once on `a2a3sim`/`a5sim` (or
 `a2a3`/`a5` on an NPU machine: the same code) and returns the DFX files the run
@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ...core.confine import confine_tree
 from ...errors import ToolchainError, UserError, one_line
 from ...builddir.manifest import KernelConfig, read_kernel_config
+from ...builddir.markers import KERNEL_CONFIG
 from ...builddir.runconfig import RunConfig
 from ..host.runtime import changed_files, dfx_snapshot
 
@@ -118,7 +119,7 @@ def run_on_simpler(sub_dir: Path, platform: str, payloads: Mapping[int, Path], o
     if platform not in SIMPLER_PLATFORMS:
         raise ToolchainError(f"platform {platform!r} does not run on simpler; choose one of "
                              f"{', '.join(SIMPLER_PLATFORMS)}")
-    manifest = read_kernel_config(sub_dir / "kernel_config.py")
+    manifest = read_kernel_config(sub_dir / KERNEL_CONFIG)
     blobs = read_binaries(manifest, payloads, Path(orchestration))
     settings = call_settings(config, manifest.runtime_config, sub_dir)
     simpler = import_simpler()

@@ -1,8 +1,8 @@
 """Running a directory built for simpler's platforms: `SimplerRunner` (a2a3sim, a5sim) and `DeviceRunner` (a2a3, a5).
 
-Execution only (planning's `simpler_sim.py` / `simpler_device.py` never import it): our binaries, assembled
-into simpler's callables and run by simpler's Worker — one L2 program (`simpler_run.run_on_simpler`), or the
-one L3 driver with simpler's backend (`simpler_l3.SimplerL3`). A device runner first checks that this machine
+Execution only (planning's `sim.py` / `device.py` never import it): our binaries, assembled
+into simpler's callables and run by simpler's Worker — one L2 program (`run.run_on_simpler`), or the
+one L3 driver with simpler's backend (`l3.SimplerL3`). A device runner first checks that this machine
 has an NPU.
 """
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """`a2a3sim` / `a5sim`: PyPTO's simulator platforms, compiled and run exactly as PyPTO does through simpler.
 
 Each kernel and orchestration is its own content-keyed unit, compiled with the
-compiler and command line PyPTO's `KernelCompiler` uses (`simpler_argv`, run in
+compiler and command line PyPTO's `KernelCompiler` uses (`argv`, run in
 simpler's project root) and written where PyPTO reads it: a kernel's payload
 (on the simulator the whole `.so`) as `cache/incore_<func_id>_<core>_<stem>_<platform>.bin`,
 the orchestration as `orchestration/<stem>.so`, the stamp as `cache/binary_context.json`
-with simpler's runtime and PTO-ISA revisions (`simpler_env`). So PyPTO's replay
-reuses our binaries and ours reuses PyPTO's. Running (`simpler_runner`, which planning
+with simpler's runtime and PTO-ISA revisions (`env`). So PyPTO's replay
+reuses our binaries and ours reuses PyPTO's. Running (`runner`, which planning
 never imports) assembles those bytes into simpler's callables, never recompiling through simpler.
 """
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import ClassVar, Mapping
 
 from ...errors import ToolchainError
 from ...toolchain.identity import BinaryContext
-from ...builddir.stamp import STAMP
+from ...builddir.stamp import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
 from ..base import Command, Platform, PostStep, UnitSource
-from .argv import HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compiler_is_gcc, orchestration_argv, sim_kernel_argv
+from .argv import (HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compile_cwd, compiler_is_gcc, orchestration_argv,
+                   sim_kernel_argv)
 from .places import kernel_payload_path, orchestration_path
 from .env import SimplerInstall, find_simpler
 from .noop_key import toolchain_key
@@ -77,10 +78,10 @@ class SimplerSimPlatform(Platform):
         """PyPTO's `KernelCompiler` command line, run in simpler's project root, writing where PyPTO reads."""
         if unit.kind == "kernel":
             output = self._kernel_output(unit)
-            return Command(output, self._kernel_argv(unit, output), self.install.project_root,
+            return Command(output, self._kernel_argv(unit, output), compile_cwd(self.install),
                            self._steps(unit, output))
         output = orchestration_path(unit.source)
-        return Command(output, self._orchestration_argv(unit, output), self.install.project_root)
+        return Command(output, self._orchestration_argv(unit, output), compile_cwd(self.install))
 
     def _kernel_output(self, unit: UnitSource) -> str:
         return kernel_payload_path(self.name, unit.func_id, unit.core_type, unit.source, unit.external)
@@ -104,7 +105,7 @@ class SimplerSimPlatform(Platform):
 
     @property
     def stamp_path(self) -> str:
-        return STAMP
+        return STAMP_FILE
 
     def covered_roots(self) -> dict[str, str]:
         """simpler's tree (its clean revision) and the PTO-ISA tree (its clean revision)."""

@@ -19,7 +19,7 @@ from ....errors import UserError
 __all__ = [
     "ABI_VERSION", "MAX_TENSOR_DIMS", "EXTERNAL_TASK_ID", "ChipTensor", "DataType", "PTO2RuntimeOps",
     "ChipTaskArgs", "PTO2OrchestrationConfig", "SUBMIT_FN", "SCOPE_FN", "ALLOC_FN", "IS_FATAL_FN",
-    "REPORT_FATAL_FN", "LOG_FN", "ARG_ROLES", "LOG_LEVELS", "CORE_TYPES", "UnsupportedDType",
+    "REPORT_FATAL_FN", "LOG_FN", "ARG_ROLES", "LOG_LEVEL_NAMES", "CORE_TYPES", "UnsupportedDType",
     "aligned_tensors", "fill_from_torch", "dtype_label", "torch_dtype", "dtype_of_torch", "shape_of", "describe",
     "scalar_bits",
 ]
@@ -31,8 +31,9 @@ ADDRESS_SPACE_DEVICE = 1
 CORE_TYPES = {0: "aic", 1: "aiv"}  # submit_task core_type
 # submit_task arg_types -> role (add_no_dep tensors carry no direction).
 ARG_ROLES = {0: "in", 1: "out", 2: "inout", 3: "out", 4: "no_dep"}
-# log level -> name, as PyPTO spells log levels (ALWAYS: shown whatever the threshold).
-LOG_LEVELS = {0: "debug", 1: "info", 2: "warn", 3: "error", 4: "always"}
+# The runtime's log level number -> its name, as PyPTO spells log levels (ALWAYS: shown whatever the threshold);
+# the names a user may pass are runconfig.LOG_LEVELS.
+LOG_LEVEL_NAMES = {0: "debug", 1: "info", 2: "warn", 3: "error", 4: "always"}
 
 
 class UnsupportedDType(UserError, TypeError):

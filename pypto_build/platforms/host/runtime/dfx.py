@@ -99,4 +99,4 @@ def dfx_snapshot(dfx: Path | None) -> dict[str, tuple[int, int, int]]:
 def changed_files(dfx: Path | None, before: dict[str, tuple[int, int, int]]) -> list[str]:
     """The files under `dfx` that are new or rewritten since `before`, sorted."""
     after = dfx_snapshot(dfx)
-    return sorted(path for path, stamp in after.items() if before.get(path) != stamp)
+    return sorted(path for path, state in after.items() if before.get(path) != state)

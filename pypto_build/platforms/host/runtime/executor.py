@@ -27,7 +27,8 @@ from typing import Any, Callable, Sequence
 
 from ....errors import ExecutorError, ManifestError
 from ....builddir.manifest import KernelSpec, read_kernel_config
-from ....builddir.markers import host_binary, host_external_binary
+from ....builddir.markers import KERNEL_CONFIG
+from ..places import host_binary, host_external_binary
 from . import abi
 
 __all__ = ["HostExecutor", "ExecutorError", "TaskRecord", "RunTrace"]
@@ -99,7 +100,7 @@ class HostExecutor:
         pinned to it by whoever watches this process."""
         self._on_task = on_task
         self.root = Path(sub_build_dir).resolve()
-        cfg_path = self.root / "kernel_config.py"
+        cfg_path = self.root / KERNEL_CONFIG
         if not cfg_path.is_file():
             raise ExecutorError(f"{self.root}: no kernel_config.py; pass a single-chip build directory or one "
                                 "next_levels/<name>/ sub-build")
@@ -136,7 +137,7 @@ class HostExecutor:
         return p if p.is_absolute() and not rooted else self.root / p
 
     def _binary(self, source: Path) -> Path:
-        """Where the host platform put the binary of `source` (markers.HOST_OUTPUTS, apart from PyPTO's)."""
+        """Where the host platform put the binary of `source` (places.HOST_OUTPUTS, apart from PyPTO's)."""
         return self.root / host_binary(os.path.relpath(source, self.root))
 
     def _load(self, path: Path, what: str, tmp: Path) -> ctypes.CDLL:
@@ -379,7 +380,7 @@ class HostExecutor:
         def emit(_state: _RunState) -> int:
             text = f"{_text(func)}: {_text(msg)}"
             if self._log is not None:
-                self._log(abi.LOG_LEVELS.get(level, "info"), text)
+                self._log(abi.LOG_LEVEL_NAMES.get(level, "info"), text)
             else:
                 _LOGGER.log(_PY_LEVELS.get(level, logging.INFO), "[orchestration] %s", text)
             return 0

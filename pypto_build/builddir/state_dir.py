@@ -1,0 +1,30 @@
+"""`.pypto_build/`: where pypto_build keeps its own state inside a build directory.
+
+PyPTO never reads it. Each platform's build state (its doit database and header-set
+records) has a folder of its own, as its binaries are kept apart: switching
+platforms and back finds each one's state as it left it. Before, one database sat
+in STATE_DIR itself (the legacy place, taken over by the first run that keeps
+state per platform). Names only: nothing here reads or writes a file.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+STATE_DIR = ".pypto_build"
+STATE_DB = "state.sqlite3"
+PLATFORM_STATES = f"{STATE_DIR}/state"
+
+
+def state_folder(platform: str) -> str:
+    """The folder of `platform`'s build state, relative to the build root."""
+    return f"{PLATFORM_STATES}/{platform}"
+
+
+def current_state_folder(root: Path, platform: str) -> str:
+    """Where `platform`'s build state is read from (relative to `root`): its own folder, unless only the one
+    state of before is there (a reader sees what a build would take over)."""
+    own = state_folder(platform)
+    if not os.path.lexists(root / own / STATE_DB) and os.path.lexists(root / STATE_DIR / STATE_DB):
+        return STATE_DIR
+    return own
