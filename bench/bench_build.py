@@ -53,8 +53,13 @@ def use_package(root: Path) -> None:
     import pypto_build
     if Path(pypto_build.__file__).resolve().parent.parent != root.resolve():
         raise BenchError(f"imported pypto_build from {pypto_build.__file__}, expected it under {root}")
+    try:                            # this layout (issue 23) ...
+        from pypto_build.core.racy import RACY_NS
+    except ImportError:             # ... or one from before it
+        RACY_NS = None
     try:                            # this layout (issue 12) ...
-        from pypto_build.core.filestate import RACY_NS
+        if RACY_NS is None:
+            from pypto_build.core.filestate import RACY_NS
         from pypto_build.plan.graph import load_graph
         from pypto_build.testing.synth import kernel_path, write_l2
     except ImportError:             # ... or a --rev from before it
