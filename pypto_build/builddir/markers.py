@@ -9,6 +9,7 @@ import posixpath
 import stat
 from pathlib import Path
 
+from . import STATE_DIR
 from ..errors import LayoutError
 from ..core.safeio import refusal
 
@@ -17,7 +18,6 @@ COMPILED_META = "compiled_meta.json"
 DISTRIBUTED_META = "distributed_meta.json"
 HOST_ORCH = "orchestration/host_orch.py"
 MARKERS = (COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG, HOST_ORCH)
-STATE_DIR = ".pypto_build"
 # The host platform's binaries and stamp, per sub-build: apart from the places PyPTO reads for the platform
 # the directory records, so neither tool throws away the other's work.
 HOST_OUTPUTS = f"{STATE_DIR}/host"
