@@ -8,7 +8,10 @@ code). Outside a family, code imports only the names its door lists
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:           # annotations only: importing `collections` would cost every run's start
+    from collections.abc import Callable
 
 
 def door(package: str, exports: dict[str, str], modules: tuple[str, ...] = ()) -> Callable[[str], object]:

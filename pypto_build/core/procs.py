@@ -25,7 +25,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .which import which  # noqa: F401 — `procs.which`, where callers have always found it
 
 HEAD_BYTES = 96 * 1024      # per stream: the first errors are the ones that matter ...
 TAIL_BYTES = 32 * 1024      # ... and the last lines say how it ended
