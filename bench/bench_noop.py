@@ -1,15 +1,17 @@
 """The no-op side by side: `pypto-build build -q DIR` against `ninja -C DIR`, runs interleaved.
 
 One synthetic directory of N kernels (bench_build's, `write_l2`) is built once by the working tree's
-`pypto-build` (-j 2) and once, in a copy with bench_build's build.ninja, by ninja. With `--against REV`
-a `git archive` snapshot of REV runs too, on the same built directory, through a console script
-written as pip writes one for REV's entry point (its record and ours live side by side: each tool's
-doit runs remove only its own). Each tool runs once untimed past the racy window (so its no-op
-record exists), then the timed runs go round-robin — ninja, this tree, REV — so load from other
-processes falls on all of them alike. Every ninja run must say "no work to do"; no tool may rewrite
-an output, and no pypto-build run may rewrite its no-op record (a run through doit would). Reports
-the median and minimum per tool and the ratio of medians to ninja's, in a block of docs/benchmarks.md
-that bench_build keeps.
+`pypto-build` (-j 2) and once, in a copy with bench_build's build.ninja, by ninja. The working tree runs
+as this environment has it (an editable install: setuptools' finder loads at every start); with
+`--installed` also from a wheel in a venv of its own, as a user installs it; with `--against REV` a
+`git archive` snapshot of REV runs too, through a console script written as pip writes one for REV's
+entry point. Each pypto-build has a copy of the built directory of its own (re-hashed once, never
+rebuilt), so no run of one can make another's record stale. Each tool runs once untimed past the racy
+window (so its no-op record exists), then the timed runs go round-robin, every tool once per round, so
+load from other processes falls on all of them alike. Every ninja run must say "no work to do"; no tool
+may rewrite an output, and no pypto-build run may rewrite its no-op record (a run through doit would).
+Reports the median and minimum per tool and the ratio of medians to ninja's, in a block of
+docs/benchmarks.md that bench_build keeps.
 """
 from __future__ import annotations
 
@@ -51,6 +53,21 @@ def snapshot(rev: str, dest: Path) -> Path:
     return dest
 
 
+def installed(work: Path) -> Path:
+    """A venv with the working tree installed as a user installs it (a wheel, not editable: no editable
+    finder at start-up), its dependencies taken from this interpreter's environment by a plain .pth line."""
+    wheels, venv = work / "wheel", work / "installed"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(wheels), str(bb.REPO)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", *map(str, wheels.glob("pypto_build-*.whl"))], check=True)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "deps.pth").write_text("\n".join(deps) + "\n", encoding="utf-8")
+    return venv / "bin" / "pypto-build"
+
+
 def record_stats(d: Path) -> dict:
     return {r: os.stat(d / r).st_mtime_ns for r in RECORDS if (d / r).exists()}
 
@@ -64,7 +81,13 @@ def measure(args) -> dict:
     env = bb.bench_env(work)
     runner = bb.Runner(env, work)
     ninja, pypto = bb.find_ninja(), bb.find_pypto_build()
-    tools = {"ninja": None, "this tree": (runner, [pypto])}
+    src = bb.write_l2(work / "src", kernels=args.kernels)
+    _, units = bb.units_of(src)
+    outputs = [u.output for u in units]
+    d, nd = bb.fresh_copy(src, work / "pypto"), bb.fresh_copy(src, work / "ninja")
+    tools = {"ninja": None, "this tree, editable install": (runner, [pypto], d)}
+    if args.installed:
+        tools["this tree, installed from a wheel"] = (runner, [str(installed(work))], work / "pypto-installed")
     if args.against:
         old = snapshot(args.against, work / "against")
         old_env = {**env, "PYTHONPATH": os.pathsep.join([str(old), *filter(None, [env.get("PYTHONPATH")])])}
@@ -72,25 +95,25 @@ def measure(args) -> dict:
         _, p = old_runner.run([sys.executable, "-c", "import pypto_build; print(pypto_build.__file__)"])
         if not Path(p.stdout.strip()).resolve().is_relative_to(old):
             raise bb.BenchError(f"{args.against}: pypto_build imported from {p.stdout.strip()}, not {old}")
-        tools[args.against] = (old_runner, [str(entry_script(old, work / "pypto-build-against"))])
+        tools[args.against] = (old_runner, [str(entry_script(old, work / "pypto-build-against"))],
+                               work / "pypto-against")
 
-    src = bb.write_l2(work / "src", kernels=args.kernels)
-    _, units = bb.units_of(src)
-    outputs = [u.output for u in units]
-    d, nd = bb.fresh_copy(src, work / "pypto"), bb.fresh_copy(src, work / "ninja")
     bb.log(f"building {args.kernels} kernels with pypto-build -j 2 and ninja -j 2")
     runner.run([pypto, "build", "-q", "-j", "2", str(d)])
     bb.write_build_ninja(nd)
     runner.run([ninja, "-C", str(nd), "-j", "2"])
+    dirs = {nd, *(tool[2] for tool in tools.values() if tool)}
+    for copy in dirs - {d, nd}:                # its own copy (its own record): re-hashed once, never rebuilt
+        shutil.copytree(d, copy, symlinks=True)
     time.sleep(bb.RACY_NS / 1e9 + 0.5)
     for name, tool in tools.items():           # untimed: each pypto-build records its no-op, ninja warms up
         for _ in range(2 if tool else 1):
             if tool:
-                tool[0].run([*tool[1], "build", "-q", str(d)])
+                tool[0].run([*tool[1], "build", "-q", str(tool[2])])
             else:
                 runner.run([ninja, "-C", str(nd)])
-    before, records = bb.output_mtimes(d, outputs), record_stats(d)
-    ninja_before = bb.output_mtimes(nd, outputs)
+    before = {x: bb.output_mtimes(x, outputs) for x in dirs}
+    records = {x: record_stats(x) for x in dirs - {nd}}
     times: dict[str, list] = {name: [] for name in tools}
     bb.wait_quiet()
     for _ in range(args.runs):
@@ -100,12 +123,13 @@ def measure(args) -> dict:
                 if "no work to do" not in p.stdout:
                     raise bb.BenchError(f"ninja no-op did work in {nd}:\n{p.stdout}")
             else:
-                dt, p = tool[0].run([*tool[1], "build", "-q", str(d)])
+                dt, p = tool[0].run([*tool[1], "build", "-q", str(tool[2])])
             times[name].append((dt, p.other_load))
-    if bb.output_mtimes(d, outputs) != before or bb.output_mtimes(nd, outputs) != ninja_before:
+    if any(bb.output_mtimes(x, outputs) != before[x] for x in dirs):
         raise bb.BenchError("a no-op rewrote outputs")
-    if record_stats(d) != records or not records:
-        raise bb.BenchError(f"a no-op went through doit (its record was rewritten): {records} -> {record_stats(d)}")
+    after = {x: record_stats(x) for x in records}
+    if after != records or not all(records.values()):
+        raise bb.BenchError(f"a no-op went through doit (its record was rewritten): {records} -> {after}")
     return {"kernels": args.kernels, "runs": args.runs, "stats": {k: bb.stats(v) for k, v in times.items()},
             "command": shlex.join(["python", "bench/bench_noop.py", *sys.argv[1:]]),
             "load_start": args.load_start, "load_end": bb.load_avg(), "ninja": bb.first_line([ninja, "--version"]),
@@ -135,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", type=int, default=2048, help="kernels in the directory (default 2048)")
     ap.add_argument("--runs", type=int, default=21, help="interleaved rounds (default 21)")
     ap.add_argument("--against", metavar="REV", default=None, help="also time a snapshot of REV (e.g. main)")
+    ap.add_argument("--installed", action="store_true",
+                    help="also time the working tree installed from a wheel (as users install it), in a copy")
     ap.add_argument("--work", default=str(bb.REPO / "bench" / "out" / "bench_noop"),
                     help="scratch dir, emptied first (default bench/out/bench_noop, git-ignored)")
     ap.add_argument("--out", default="docs/benchmarks.md", help="the report whose bench_noop block is replaced")
