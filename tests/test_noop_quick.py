@@ -112,3 +112,17 @@ def test_bad_input_is_refused_even_when_nothing_changed(l2, args, env, message):
     root = settled(l2)
     out = cli("build", *args, str(root), env=env)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_simpler_becoming_importable_is_seen(l2, tmp_path):
+    """The directory records a2a3sim, served by host only while simpler is missing: once modules of that
+    name import, the platform choice changes, so the quick answer must leave the decision to the full path."""
+    root = settled(l2)
+    assert "not the recorded a2a3sim" in cli("build", str(root)).stdout
+    fake = tmp_path / "site"
+    fake.mkdir()
+    for name in ("simpler", "simpler_setup", "_task_interface"):
+        (fake / f"{name}.py").write_text("")
+    out = cli("build", str(root), env={"PYTHONPATH": str(fake)}, profile=True)
+    assert "pypto_build.cli.main" in imported(out.stderr)      # not answered from the record
+    assert "not the recorded a2a3sim" not in out.stdout
