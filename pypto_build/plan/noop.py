@@ -95,7 +95,10 @@ def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
     data = noop_record.load(root)
     if data is None or not noop_record.unchanged(root, data):
         return None
-    run_key = make_key()
+    try:
+        run_key = make_key()
+    except (OSError, ValueError):       # the full path says what is wrong
+        return None
     return data if run_key is not None and data.get("key") == run_key else None
 
 
