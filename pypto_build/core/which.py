@@ -1,5 +1,5 @@
 """`which`: a program's path as `shutil.which` finds it on POSIX, in a module of its own that imports only
-`os` — the entry's no-op answer (plan/quick.py) looks the compiler up before anything else loads."""
+`os` — the console script's no-op answer (plan/noop_record.py) looks the compiler up before anything else loads."""
 from __future__ import annotations
 
 import os

@@ -6,7 +6,7 @@ front end starts it (`pypto-build`, `doit`, the API, `CompiledProgram`, `watch`,
 compile unit, as `--recompile` does. That build moves the mark into its state first (each unit stays
 forced until it next succeeds, committed before the mark goes), so a build that fails or is interrupted
 still rebuilds, next time, every unit it did not finish. While the mark is there the no-op record is not
-trusted, and `explain` / `build --dry-run` show it. `pending` needs only `os`: the entry's no-op answer
+trusted, and `explain` / `build --dry-run` show it. `pending` needs only `os`: the console script's no-op answer
 (quick.py) asks it before anything else loads.
 """
 from __future__ import annotations

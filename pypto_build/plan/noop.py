@@ -1,7 +1,7 @@
 """The no-op fast path: "nothing to do" decided from stats alone, before doit loads.
 
 After a full build that ended with every unit current, `record()` writes
-`.pypto_build/noop.marshal` (noop_record.py: its format, and the entry's quick answer): a key
+`.pypto_build/noop.marshal` (noop_record.py: its format, and the console script's quick answer): a key
 (package, platform, options, environment, the compiler as resolved with its `--version`, ptoas as
 resolved) and the stat signature of every file and directory the decision read — sources, headers
 (system ones too), outputs, stamps, `.pto` units, manifests, the sidecars the platform is chosen
@@ -9,7 +9,7 @@ from, the compiler and ptoas binaries, the package's own files. `check()` compar
 key; any difference or a missing file sends the run down the normal path, which re-decides by
 content. A file that changed after the run that records started (by ctime, `racy.changed_since`) is
 never recorded: its stat may not be what the decision saw. Every run that goes through doit removes
-the record first, so it never outlives the state it summarises. `plain()` adds what the entry's quick
+the record first, so it never outlives the state it summarises. `plain()` adds what the quick
 answer compares, when a plain `build DIR` would decide as this run did.
 
 The key is built from what the decision compares, looked up the same way:
@@ -201,7 +201,7 @@ def _platform_sidecars(root: Path) -> list[str]:
 
 
 def plain(graph: Graph, compiler_digest: str, ptoas_path: str | None) -> dict | None:
-    """What the entry's quick answer compares (noop_record.quick), when a plain `build DIR` under this
+    """What the console script's quick answer compares (noop_record.quick), when a plain `build DIR` under this
     environment decides as this run did: the same platform (and whether simpler was importable, when
     the choice depends on it), the same `.pto` settings, a one-word `$CXX`, no launcher to find, no
     remote cache, no PTOAS_ROOT or PTO_ISA_ROOT, every setting a request judges accepted. Else None: the

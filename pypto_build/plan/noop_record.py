@@ -1,7 +1,7 @@
-"""The no-op record on disk, and the answer the `pypto-build` entry reads from it before anything else loads.
+"""The no-op record on disk, and the answer the `pypto-build` console script reads from it before anything loads.
 
 `noop.record` writes `.pypto_build/noop.marshal` after a full clean build; `noop.check` (the pipeline)
-and `quick` (the entry, before argparse, dataclasses, json or subprocess load) read it here. marshal:
+and `quick` (cli/quick.py, before argparse, dataclasses, json or subprocess load) read it here. marshal:
 one read and no parser to import. It is one installation's private state: a record of another FORMAT
 or Python, or one that does not load, is "not a no-op", never an answer. This module imports only
 `os`, `sys`, `marshal`, `select` and `time` (and two light ones of ours).

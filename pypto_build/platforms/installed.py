@@ -1,5 +1,5 @@
 """Whether simpler (PyPTO's runtime) is importable by this Python. Light (importlib.util, sys): the
-platform choice asks it, and so does the entry's no-op answer when the choice depended on it."""
+platform choice asks it, and so does the console script's no-op answer when the choice depended on it."""
 from __future__ import annotations
 
 import importlib.util

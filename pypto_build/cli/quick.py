@@ -1,51 +1,25 @@
-"""The `pypto-build` program (the console script and `python -m pypto_build`).
+"""The `pypto-build` console script (and `python -m pypto_build`): `start()`.
 
 A plain `pypto-build build [-q] [-j N] [-k] DIR` that the no-op record answers (plan/noop_record.quick:
 exactly when the full path would) is answered here, before argparse, the option table, dataclasses or
-json load — a no-op of a large directory is mostly interpreter start-up and stats then. Everything
-else, and every case the record does not answer, is `main.main()`. This module imports only `gc`, `os`,
+json load — a no-op of a large directory is then mostly interpreter start-up and stats. Everything
+else, and every case the record does not answer, is `main.entry()`. This module imports only `os`,
 `sys` and noop_record.
 """
 from __future__ import annotations
 
-import gc
-import os
 import sys
 
-GC_EVERY = 50_000          # allocations between two collections in `pypto-build`'s own process (entry)
 QUIET = ("-q", "--quiet")
 INERT = ("-k", "--keep-going", "--debug")     # change nothing a no-op decides or says
 
 
-def entry():
-    """`main()` (or the record's answer), then leave without the interpreter's teardown.
-
-    Everything a run writes is closed by then (atomic writes, the state committed and closed, the
-    lock released, every program it started reaped); what finalisation would still do is free a few
-    hundred modules' objects one by one — ~10 ms, as much as a fifth of a one-edit rebuild's own
-    work. Output is flushed first; if that fails (a closed pipe), Python's usual exit reports it.
-    Under a profiler or tracer (`python -m cProfile -m pypto_build`, coverage) the usual exit runs,
-    so they can write what they collected.
-
-    The garbage collector runs every 50 000 allocations instead of 700: a run loads some 10^5 objects
-    that live as long as it does (the modules of doit and ours) and makes little garbage, and the
-    default rhythm traverses them again and again (~13 ms of a one-edit rebuild). This process only,
-    never a library caller's.
-    """
-    gc.set_threshold(GC_EVERY)
-    code = answered(sys.argv[1:])
-    if code is None:
-        from .main import main
-        code = main()
-    code = 0 if code is None else code      # doit's commands return None for success
-    if not isinstance(code, int) or sys.getprofile() is not None or sys.gettrace() is not None:
-        sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:       # noqa: BLE001 — the normal exit says what went wrong with the stream
-        sys.exit(code)
-    os._exit(code)
+def start():
+    """The record's answer (then the usual exit: a few dozen modules to tear down), else `main.entry()`."""
+    if answered(sys.argv[1:]) is None:
+        from .main import entry
+        entry()
+    sys.exit(0)
 
 
 def answered(argv: list[str]) -> int | None:
