@@ -69,7 +69,7 @@ def use_package(root: Path) -> None:
 
 # Where RACY_NS and load_graph live: the tree of issue 23 (folders), then the flat one of issues 12-22 (for a
 # --rev from before the move).
-LAYOUTS = (("pypto_build.core.filestate", "pypto_build.plan.graph"), ("pypto_build.filestate", "pypto_build.graph"))
+LAYOUTS = (("pypto_build.core.racy", "pypto_build.plan.graph"), ("pypto_build.core.filestate", "pypto_build.plan.graph"), ("pypto_build.filestate", "pypto_build.graph"))
 
 NOOP_RUNS = 7        # steady no-op repeats (median of these)
 EDIT_RUNS = 3        # one-edit rebuild repeats per size
@@ -758,19 +758,23 @@ def profile_tables(a, categories, modules, what: str) -> None:
 
 
 def kept_blocks(out: Path) -> str:
-    """The blocks other scripts keep in this report (bench_scale.py's summary), to write back after it."""
+    """The blocks other scripts keep in this report (bench_scale.py's summary, bench_noop.py's no-op side by
+    side), to write back after it."""
     text = out.read_text(encoding="utf-8") if out.exists() else ""
-    begin, end = "<!-- bench_scale:begin -->", "<!-- bench_scale:end -->"
-    if begin not in text or end not in text:
-        return ""
-    return "\n" + begin + text.partition(begin)[2].partition(end)[0] + end + "\n"
+    kept = ""
+    for tag in ("bench_scale", "bench_noop"):
+        begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+        if begin in text and end in text:
+            kept += "\n" + begin + text.partition(begin)[2].partition(end)[0] + end + "\n"
+    return kept
 
 
 SEE_ALSO = ("Other figures, each from its own `bench/` script: [the edit loop](benchmarks-loop.md) (`pypto-build "
             "watch` vs one-shot vs by hand, the one-shot one-edit build overhead), [the artefact cache]"
             "(benchmarks-cache.md), [two revisions, interleaved](benchmarks-ab.md), [the platforms]"
             "(benchmarks-platforms.md), [past one machine](benchmarks-scale.md) (distcc, sharded CI with a shared "
-            "cache; summary at the end of this file).")
+            "cache; summary at the end of this file), [the no-op side by side with ninja, interleaved](#the-no-op-side-by-"
+            "side-with-ninja-2048-kernels) (`bench/bench_noop.py`, at the end of this file).")
 
 
 def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: dict | None,

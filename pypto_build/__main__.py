@@ -7,6 +7,6 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from .cli.main import entry  # noqa: E402
+from .cli.quick import start  # noqa: E402
 
-entry()
+start()

@@ -159,12 +159,10 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
 
 def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) -> BuildResult:
     """The result of a run the no-op record answered: every task up to date, nothing loaded."""
+    from .plan.noop_record import said
     names = list(hit.get("tasks") or [])
     lines = list(hit.get("lines") or [])
     if progress is not None:
-        current = sum(1 for n in names if n.startswith(stages.UNITS))
-        for line in lines:
-            print(line, file=progress)
-        print(f"pypto-build: 0 compiled, {current} up to date", file=progress, flush=True)
+        print("\n".join(said(hit)), file=progress, flush=True)
     return BuildResult(root, platform, tuple(UnitResult(n, "up-to-date", "no-op record") for n in sorted(names)),
                        0, tuple(lines[1:]), banner=lines[0] if lines else "")

@@ -29,7 +29,7 @@ from pypto_build.platforms.host.places import HOST_STAMP, host_binary
 pytestmark = pytest.mark.slow
 
 STAMP = HOST_STAMP
-NOOP = ".pypto_build/noop.json"
+NOOP = ".pypto_build/noop.marshal"
 K1_UNIT = "main_incore_1_aiv"
 K1 = f"kernels/aiv/{K1_UNIT}.cpp"
 
@@ -255,7 +255,7 @@ def test_full_disk_no_op_build_still_succeeds(reference, tmp_path):
         filler = fill(disk)
         out = cli("build", str(root))
         assert out.returncode == 0, out.stderr
-        assert out.stderr.strip() == (f"pypto-build: warning: {root}/.pypto_build/noop.json: could not be "
+        assert out.stderr.strip() == (f"pypto-build: warning: {root}/.pypto_build/noop.marshal: could not be "
                                       "written: no space left on device; free space and rebuild (the build is "
                                       "complete; until then every build decides by content)")
         filler.unlink()

@@ -22,7 +22,7 @@ def settle(root: Path) -> None:
     """Age every file past the racy window, then let one run record the no-op summary."""
     age_tree(root, 3600)
     build(root)
-    assert (root / ".pypto_build/noop.json").exists()
+    assert (root / ".pypto_build/noop.marshal").exists()
 
 
 def is_fast(result) -> bool:
@@ -48,7 +48,7 @@ def test_noop_answers_from_stats_without_loading_doit(settled):
 def test_a_fresh_build_records_nothing_until_files_are_old(tmp_path):
     root = synth.write_l2(tmp_path / "d", kernels=2)
     build(root)
-    assert not (root / ".pypto_build/noop.json").exists()       # outputs younger than 2 s: racy
+    assert not (root / ".pypto_build/noop.marshal").exists()       # outputs younger than 2 s: racy
 
 
 @pytest.mark.slow
@@ -81,7 +81,7 @@ def test_any_change_takes_the_full_path(settled, monkeypatch, change):
     else:
         out = subprocess.run(["pypto-build", "doit", "forget", str(settled), "orch:main"], capture_output=True)
         assert out.returncode == 0
-        assert not (settled / ".pypto_build/noop.json").exists()
+        assert not (settled / ".pypto_build/noop.marshal").exists()
         expect = ["orch:main"]
     result = build(settled)
     assert not is_fast(result)
@@ -148,7 +148,7 @@ def test_selected_tasks_and_recompile_bypass_the_record(settled):
     settle(settled)
     result = build(settled, recompile=True)
     assert len(result.compiled) == 4
-    assert not (settled / ".pypto_build/noop.json").exists()      # fresh outputs: nothing recorded yet
+    assert not (settled / ".pypto_build/noop.marshal").exists()      # fresh outputs: nothing recorded yet
 
 
 # The fast path never disagrees with `explain`: every input of the decision is looked up the same way.
@@ -213,7 +213,7 @@ def test_the_fast_path_says_nothing_to_do_only_when_explain_does(tmp_path, monke
     root = synth.write_l2(tmp_path / "d", kernels=2, pto=True)
     assert "ptoas:main_group" in ran(root)[0]        # first sight: ptoas checks each unit, its identity recorded
     age_tree(root)
-    assert ran(root) == (set(), False) and (root / ".pypto_build/noop.json").exists()
+    assert ran(root) == (set(), False) and (root / ".pypto_build/noop.marshal").exists()
 
     if change == "g++ link on PATH retargeted":
         (bin_dir / "g++").unlink()
@@ -252,7 +252,7 @@ def test_a_header_dated_in_the_future_rebuilds_its_includers_once(settled):
     assert build(settled).compiled == []                # not again, and not on every run
     settle_ctimes()
     build(settled)                                      # the full path records the no-op summary...
-    assert (settled / ".pypto_build/noop.json").exists()
+    assert (settled / ".pypto_build/noop.marshal").exists()
     assert is_fast(build(settled))                      # ...and the fast path answers the next run
 
 

@@ -111,7 +111,7 @@ def test_records_read_as_absent_when_a_fifo(tmp_path):
     assert load_record(str(fifo_at(tmp_path / "splice.json"))) == {}
     root = tmp_path / "d"
     (root / ".pypto_build").mkdir(parents=True)
-    fifo_at(root / ".pypto_build" / "noop.json")
+    fifo_at(root / ".pypto_build" / "noop.marshal")
     assert noop.check(root, "key") is None
 
 
@@ -128,7 +128,7 @@ def aged_pto(tmp_path_factory) -> Path:
     build(root)
     age_tree(root)
     build(root)
-    assert (root / ".pypto_build" / "noop.json").is_file()
+    assert (root / ".pypto_build" / "noop.marshal").is_file()
     return root
 
 
@@ -137,11 +137,11 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("rel", [".pypto_build/noop.json", STAMP, host_binary("kernels/aiv/main_incore_1_aiv.cpp")])
+@pytest.mark.parametrize("rel", [".pypto_build/noop.marshal", STAMP, host_binary("kernels/aiv/main_incore_1_aiv.cpp")])
 def test_a_fifo_in_place_of_a_file_we_write_is_replaced(aged_pto, tmp_path, rel):
     """The no-op record (read first), the stamp (compared) and a binary (hashed): rewritten, never read."""
     root = copy_dir(aged_pto, tmp_path / "d")
-    before = (aged_pto / rel).read_bytes() if rel != ".pypto_build/noop.json" else None
+    before = (aged_pto / rel).read_bytes() if rel != ".pypto_build/noop.marshal" else None
     fifo_at(root / rel)
     settle_ctimes()         # the copy's files are new: a record taken within the racy window is refused
     out = cli("build", str(root))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import age_tree, edit, recording_git
+from pypto_build.plan import noop_record
 
 pytestmark = [pytest.mark.simpler, pytest.mark.slow]
 
@@ -279,11 +280,11 @@ def test_a_noop_runs_no_git(ex, install, tmp_path):
     env = {"PATH": f"{log.parent}{os.pathsep}{os.environ['PATH']}"}
     age_tree(ex)
     first = cli("build", str(ex), env=env)
-    assert first.returncode == 0 and (ex / ".pypto_build/noop.json").exists(), first.stdout + first.stderr
+    assert first.returncode == 0 and (ex / ".pypto_build/noop.marshal").exists(), first.stdout + first.stderr
     assert "status" in log.read_text()
     log.write_text("")
     done = cli("build", str(ex), env=env)
     assert done.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date", done.stdout + done.stderr
     assert log.read_text() == ""
-    trees = json.loads((ex / ".pypto_build/noop.json").read_text())["trees"]
+    trees = noop_record.load(ex)["trees"]
     assert [t[0] for t in trees] == [str(install.project_root), str(install.pto_isa_root)]

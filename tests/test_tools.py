@@ -128,7 +128,8 @@ def test_path_arg_makes_every_path_unmistakable():
 
 
 def test_which_finds_what_shutil_which_finds(tmp_path, monkeypatch):
-    """procs.which (a run's start does without shutil) answers as shutil.which on every kind of entry."""
+    """core.which (a run's start does without shutil) answers as shutil.which on every kind of entry."""
+    from pypto_build.core.which import which
     bin_a, bin_b = tmp_path / "a", tmp_path / "b"
     bin_a.mkdir()
     bin_b.mkdir()
@@ -142,9 +143,9 @@ def test_which_finds_what_shutil_which_finds(tmp_path, monkeypatch):
     for name, path in [("tool", search), ("dir-tool", search), ("tool", str(bin_a)), ("missing", search),
                        ("tool", ""), ("b/tool", None), ("a/tool", None), ("tool", os.pathsep + str(bin_b)),
                        ("g++", None), (str(bin_b / "tool"), None)]:
-        assert procs.which(name, path) == shutil.which(name, path=path), (name, path)
+        assert which(name, path) == shutil.which(name, path=path), (name, path)
     monkeypatch.delenv("PATH")
-    assert procs.which("sh") == shutil.which("sh")
+    assert which("sh") == shutil.which("sh")
 
 
 def test_run_keeps_the_head_and_tail_of_a_flood_and_counts_the_rest():

@@ -9,7 +9,10 @@ state per platform). Names only: nothing here reads or writes a file.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 STATE_DIR = ".pypto_build"
 STATE_DB = "state.sqlite3"

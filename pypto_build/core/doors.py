@@ -8,13 +8,16 @@ code). Outside a family, code imports only the names its door lists
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:           # annotations only: importing `collections` would cost every run's start
+    from collections.abc import Callable
 
 
-def door(package: str, exports: dict[str, str], modules: tuple[str, ...] = ()) -> Callable[[str], Any]:
+def door(package: str, exports: dict[str, str], modules: tuple[str, ...] = ()) -> Callable[[str], object]:
     """The `__getattr__` of `package`: `exports` maps each public name to the module (relative) defining
     it; `modules` are submodules offered whole (used as a namespace: `noop.check`, `noop.key`)."""
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         if name in modules:
             return importlib.import_module(f".{name}", package)
         module = exports.get(name)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+
 HEAD_BYTES = 96 * 1024      # per stream: the first errors are the ones that matter ...
 TAIL_BYTES = 32 * 1024      # ... and the last lines say how it ended
 POLL_S = 0.05               # how often the program's exit is checked without a pidfd
@@ -34,35 +35,6 @@ PR_SET_PDEATHSIG = 1        # <linux/prctl.h>; set only by die_with_parent
 _CHUNK = 64 * 1024
 
 _live: set[int] = set()     # process groups started and not yet killed
-
-
-def which(name: str, path: str | None = None) -> str | None:
-    """`shutil.which(name, path=path)` as it is on POSIX, without importing shutil (and the compression
-    modules it loads) at every run's start: `name` itself when it has a directory part, else the first
-    executable file (not a directory) called `name` in `path` (default $PATH)."""
-    if os.path.dirname(name):
-        return name if _runnable(name) else None
-    if path is None:
-        path = os.environ.get("PATH", None)
-        if path is None:
-            try:
-                path = os.confstr("CS_PATH")
-            except (AttributeError, ValueError):
-                path = os.defpath
-    if not path:
-        return None
-    seen: set[str] = set()
-    for folder in os.fsdecode(path).split(os.pathsep):
-        if folder not in seen:
-            seen.add(folder)
-            candidate = os.path.join(folder, name)
-            if _runnable(candidate):
-                return candidate
-    return None
-
-
-def _runnable(path: str) -> bool:
-    return os.path.exists(path) and os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path)
 
 
 def path_arg(path: str | os.PathLike) -> str:

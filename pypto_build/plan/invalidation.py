@@ -6,17 +6,14 @@ front end starts it (`pypto-build`, `doit`, the API, `CompiledProgram`, `watch`,
 compile unit, as `--recompile` does. That build moves the mark into its state first (each unit stays
 forced until it next succeeds, committed before the mark goes), so a build that fails or is interrupted
 still rebuilds, next time, every unit it did not finish. While the mark is there the no-op record is not
-trusted, and `explain` / `build --dry-run` show it.
+trusted, and `explain` / `build --dry-run` show it. `pending` needs only `os`: the console script's no-op answer
+(quick.py) asks it before anything else loads.
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
-import time
-from pathlib import Path
 
-from ..core import atomic
 from ..builddir.state_dir import STATE_DIR
 
 __all__ = ["RECORD", "REASON", "mark", "pending", "clear"]
@@ -25,19 +22,23 @@ RECORD = "invalidated.json"
 REASON = "invalidate_binary_cache()"       # the reason every forced unit shows: `forced by invalidate_binary_cache()`
 
 
-def _path(root: Path) -> Path:
-    return Path(root) / STATE_DIR / RECORD
+def _path(root: str | os.PathLike) -> str:
+    return os.path.join(root, STATE_DIR, RECORD)
 
 
-def mark(root: Path) -> Path:
-    """Write the mark for the build directory `root` (atomically); returns its path."""
-    path = _path(root)
+def mark(root: str | os.PathLike):
+    """Write the mark for the build directory `root` (atomically); returns its path (a `Path`)."""
+    import json
+    import time
+    from pathlib import Path
+    from ..core import atomic
+    path = Path(_path(root))
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, json.dumps({"by": REASON, "at_ns": time.time_ns()}) + "\n", sweep=True)
     return path
 
 
-def pending(root: Path) -> str | None:
+def pending(root: str | os.PathLike) -> str | None:
     """The reason to force every compile unit of `root` (REASON) while the mark is there, else None."""
     try:
         return REASON if stat.S_ISREG(os.stat(_path(root)).st_mode) else None
@@ -45,6 +46,9 @@ def pending(root: Path) -> str | None:
         return None
 
 
-def clear(root: Path) -> None:
+def clear(root: str | os.PathLike) -> None:
     """Remove the mark (the build that read it has recorded every unit as forced, under the directory lock)."""
-    _path(root).unlink(missing_ok=True)
+    try:
+        os.unlink(_path(root))
+    except FileNotFoundError:
+        pass

@@ -1,16 +1,16 @@
 """The no-op fast path: "nothing to do" decided from stats alone, before doit loads.
 
 After a full build that ended with every unit current, `record()` writes
-`.pypto_build/noop.json`: a key (package, platform, options, environment,
-the compiler as resolved with its `--version`, ptoas as resolved) and the stat
-signature of every file and directory the decision read — sources, headers
-(system ones too), outputs, stamps, `.pto` units, manifests, the compiler and
-ptoas binaries, the package's own files. `check()` compares those stats and the
-key; any difference or a missing file sends the run down the normal path, which
-re-decides by content. A file that changed after the run that records started
-(by ctime, `racy.changed_since`) is never recorded: its stat may not be what the
-decision saw. Every run that goes through doit removes the record first, so it
-never outlives the state it summarises.
+`.pypto_build/noop.marshal` (noop_record.py: its format, and the console script's quick answer): a key
+(package, platform, options, environment, the compiler as resolved with its `--version`, ptoas as
+resolved) and the stat signature of every file and directory the decision read — sources, headers
+(system ones too), outputs, stamps, `.pto` units, manifests, the sidecars the platform is chosen
+from, the compiler and ptoas binaries, the package's own files. `check()` compares those stats and the
+key; any difference or a missing file sends the run down the normal path, which re-decides by
+content. A file that changed after the run that records started (by ctime, `racy.changed_since`) is
+never recorded: its stat may not be what the decision saw. Every run that goes through doit removes
+the record first, so it never outlives the state it summarises. `plain()` adds what the quick
+answer compares, when a plain `build DIR` would decide as this run did.
 
 The key is built from what the decision compares, looked up the same way:
 `$CXX` resolved on PATH through every symbolic link and its `--version` text
@@ -39,22 +39,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..core import atomic, safeio
-from . import invalidation
+from ..core import atomic, safeio, settings
+from . import invalidation, noop_record
 from ..core import stages
-from ..errors import ToolchainError, warn
-from ..builddir.markers import KERNEL_CONFIG
+from ..errors import ToolchainError, UserError, warn
+from ..builddir.markers import COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR, current_state_folder
 from ..platforms import implementation
-from ..pto import find_ptoas, identity_files
+from ..pto import find_ptoas, identity_files, pto_options
 from ..core.racy import changed_since
-from ..toolchain.compiler import PACKAGE_DIR
+from ..toolchain.compiler import PACKAGE_DIR, probe_compiler
 from ..toolchain.git_watch import TreeWatch, state, watch_tree
 
 if TYPE_CHECKING:
     from .graph import Graph
 
-RECORD = "noop.json"
+RECORD = noop_record.NAME
 WATCHES = "git_watch.json"
 ENV_KEYS = ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PATH",
             "HOME", "XDG_CONFIG_HOME")    # the last two: where git finds its global config
@@ -85,17 +85,6 @@ def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: di
     return json.dumps(parts)
 
 
-def signature(path: str) -> list[int] | None:
-    try:
-        return _signature(os.stat(path))
-    except OSError:
-        return None
-
-
-def _signature(st: os.stat_result) -> list[int]:
-    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-
-
 def tool_paths(compilers: list[str], ptoas_path: str | None) -> list[str]:
     """Files outside the build dir whose change must defeat the fast path: the binaries the key names
     (ptoas with the binary its launcher runs) and the package's own files."""
@@ -118,18 +107,16 @@ def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
     """
     if invalidation.pending(root) is not None:
         return None
-    try:
-        data = json.loads(safeio.read_text(Path(root) / STATE_DIR / RECORD))
-        base = os.fspath(root)
-        for path, sig in data["stats"].items():
-            if signature(path if os.path.isabs(path) else os.path.join(base, path)) != sig:
-                return None
-        if data.get("trees") and not _trees_unchanged(root, data["trees"]):
-            return None
-        run_key = make_key()
-        return data if run_key is not None and data.get("key") == run_key else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    data = noop_record.load(root)
+    if data is None or not noop_record.unchanged(root, data):
         return None
+    if data.get("trees") and not _trees_unchanged(root, data["trees"]):
+        return None
+    try:
+        run_key = make_key()
+    except (OSError, ValueError):       # the full path says what is wrong
+        return None
+    return data if run_key is not None and data.get("key") == run_key else None
 
 
 def record(root: Path, run_key: str | None, paths: list[str], summary: dict, since_ns: int,
@@ -140,7 +127,7 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
     invalidate(root)
     if run_key is None:
         return False
-    stats = {}
+    names, sigs = [], []
     for path in dict.fromkeys(paths):
         try:
             st = os.stat(path if os.path.isabs(path) else os.path.join(root, path))
@@ -148,7 +135,8 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
             return False
         if changed_since(st, since_ns):
             return False
-        stats[path] = _signature(st)
+        names.append(path)
+        sigs.append(noop_record.signature(st))
     trees = _watch_trees(root, checkouts, since_ns)     # after the stats: it may ask git
     if trees is None:
         return False
@@ -156,8 +144,8 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
         if trees:
             _keep_watches(root, trees)
         named = [[w.root, w.listing_digest, digest] for w, digest in trees]
-        atomic.write_text(root / STATE_DIR / RECORD,
-                          json.dumps({"key": run_key, "stats": stats, "trees": named, **summary}), sweep=True)
+        atomic.write_bytes(Path(noop_record.path(root)), noop_record.encode(
+            {"key": run_key, "paths": tuple(names), "sigs": tuple(sigs), "trees": named, **summary}), sweep=True)
     except OSError as exc:      # only a shortcut is lost: the build itself is complete
         from ..core.oserrors import describe
         warn(f"{describe(exc, doing='written')} (the build is complete; until then every build decides by "
@@ -175,7 +163,7 @@ def _changed_since(path: Path, since_ns: int) -> bool:
 
 
 def invalidate(root: Path) -> None:
-    (Path(root) / STATE_DIR / RECORD).unlink(missing_ok=True)
+    Path(noop_record.path(root)).unlink(missing_ok=True)
 
 
 def record_graph(graph: Graph, tasks: list) -> bool:
@@ -191,7 +179,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
         return False
     if any(_changed_since(graph.layout.root / p.stamp_path, graph.planned_ns) for p in graph.plans):
         return False            # a unit ran (its stamp was rewritten): `record` would refuse; skip gathering
-    paths: list[str] = [".", *graph.layout.markers]
+    paths: list[str] = [".", *graph.layout.markers, *_platform_sidecars(graph.layout.root)]
     for extra in ("orchestration", "next_levels"):
         if (graph.layout.root / extra).is_dir():
             paths.append(extra)
@@ -219,8 +207,11 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     run_key = key(platform.name, pto.enabled, pto.ptoas, toolchain=platform.toolchain_key(), ptoas_path=ptoas_path)
     compilers = list(dict.fromkeys(platform.compiler_for(kind).path for kind in ("kernel", "orchestration")))
     paths += tool_paths(compilers, ptoas_path)
-    return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines}, graph.planned_ns,
-                  platform.watched_checkouts())
+    current = sum(1 for n in names if n.startswith(stages.UNITS))
+    checkouts = platform.watched_checkouts()
+    quick = None if checkouts else plain(graph, platform.compiler_for("kernel").probe, ptoas_path)
+    return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines, "current": current,
+                                                      "quick": quick}, graph.planned_ns, checkouts)
 
 
 def _watch_trees(root: Path, checkouts: tuple[Path, ...], since_ns: int) -> list[tuple[TreeWatch, str]] | None:
@@ -272,3 +263,48 @@ def _trees_unchanged(root: Path, trees: list) -> bool:
         if watch is None or watch.listing_digest != listing or state(watch) != digest:
             return False
     return True
+
+
+def _platform_sidecars(root: Path) -> list[str]:
+    """What `platforms.choose` reads besides the markers: without a sidecar at the root, each
+    `next_levels/<name>/` and its compiled_meta.json (the quick answer reuses the choice)."""
+    if any(os.path.lexists(root / name) for name in (COMPILED_META, DISTRIBUTED_META)):
+        return []
+    nested = root / "next_levels"
+    found = []
+    for sub in sorted(nested.iterdir()) if nested.is_dir() else ():
+        found.append(f"next_levels/{sub.name}")
+        if os.path.lexists(sub / COMPILED_META):
+            found.append(f"next_levels/{sub.name}/{COMPILED_META}")
+    return found
+
+
+def plain(graph: Graph, compiler_digest: str, ptoas_path: str | None) -> dict | None:
+    """What the console script's quick answer compares (noop_record.quick), when a plain `build DIR` under this
+    environment decides as this run did: the same platform (and whether simpler was importable, when
+    the choice depends on it), the same `.pto` settings, a one-word `$CXX`, no launcher to find, no
+    remote cache, no PTOAS_ROOT or PTO_ISA_ROOT, every setting a request judges accepted. Else None: the
+    full path answers."""
+    from ..platforms import choose, simpler_missing
+    env = os.environ
+    if (env.get(settings.LAUNCHER, "").strip() or env.get(settings.REMOTE_CACHE) or env.get("PTOAS_ROOT")
+            or env.get("PTO_ISA_ROOT")):
+        return None
+    spec = env.get("CXX") or "g++"
+    try:
+        settings.seconds(*settings.RUN_TIMEOUT)             # judged by every request
+        same_pto = pto_options() == graph.pto.options
+        served, refused = (choose(graph.layout.root, None, cannot_serve=lambda *_, why=why: why)
+                           for why in (None, "refused"))
+        missing = simpler_missing() is not None
+        choice = refused if missing else served
+        if settings.split_words(spec, "CXX") != [spec] or not same_pto:
+            return None
+        probe = probe_compiler(spec, path=env.get("PATH"))
+    except (UserError, ToolchainError, OSError, ValueError):
+        return None
+    if probe.digest != compiler_digest or probe.words or probe.launcher or choice.name != graph.platform.name:
+        return None
+    return {"root": str(graph.layout.root), "package": str(PACKAGE_DIR), "user": noop_record.user(),
+            "env": noop_record.environment(env), "cxx": spec, "exe": probe.exe, "version": probe.version,
+            "ptoas": ptoas_path, "simpler_missing": missing if served.name != refused.name else None}

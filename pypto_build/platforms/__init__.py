@@ -3,10 +3,11 @@ implementations (host; simpler's simulators and devices).
 
 Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
 `implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
-running), `choose` / `Choice` (which platform a directory targets, and why), `cannot_serve`,
+running), `choose` / `Choice` (which platform a directory targets, and why), `cannot_serve`, `simpler_missing`,
 `DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
 `kernel_payload`.
-Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `registry`
+Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `installed`
+(whether simpler is importable), `registry`
 (implementations by name), `l3_driver` (the one L3 host driver, with its backend seam) and `l3_shims`
 (the stand-ins for the modules a host driver imports: the only module that replaces `sys.modules`
 entries); folders `host/` and `simpler/`.
@@ -30,6 +31,7 @@ _EXPORTS = {
     "implementation": "registry",
     "Implementation": "registry",
     "cannot_serve": "choice",
+    "simpler_missing": "installed",
     "Choice": "choice",
     "choose": "choice",
 }

@@ -8,18 +8,15 @@ falls back (asked for on purpose, refused with one line when it cannot run).
 """
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
 from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
 from ..core.settings import PLATFORM as PLATFORM_VAR     # $PYPTO_BUILD_PLATFORM
+from .installed import simpler_missing
 from .names import DEFAULT_PLATFORM, PLATFORMS
-
-SIMPLER_MODULES = ("simpler", "simpler_setup", "_task_interface")   # what a simpler install provides
 
 
 @dataclass(frozen=True)
@@ -102,20 +99,6 @@ def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | No
     if why and recorded.endswith("sim"):
         return Choice(DEFAULT_PLATFORM, where or "default", recorded, where, fallback=why)
     return Choice(recorded, where or "default", recorded, where)
-
-
-def simpler_missing() -> str | None:
-    """Why simpler cannot serve here (a module it provides is not importable), or None. Imports nothing."""
-    for name in SIMPLER_MODULES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            return (f"PyPTO's runtime simpler is not installed for {sys.executable} (module {name} not "
-                    "importable): install simpler into this Python (pip install --no-build-isolation "
-                    "<simpler checkout>) or run pypto_build with the Python that has it")
-    return None
 
 
 def cannot_serve(name: str, recorded_in: str = COMPILED_META) -> str | None:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..errors import ToolchainError
 from ..core.hashing import file_digest, text_digest
-from ..core.procs import path_arg, which
+from ..core.procs import path_arg
+from ..core.which import which
 
 __all__ = ["PtoasLookup", "find_ptoas", "identity_files", "infer_level", "ptoas_argv", "ptoas_identity", "LEVELS"]
 
@@ -60,7 +61,7 @@ def find_ptoas(explicit: str | None = None, env: Mapping[str, str] | None = None
 
     PTOAS_ROOT set and non-empty: probe $PTOAS_ROOT/ptoas, $PTOAS_ROOT/ptoas.sh,
     $PTOAS_ROOT/bin/ptoas (regular file with execute bit) and never fall back to
-    PATH; otherwise `which("ptoas")` (procs.which, as shutil.which) on env's PATH. An explicit value is
+    PATH; otherwise `which("ptoas")` (core.which, as shutil.which) on env's PATH. An explicit value is
     a path (relative to the cwd), not looked up on PATH.
     """
     env = os.environ if env is None else env

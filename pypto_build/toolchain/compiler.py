@@ -19,7 +19,8 @@ from ..core import settings
 from ..errors import ToolchainError, one_line
 from ..core.hashing import file_digest, text_digest
 from .launcher import peel
-from ..core.procs import describe, run, which
+from ..core.procs import describe, run
+from ..core.which import which
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]      # the package (this module is in toolchain/)
 VERSION_TIMEOUT_S = 30.0

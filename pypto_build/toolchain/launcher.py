@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from ..core import settings
 from ..errors import ToolchainError, warn
-from ..core.procs import which
+from ..core.which import which
 from ..core.shared_flag import SharedFlag
 
 ENV = settings.LAUNCHER

@@ -32,7 +32,7 @@ from pathlib import Path
 from ...errors import ToolchainError, one_line
 from ...toolchain.identity import Revision, clean_git_revision
 from ...core.procs import Completed, run
-from ..choice import simpler_missing
+from ..installed import simpler_missing
 
 PIN_FILE = "pto_isa.pin"
 PTO_ISA_TREE = Path("build") / "pto-isa"            # simpler's managed tree, under the project root

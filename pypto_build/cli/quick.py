@@ -1,0 +1,68 @@
+"""The `pypto-build` console script (and `python -m pypto_build`): `start()`.
+
+A plain `pypto-build build [-q] [-j N] [-k] DIR` that the no-op record answers (plan/noop_record.quick:
+exactly when the full path would) is answered here, before argparse, the option table, dataclasses or
+json load — a no-op of a large directory is then mostly interpreter start-up and stats. Everything
+else, and every case the record does not answer, is `main.entry()`. This module imports only `os`,
+`sys` and noop_record.
+"""
+from __future__ import annotations
+
+import sys
+
+QUIET = ("-q", "--quiet")
+INERT = ("-k", "--keep-going", "--debug")     # change nothing a no-op decides or says
+
+
+def start():
+    """The record's answer (then the usual exit: a few dozen modules to tear down), else `main.entry()`."""
+    if answered(sys.argv[1:]) is None:
+        from .main import entry
+        entry()
+    sys.exit(0)
+
+
+def answered(argv: list[str]) -> int | None:
+    """0 after printing the record's answer when `argv` is a plain build the record answers, else None."""
+    plain = plain_build(argv)
+    if plain is None:
+        return None
+    from ..plan.noop_record import quick, said
+    record = quick(plain[0])
+    if record is None:
+        return None
+    if not plain[1]:
+        sys.stdout.write("".join(f"{line}\n" for line in said(record)))
+    return 0
+
+
+def plain_build(argv: list[str]) -> tuple[str, bool] | None:
+    """(DIR, quiet) when `argv` is `build`, one DIR and only options that change nothing a no-op decides
+    or says (-q, -j N, -k, --debug), each spelled as the parser reads it; else None (main parses it)."""
+    words = list(argv)
+    while words and words[0] == "--debug":
+        words.pop(0)
+    if not words or words[0] != "build":
+        return None
+    dirs, quiet, rest = [], False, iter(words[1:])
+    for word in rest:
+        if word in QUIET:
+            quiet = True
+        elif word in INERT:
+            pass
+        elif word in ("-j", "--jobs"):
+            if not _count(next(rest, "")):
+                return None
+        elif word.startswith(("--jobs=", "-j")):
+            if not _count(word[7:] if word.startswith("--jobs=") else word[2:]):
+                return None
+        elif word.startswith("-") or not word:
+            return None
+        else:
+            dirs.append(word)
+    return (dirs[0], quiet) if len(dirs) == 1 else None
+
+
+def _count(word: str) -> bool:
+    """A -j value the parser takes and the range check accepts (1 or more, ASCII digits only)."""
+    return word.isascii() and word.isdigit() and int(word) >= 1

@@ -1,0 +1,182 @@
+"""The no-op record on disk, and the answer the `pypto-build` console script reads from it before anything loads.
+
+`noop.record` writes `.pypto_build/noop.marshal` after a full clean build; `noop.check` (the pipeline)
+and `quick` (cli/quick.py, before argparse, dataclasses, json or subprocess load) read it here. marshal:
+one read and no parser to import. It is one installation's private state: a record of another FORMAT
+or Python, or one that does not load, is "not a no-op", never an answer. This module imports only
+`os`, `sys`, `marshal`, `select` and `time` (and two light ones of ours).
+
+`quick` answers only where the full path would answer the same. Besides the stats and the key, the record
+holds what a plain `build DIR` decides from (its `quick` part, written only when a plain request under that
+environment takes this run's platform and `.pto` settings with no launcher to find and no other
+setting to judge, `noop.plain`): the root, the package, the user, the environment variables pypto_build
+reads (`PYPTO*`, `PTO*`, `CXX*`, `PATH`), `$CXX` as PATH resolves it through every link with its
+`--version` text, ptoas as PATH resolves it, and whether simpler is importable when the platform
+choice depends on it. All of it is compared again and `--version` is run
+again; any difference falls back to the full path, which decides by content.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import select
+import stat
+import sys
+import time
+
+from ..builddir.state_dir import STATE_DIR
+from ..core.which import which
+from . import invalidation
+
+NAME = "noop.marshal"
+FORMAT = 1
+ENV_PREFIXES = ("PYPTO", "PTO", "CXX")      # with PATH: every variable a plain build's decision reads
+VERSION_TIMEOUT_S = 10.0    # a `--version` that outlasts it: the full path asks again, under its own deadline
+VERSION_CAP = 1 << 16       # more than this on stdout is not a `--version` text: the full path decides
+PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def path(root: str | os.PathLike) -> str:
+    return os.path.join(root, STATE_DIR, NAME)
+
+
+def signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
+
+
+def encode(fields: dict) -> bytes:
+    """The record's bytes: `fields` with this FORMAT and this Python's version."""
+    return marshal.dumps({"format": FORMAT, "python": sys.hexversion, **fields})
+
+
+def load(root: str | os.PathLike) -> dict | None:
+    """`root`'s record when this FORMAT and this Python wrote it, else None. Only a regular file is read
+    (opened without blocking, its type checked on the descriptor: a FIFO in its place is no record)."""
+    try:
+        fd = os.open(path(root), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        record = marshal.loads(b"".join(chunks))
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("python") != sys.hexversion:
+        return None
+    return record
+
+
+def unchanged(root: str | os.PathLike, record: dict) -> bool:
+    """Whether every path the record names (relative ones under `root`) has the stat signature it recorded."""
+    try:
+        paths, sigs = record["paths"], record["sigs"]
+        if len(paths) != len(sigs):
+            return False
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, KeyError, TypeError):
+        return False
+    try:
+        for name, sig in zip(paths, sigs):
+            st = os.stat(name, dir_fd=fd)           # an absolute name ignores dir_fd
+            if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) != sig:
+                return False
+        return True
+    except (OSError, ValueError, TypeError):
+        return False
+    finally:
+        os.close(fd)
+
+
+def said(record: dict) -> list[str]:
+    """What a run the record answers prints (unless -q): the recorded lines, then the summary."""
+    return [*record.get("lines", ()), f"pypto-build: 0 compiled, {record.get('current', 0)} up to date"]
+
+
+def environment(env: os._Environ | dict) -> dict[str, str]:
+    """The variables a plain build's decision reads (the quick part compares them all)."""
+    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k == "PATH"}
+
+
+def user() -> list:
+    """Who runs: `which` answers by this user's access."""
+    return [os.getuid(), os.getgid(), sorted(os.getgroups())]
+
+
+def quick(directory: str) -> dict | None:
+    """The record when a plain `pypto-build build DIR` (`directory`) would be answered by it, else None.
+
+    Exactly the full path's decision, or None: see the module docstring. Cheapest comparisons first;
+    the compiler's `--version` last, only when everything else matched.
+    """
+    try:
+        root = os.path.realpath(directory)
+        record = load(root)
+        plain = record.get("quick") if record else None
+        env = os.environ
+        if (not plain or plain["root"] != root or plain["package"] != PACKAGE or plain["user"] != user()
+                or plain["env"] != environment(env) or invalidation.pending(root) is not None
+                or not unchanged(root, record)):
+            return None
+        search = env.get("PATH")
+        exe = which(plain["cxx"], path=search)
+        if exe is None or os.path.realpath(exe) != plain["exe"]:
+            return None
+        try:                                    # as `pto.find_ptoas` looks it up (PTOAS_ROOT is unset here)
+            ptoas = which("ptoas", path=env.get("PATH", os.defpath))
+        except (OSError, ValueError):
+            ptoas = None
+        if (os.path.realpath(os.path.abspath(ptoas)) if ptoas else None) != plain["ptoas"]:
+            return None
+        if plain["simpler_missing"] is not None:      # the platform choice depends on it (choice.cannot_serve)
+            from ..platforms import simpler_missing
+            if (simpler_missing() is not None) != plain["simpler_missing"]:
+                return None
+        return record if version(plain["exe"]) == plain["version"] else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def version(exe: str) -> str | None:
+    """`exe --version`'s stdout, stripped, as `probe_compiler` reads it (stdin /dev/null, a session of its
+    own, UTF-8 with replacement); None when it cannot start, prints nothing or more than VERSION_CAP, or
+    outlasts VERSION_TIMEOUT_S. Started with `posix_spawn`: `subprocess` would cost more than the run."""
+    r, w = os.pipe()
+    try:
+        pid = os.posix_spawn(exe, [exe, "--version"], os.environ, setsid=True, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, w, 1),
+            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+    except OSError:
+        os.close(r)
+        return None
+    finally:
+        os.close(w)
+    chunks, size, ended = [], 0, False
+    deadline = time.monotonic() + VERSION_TIMEOUT_S
+    poller = select.poll()
+    poller.register(r, select.POLLIN)
+    try:
+        while size <= VERSION_CAP:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(left * 1000):
+                break
+            chunk = os.read(r, VERSION_CAP)
+            if not chunk:
+                ended = True
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(r)
+        try:
+            os.killpg(pid, 9)       # SIGKILL to its group, as procs.run ends every program (`signal` loads enum)
+        except OSError:
+            pass
+        os.waitpid(pid, 0)
+    text = b"".join(chunks).decode("utf-8", errors="replace").strip() if ended else ""
+    return text or None
