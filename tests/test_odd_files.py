@@ -165,12 +165,12 @@ def test_splice_record_fifo_is_read_as_no_record(aged_pto, tmp_path):
 
 @pytest.mark.slow
 def test_replay_refuses_a_fifo_in_golden_data(tmp_path):
-    """replay: always runs (no file_dep check before it): golden.py must not meet the FIFO."""
+    """replay: always runs (no file_dep check before it): golden.py must not meet the FIFO; a user error (2)."""
     root = synth.write_l2(tmp_path / "g", kernels=1, golden=True)
     (root / "data").mkdir()
     fifo_at(root / "data" / "inputs.bin")
     out = cli("replay", str(root))
-    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "data/inputs.bin: is a FIFO (named pipe), not a regular file" in lines[0], out.stderr
 

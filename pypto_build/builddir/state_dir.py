@@ -9,10 +9,6 @@ state per platform). Names only: nothing here reads or writes a file.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 STATE_DIR = ".pypto_build"
 STATE_DB = "state.sqlite3"
@@ -24,10 +20,11 @@ def state_folder(platform: str) -> str:
     return f"{PLATFORM_STATES}/{platform}"
 
 
-def current_state_folder(root: Path, platform: str) -> str:
+def current_state_folder(root: str | os.PathLike[str], platform: str) -> str:
     """Where `platform`'s build state is read from (relative to `root`): its own folder, unless only the one
     state of before is there (a reader sees what a build would take over)."""
     own = state_folder(platform)
-    if not os.path.lexists(root / own / STATE_DB) and os.path.lexists(root / STATE_DIR / STATE_DB):
+    legacy = os.path.join(root, STATE_DIR, STATE_DB)
+    if not os.path.lexists(os.path.join(root, own, STATE_DB)) and os.path.lexists(legacy):
         return STATE_DIR
     return own
