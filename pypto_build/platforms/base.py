@@ -71,6 +71,8 @@ class Platform(ABC):
     # Whether the no-op record (engine/noop.py) sees every identity input: the package, $CXX, PTO_ISA_ROOT unset.
     # A toolchain tree whose revision only a git status can tell (simpler's) keeps every run on the full path.
     noop_record: ClassVar[bool] = False
+    # Whether kernels may take a precompiled prelude (compile/prelude.py): GCC kernels against PTO-ISA's headers.
+    precompiled_preludes: ClassVar[bool] = False
 
     @property
     @abstractmethod
