@@ -58,11 +58,17 @@ class Preludes:
     """The graph's preludes and which kernel (compile task) begins with which."""
 
     units: tuple[PreludeUnit, ...] = ()
-    used_by: tuple[tuple[str, str], ...] = ()       # (compile task, prelude task)
+    used_by: tuple[tuple[str, str], ...] = ()       # (compile task, prelude task): kernels that begin with it
+    others: tuple[tuple[str, str], ...] = ()        # kernels of its command line that do not (they say so)
 
     def of(self, task: str) -> PreludeUnit | None:
-        name = dict(self.used_by).get(task)
+        """The prelude of `task`'s command line (whether its text begins with it is decided when it compiles)."""
+        name = dict(self.used_by).get(task) or dict(self.others).get(task)
         return next((u for u in self.units if u.task == name), None) if name else None
+
+    def begins(self, task: str) -> bool:
+        """Whether `task`'s kernel began with its prelude when planned (its prelude is built before it)."""
+        return task in dict(self.used_by)
 
 
 def directives(text: str) -> list[str]:
@@ -261,7 +267,7 @@ def plan_preludes(candidates: Iterable[Candidate]) -> Preludes:
             continue
         groups.setdefault((argv, c.cwd if relative_paths(argv) else "", c.compiler), []).append(
             (c, usable(head_of(c.source), c.source)))
-    units, used = [], []
+    units, used, others = [], [], []
     for (argv, _, compiler), members in groups.items():
         prelude = choose([block for _, block in members])
         if prelude is None:
@@ -276,4 +282,5 @@ def plan_preludes(candidates: Iterable[Candidate]) -> Preludes:
                            tuple(prelude), argv, first.cwd, compiler, first.timeout)
         units.append(unit)
         used += [(c.task, unit.task) for c in users]
-    return Preludes(tuple(units), tuple(used))
+        others += [(c.task, unit.task) for c, _ in members if c not in users]
+    return Preludes(tuple(units), tuple(used), tuple(others))

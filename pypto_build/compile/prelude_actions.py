@@ -40,7 +40,7 @@ REJECTED = "[-Winvalid-pch]"                          # how GCC tags a precompil
 _TARGET = "prelude"
 
 
-class PreludeFailed(Exception):
+class _Unbuilt(Exception):
     """The prelude did not compile on its own (its kernels compile the plain way)."""
 
 
@@ -52,7 +52,7 @@ def run_prelude(unit: PreludeUnit, store: str, said: SharedFlag | None = None):
     recorded without an entry: its kernels compile the plain way, the build goes on."""
     try:
         entry = PreludeStore(store).make(unit.key, unit.text, lambda header, pch: _build(unit, header, pch))
-    except (OSError, PreludeFailed) as exc:
+    except (OSError, _Unbuilt) as exc:
         if said is None or said.raise_once():
             warn(f"{unit.task}: the precompiled prelude could not be built ({one_line(exc, 300)}); its kernels "
                  "compile the plain way")
@@ -69,13 +69,13 @@ def _build(unit: PreludeUnit, header: Path, pch: Path) -> list[str]:
     proc = procs.run(argv, cwd=unit.cwd, timeout=unit.timeout)
     if proc.timed_out or proc.returncode != 0:
         said = [ln for ln in proc.output.splitlines() if "error" in ln] or proc.output.splitlines() or [proc.how]
-        raise PreludeFailed(f"{proc.how}: {said[0]}")
+        raise _Unbuilt(f"{proc.how}: {said[0]}")
     if not pch.is_file() or pch.stat().st_size == 0:
-        raise PreludeFailed("the compiler wrote no precompiled header")
+        raise _Unbuilt("the compiler wrote no precompiled header")
     try:
         deps = parse_depfile(depfile.read_text(encoding="utf-8", errors="surrogateescape"), _TARGET)
     except (OSError, DepfileError) as exc:
-        raise PreludeFailed(f"its dependency file cannot be read exactly ({exc})") from None
+        raise _Unbuilt(f"its dependency file cannot be read exactly ({exc})") from None
     finally:
         depfile.unlink(missing_ok=True)
     return list(dict.fromkeys(os.path.realpath(os.path.join(unit.cwd, d)) for d in deps))

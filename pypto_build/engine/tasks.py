@@ -54,7 +54,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
             groups[base].append({
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 # built before the kernel only when the kernel is to compile (doit's setup tasks)
-                "setup": [prelude.task] if prelude else [],
+                "setup": [prelude.task] if prelude and graph.preludes.begins(unit.task) else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
                 "actions": [(run_compile, [unit, compiler_id, ctx, folder, caches.directory, caches.remote,
