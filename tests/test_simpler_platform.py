@@ -270,3 +270,28 @@ def test_sim_kernels_compile_on_distccd_to_simplers_bytes(install, built, tmp_pa
         theirs = compiler.compile_incore(str(ex / source), core_type=core, pto_isa_root=str(install.pto_isa_root),
                                          extra_include_dirs=pypto_kernel_dirs(install.project_root))
         assert (ex / rel).read_bytes() == theirs == before[rel], rel
+
+
+# aiv: three kernels with PyPTO's four-directive prelude, one that adds "intrinsic.h" after it; aic: two that add
+# "intrinsic.h" (their prelude holds it) and one that does not (it compiles the plain way)
+PRELUDE_KERNELS = ("attn_out_seed", "kv_seed", "q_seed", "dcr_xgamma", "out_proj", "out_proj_0", "k_proj")
+
+
+def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(install, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from real_dir import write_real_dir
+    finally:
+        sys.path.pop(0)
+    with_, plain = tmp_path / "with", tmp_path / "plain"
+    write_real_dir(with_, install.project_root, PRELUDE_KERNELS)
+    shutil.copytree(with_, plain)
+    done = cli("build", "-j", "2", str(with_))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert cli("build", "-j", "2", "--no-pch", str(plain)).returncode == 0
+    ours = {p.relative_to(with_): p.read_bytes() for p in with_.rglob("cache/*.bin")}
+    assert len(ours) == len(PRELUDE_KERNELS)
+    assert ours == {p.relative_to(plain): p.read_bytes() for p in plain.rglob("cache/*.bin")}
+    said = {line.split(": ", 1)[0]: line for line in cli("explain", "--all", str(with_)).stdout.splitlines()}
+    taken = [t for t, line in said.items() if "last compiled with prelude:" in line]
+    assert len(taken) == 6 and "plainly: its leading directives" in said["compile:aic/out_proj"], said
