@@ -114,7 +114,8 @@ def _prelude_tasks(groups: dict[str, list[dict]], graph: Graph, store: str | Non
 
 def _dispatch_order(graph: Graph, p, preludes: bool) -> list[str]:
     """The sub-build's units and steps, as the stamp waits for them: with preludes, the first kernel of each
-    prelude first, so a cold -j build starts every prelude (its setup task) before anything else."""
+    prelude first, so a cold -j build starts the preludes (its setup tasks) before the other kernels (a unit
+    with no setup task, the orchestration, still takes the first free worker: doit judges the others first)."""
     names = [u.task for u in (*p.units, *p.steps)]
     if not preludes:
         return names
