@@ -217,6 +217,16 @@ def test_the_leading_directives_skip_comments_and_stop_at_code():
     assert prelude.directives("#define A \\\n  1\n#include <x>\nint y;") == ["#define A \\\n  1", "#include <x>"]
 
 
+def test_a_kernel_is_read_only_as_far_as_its_directives_go(tmp_path):
+    k = tmp_path / "k.cpp"
+    k.write_text("// licence\n" * 2000 + "#include <a>\n#define X \\\n  1\nint x;\n" + "int y;\n" * 10000)
+    assert prelude.head_of(k) == ["#include <a>", "#define X \\\n  1"]     # past the first 4 KiB, whole lines
+    k.write_text("#include <a>\n" * 10000)                                   # longer than HEAD_BYTES: none
+    assert prelude.head_of(k) == []
+    k.write_text("#include <a>\n#include <b>")                               # the file ends inside them
+    assert prelude.head_of(k) == ["#include <a>", "#include <b>"]
+
+
 def test_the_prelude_is_the_longest_run_most_kernels_begin_with():
     base = ["#include <cstdint>", "#ifndef G", "#define G", "#endif", "#include <pto/pto-inst.hpp>"]
     more = [*base, '#include "intrinsic.h"']

@@ -75,6 +75,11 @@ def directives(text: str) -> list[str]:
     """The leading directives of a source: each one a line as written (a continued one with its continuation
     lines), skipping blank lines and comments, up to the first line that is neither (or a directive a prelude
     may not hold); ends early when a `/* */` comment shares a line with code."""
+    return _leading(text)[0]
+
+
+def _leading(text: str) -> tuple[list[str], bool]:
+    """`directives(text)`, and whether they ended before the text did (a line that is not one was read)."""
     found: list[str] = []
     lines = text.splitlines()
     i, in_comment = 0, False
@@ -84,7 +89,7 @@ def directives(text: str) -> list[str]:
             if "*/" in line:
                 in_comment = False
                 if line.split("*/", 1)[1].strip():
-                    break
+                    return found, True
             i += 1
             continue
         if not line or line.startswith("//"):
@@ -94,20 +99,20 @@ def directives(text: str) -> list[str]:
             rest = line[2:]
             if "*/" in rest:
                 if rest.split("*/", 1)[1].strip():
-                    break
+                    return found, True
             else:
                 in_comment = True
             i += 1
             continue
         if not line.startswith("#") or _name(line) not in _ALLOWED or "/*" in line:
-            break
+            return found, True
         whole = [lines[i]]
         while whole[-1].endswith("\\") and i + 1 < len(lines):
             i += 1
             whole.append(lines[i])
         found.append("\n".join(whole))
         i += 1
-    return found
+    return found, False
 
 
 def _name(line: str) -> str:
@@ -149,16 +154,25 @@ def begins_with(block: Sequence[str], prelude: Sequence[str]) -> bool:
 
 
 def head_of(path: str | os.PathLike) -> list[str]:
-    """The leading directives of the source at `path` (its first `HEAD_BYTES`; unreadable: none)."""
+    """The leading directives of the source at `path`, read only as far as they go (at most `HEAD_BYTES`; a
+    longer run is none; unreadable: none)."""
+    size, data = 4096, b""
     try:
         with open_regular(path) as handle:
-            data = handle.read(HEAD_BYTES)
+            while True:
+                data += handle.read(size - len(data))
+                whole = len(data) < size                  # the end of the file
+                text = data.decode("utf-8", errors="surrogateescape")
+                if not whole:
+                    text = text[:text.rfind("\n") + 1]    # never a directive cut short
+                found, ended = _leading(text)
+                if ended or whole:
+                    return found
+                if size >= HEAD_BYTES:
+                    return []
+                size *= 4
     except OSError:
         return []
-    text = data.decode("utf-8", errors="surrogateescape")
-    if len(data) == HEAD_BYTES:
-        text = text[:text.rfind("\n") + 1]          # never a directive cut short
-    return directives(text)
 
 
 def quoted_beside(prelude: Sequence[str], source: str | os.PathLike) -> str | None:
