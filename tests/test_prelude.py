@@ -99,7 +99,7 @@ def test_a_hand_edited_prelude_compiles_plainly_and_the_rest_keep_theirs(pto_isa
     result = build(a)
     assert result.compiled == ["compile:aiv/main_incore_1_aiv"]
     lines = how(a)
-    assert "plainly: its leading directives are not prelude:aiv." in lines["compile:aiv/main_incore_1_aiv"]
+    assert "plainly: its leading directives do not begin with prelude:aiv." in lines["compile:aiv/main_incore_1_aiv"]
     assert "with prelude:aiv." in lines["compile:aiv/main_incore_3_aiv"]
     twin = tmp_path / "plain"
     shutil.copytree(a, twin, ignore=shutil.ignore_patterns(".pypto_build", "*.so", "binary_context.json"))
@@ -233,9 +233,12 @@ def test_the_prelude_is_the_longest_run_most_kernels_begin_with():
     # unbalanced conditionals and preludes without an #include are no boundaries
     assert prelude.boundaries(base) == [1, 4, 5]
     assert prelude.choose([base, base, more]) == tuple(base)
-    assert prelude.choose([more, more, base]) == tuple(more)
+    assert prelude.choose([more, more, base]) == tuple(more)               # all but one take it
+    assert prelude.choose([more] * 14 + [base] * 4) == tuple(base)          # all take the shorter one
+    assert prelude.choose([more] * 19 + [base]) == tuple(more)
     edited = ["#include <cstdint>", "#define EDITED", *base[1:]]
     assert prelude.choose([base, base, edited]) == tuple(base)             # one hand edit leaves it as it was
+    assert prelude.choose([base] * 17 + [edited]) == tuple(base)
     assert prelude.choose([base]) is None                                   # at least two kernels
     assert prelude.begins_with(more, base) and not prelude.begins_with(edited, base)
 

@@ -273,8 +273,8 @@ def test_sim_kernels_compile_on_distccd_to_simplers_bytes(install, built, tmp_pa
 
 
 # aiv: three kernels with PyPTO's four-directive prelude, one that adds "intrinsic.h" after it; aic: two that add
-# "intrinsic.h" (their prelude holds it) and one that does not (it compiles the plain way)
-PRELUDE_KERNELS = ("attn_out_seed", "kv_seed", "q_seed", "dcr_xgamma", "out_proj", "out_proj_0", "k_proj")
+# "intrinsic.h" and one that does not (all take the four directives); and one aic kernel edited by hand
+PRELUDE_KERNELS = ("attn_out_seed", "kv_seed", "q_seed", "dcr_xgamma", "out_proj", "out_proj_0", "k_proj", "v_proj")
 
 
 def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(install, tmp_path):
@@ -285,6 +285,8 @@ def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(i
         sys.path.pop(0)
     with_, plain = tmp_path / "with", tmp_path / "plain"
     write_real_dir(with_, install.project_root, PRELUDE_KERNELS)
+    edited = with_ / "kernels/aic/v_proj.cpp"
+    edited.write_text(edited.read_text().replace("#include <cstdint>", "#include <cstdint>\n#define V_PROJ_EDITED 1"))
     shutil.copytree(with_, plain)
     done = cli("build", "-j", "2", str(with_))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -294,4 +296,5 @@ def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(i
     assert ours == {p.relative_to(plain): p.read_bytes() for p in plain.rglob("cache/*.bin")}
     said = {line.split(": ", 1)[0]: line for line in cli("explain", "--all", str(with_)).stdout.splitlines()}
     taken = [t for t, line in said.items() if "last compiled with prelude:" in line]
-    assert len(taken) == 6 and "plainly: its leading directives" in said["compile:aic/out_proj"], said
+    assert len(taken) == 7 and "plainly: its leading directives do not begin with" in said["compile:aic/v_proj"], \
+        said

@@ -5,8 +5,9 @@ Every PTO-ISA kernel PyPTO generates begins with the same few directives (`#incl
 ~40 % of its compile. A *prelude* is such a run of directives: its text is the directive lines only (comments
 and blank lines between them are not part of it). For the kernels of one command line (same compiler, same
 argv but the source and output, same working directory when a path in it is relative) the prelude is the
-longest run of leading directives that more than half of them, and at least two, begin with — so a kernel
-whose prelude was edited by hand leaves it as it was, and compiles the plain way.
+longest run of leading directives that all of them but one in ten (at least one may differ), and at least
+two, begin with — so the most kernels take it, and a kernel whose prelude was edited by hand leaves it as it
+was, and compiles the plain way.
 
 A `PreludeUnit` is a unit of the graph with its own identity (`key`: the compiler's identity, the argv, the
 working directory when it matters, the prelude's text; the headers it reads are checked against the store's
@@ -138,12 +139,13 @@ def boundaries(block: Sequence[str]) -> list[int]:
 
 
 def choose(blocks: Sequence[Sequence[str]]) -> tuple[str, ...] | None:
-    """The longest prelude that more than half of `blocks` (and at least two) begin with, or None."""
+    """The longest prelude that all of `blocks` but one in ten (at least one may differ), and at least two,
+    begin with, or None: the most kernels take it, and one hand-edited prelude does not change it."""
     counts: Counter[tuple[str, ...]] = Counter()
     for block in blocks:
         for n in boundaries(block):
             counts[tuple(block[:n])] += 1
-    need = max(2, len(blocks) // 2 + 1)
+    need = max(2, len(blocks) - max(1, len(blocks) // 10))
     best = [p for p, c in counts.items() if c >= need]
     return max(best, key=len) if best else None
 

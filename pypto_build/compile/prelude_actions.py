@@ -136,7 +136,7 @@ def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None,
         return plain(f"{launcher.name} runs the compile (it preprocesses here: a precompiled header would not "
                      "travel)")
     if not begins_with(head_of(unit.source), prelude.directives):
-        return plain(f"its leading directives are not {prelude.task}'s (edited)")
+        return plain(f"its leading directives do not begin with {prelude.task}'s")
     beside = quoted_beside(prelude.directives, unit.source)
     if beside is not None:
         return plain(f'"{beside}" beside it answers the prelude\'s #include')
