@@ -172,10 +172,23 @@ def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_isa, tmp_pat
     assert out.returncode == 0, out.stderr
     said = [line for line in out.stderr.splitlines() if "rejected the precompiled header" in line]
     assert len(said) == 1, out.stderr
-    lines = how(a)
-    assert all("plainly: GCC rejected the precompiled header" in v for k, v in lines.items()
-               if k.startswith("compile:")), lines
+    kernels = {k: v for k, v in how(a).items() if k.startswith("compile:")}
+    hows = sorted(v.split("plainly: ")[1].split(" (")[0] for v in kernels.values())
+    # the first to meet it compiled twice; the rest of the run did not try it again
+    assert hows == ["GCC rejected the precompiled header"] + ["a precompiled header failed earlier in this run"] * 3
     assert binaries(a) == reference                 # the edits were comments: the same bytes
+    # a rejected entry leaves the store: the next build that meets the other one drops it too, and then both
+    # preludes are made again and taken
+    said = []
+    for _ in range(2):
+        for k in (a / "kernels").glob("*/*.cpp"):
+            edit(k)
+        again = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr
+        said.append(again.stderr.count("rejected the precompiled header"))
+    assert said in ([1, 0], [0, 0]), said
+    assert all("(last compiled with prelude:" in v for k, v in how(a).items() if k.startswith("compile:"))
+    assert binaries(a) == reference
 
 
 def test_a_kernel_under_a_launcher_compiles_plainly(tmp_path):

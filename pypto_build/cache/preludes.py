@@ -97,6 +97,31 @@ class PreludeStore:
         """Whether entry `name` is still in the store (eviction may have removed it)."""
         return (self.directory / name / PCH).is_file()
 
+    def answers(self, key: str, name: str) -> bool:
+        """Whether the store still names entry `name` for `key`, and holds it (no header is hashed)."""
+        try:
+            return json.loads(read_text(self.directory / f"{key}.json"))["entry"] == name and self.holds(name)
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+
+    def forget(self, key: str, name: str) -> None:
+        """Drop entry `name` of `key` (GCC would not take it): the next `make` builds it again."""
+        with self._locked(self.directory / "locks" / key):
+            if self.answers(key, name):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.directory / f"{key}.json")
+                self._remove(self.directory / name)
+
+    def _remove(self, entry: Path) -> bool:
+        """Move an entry aside, then delete it (a reader sees it whole or not at all); whether it was there."""
+        aside = self.directory / f".tmp-removed-{entry.name}-{os.getpid()}"
+        try:
+            os.rename(entry, aside)
+        except OSError:
+            return False
+        shutil.rmtree(aside, ignore_errors=True)
+        return True
+
     def make(self, key: str, text: str, build: Callable[[Path, Path], list[str]]) -> Entry:
         """The current entry of `key`, built when there is none: `build(header, pch)` compiles the header (whose
         text is `text`) into `pch` and returns the headers it read (resolved). Under the key's lock, so
@@ -152,10 +177,7 @@ class PreludeStore:
                     break
                 if item.name == keep:
                     continue
-                aside = self.directory / f".tmp-evicted-{item.name}"
-                with contextlib.suppress(OSError):
-                    os.rename(item, aside)
-                    shutil.rmtree(aside, ignore_errors=True)
+                if self._remove(item):
                     freed += size
             return freed
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 @one_line_failures
 def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state: str, cache_dir: str | None = None,
                 remote: Remote | None = None, launcher: Launcher | None = None, prelude: PreludeUnit | None = None,
-                store: str | None = None, said: SharedFlag | None = None):
+                store: str | None = None, dropped: SharedFlag | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler
@@ -51,8 +51,8 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state:
     a known identity) a matching binary is restored instead of compiled, and a
     fresh one is stored. `state`: the platform's state folder, where the states of headers outside the
     build directory are kept (`header_sets`). `prelude`: the precompiled prelude planned for it, in the
-    store `store` (`prelude_actions`: taken only when exact; never part of its identity); `said`: the run's
-    flag for saying once that one was dropped.
+    store `store` (`prelude_actions`: taken only when exact; never part of its identity); `dropped`: the run's
+    flag raised (and said) once a precompiled header was rejected or failed a compile.
     """
     sub = Path(unit.cwd or unit.sub_rel)      # the compiler's working directory; argv paths are relative to it
     remove_stamp(Path(unit.stamp))            # the sub-build is in flux until every unit is built
@@ -76,15 +76,21 @@ def run_compile(unit: CompileUnit, compiler_id: str, context: str | None, state:
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     tmp_obj = atomic.temp_path_for(out, ".tmp.o") if splits(unit, launcher) else tmp_out
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
-    use = take(unit, prelude, store, launcher)
+    use = take(unit, prelude, store, launcher, dropped)
     command = compile_command(unit, tmp_out, tmp_dep, tmp_obj, launcher, prelude=use.flags if use else ())
     try:
         done = _run_tool(unit, command.compile, sub, env=launcher.env() if command.launched else None)
         if use is not None and use.flags and (isinstance(done, TaskFailed) or rejected(use, done.output)):
-            use = drop(use, "GCC rejected the precompiled header" if not isinstance(done, TaskFailed) else
-                       "a compile with the precompiled header failed", said)
+            failed = isinstance(done, TaskFailed)           # again without: the plain compile's verdict counts
             command = compile_command(unit, tmp_out, tmp_dep, tmp_obj, launcher)
             done = _run_tool(unit, command.compile, sub)
+            if not failed:
+                use = drop(use, "GCC rejected the precompiled header (-Winvalid-pch)", dropped, forget=True)
+            elif not isinstance(done, TaskFailed):
+                use = drop(use, "a compile failed with the precompiled header and not without it", dropped,
+                           forget=False)
+            else:
+                use = use.plain("the compile failed")
         if isinstance(done, TaskFailed):
             return done
         if command.launched:

@@ -46,16 +46,16 @@ class _Unbuilt(Exception):
 
 @one_line_failures
 @local_work
-def run_prelude(unit: PreludeUnit, store: str, said: SharedFlag | None = None):
+def run_prelude(unit: PreludeUnit, store: str):
     """Make sure the store holds `unit`'s entry, built from the headers as they are now. Its values name the
-    entry and hold the states of those headers (`PreludeCheck`); a prelude that cannot be built is said once and
-    recorded without an entry: its kernels compile the plain way, the build goes on."""
+    entry and hold the states of those headers (`PreludeCheck`); a prelude that cannot be built is said (once:
+    the task runs once a run) and recorded without an entry: its kernels compile the plain way, the build goes
+    on."""
     try:
         entry = PreludeStore(store).make(unit.key, unit.text, lambda header, pch: _build(unit, header, pch))
     except (OSError, _Unbuilt) as exc:
-        if said is None or said.raise_once():
-            warn(f"{unit.task}: the precompiled prelude could not be built ({one_line(exc, 300)}); its kernels "
-                 "compile the plain way")
+        warn(f"{unit.task}: the precompiled prelude could not be built ({one_line(exc, 300)}); its kernels "
+             "compile the plain way")
         return {"key": unit.key, "store": store, "entry": None, "why": one_line(exc, 300)}
     return {"key": unit.key, "store": store, "entry": entry.name,
             "headers": {path: make_state(path) for path in entry.headers}}
@@ -97,8 +97,8 @@ class PreludeCheck:
             self.reason = "never built" if "key" not in values else "another prelude or store"
         elif not values.get("entry"):
             self.reason = f"could not be built last time ({values.get('why', '')})"
-        elif not PreludeStore(self.store).holds(values["entry"]):
-            self.reason = "its entry left the store"
+        elif not PreludeStore(self.store).answers(self.key, values["entry"]):
+            self.reason = "its entry left the store (or GCC rejected it)"
         else:
             self.reason = first_changed(values.get("headers") or {}) or ""
             self.reason = f"header {self.reason}" if self.reason else ""
@@ -116,6 +116,8 @@ class Use:
     why: str = ""
     task: str = ""
     store: str = ""
+    key: str = ""
+    entry: str = ""
 
     @property
     def how(self) -> str:
@@ -123,15 +125,19 @@ class Use:
         return f"with {self.task}" if self.flags else f"plainly: {self.why}"
 
     def plain(self, why: str) -> Use:
-        return Use(why=why, task=self.task, store=self.store)
+        return Use(why=why, task=self.task, store=self.store, key=self.key)
 
 
-def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None,
-         launcher: Launcher | None) -> Use | None:
-    """Whether `unit` compiles with `prelude` (None: the graph planned none for it)."""
+def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, launcher: Launcher | None,
+         dropped: SharedFlag | None = None) -> Use | None:
+    """Whether `unit` compiles with `prelude` (None: the graph planned none for it). `dropped`: raised once a
+    compile of this run found a precompiled header GCC rejects or fails with (the rest compile plainly: each
+    try would cost a second compile)."""
     if prelude is None or not store:
         return None
-    plain = Use(task=prelude.task, store=store).plain
+    plain = Use(task=prelude.task, store=store, key=prelude.key).plain
+    if dropped is not None and dropped.raised:
+        return plain("a precompiled header failed earlier in this run (said then)")
     if launcher is not None:
         return plain(f"{launcher.name} runs the compile (it preprocesses here: a precompiled header would not "
                      "travel)")
@@ -146,7 +152,8 @@ def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None,
     root = os.path.realpath(".")                # actions run in the build root
     if any(inside(h, root) for h in entry.headers):
         return plain(f"{prelude.task} reads a header of the build directory")
-    return Use((*PCH_FLAGS, entry.header, "-fpch-deps"), task=prelude.task, store=store)
+    return Use((*PCH_FLAGS, entry.header, "-fpch-deps"), task=prelude.task, store=store, key=prelude.key,
+               entry=entry.name)
 
 
 def rejected(use: Use | None, output: str) -> bool:
@@ -154,10 +161,14 @@ def rejected(use: Use | None, output: str) -> bool:
     return bool(use and use.flags) and REJECTED in output
 
 
-def drop(use: Use, why: str, said: SharedFlag | None) -> Use:
-    """The plain way after `why` (GCC rejected the header, or the compile failed with it); said once a run."""
-    if said is None or said.raise_once():
-        warn(f"{use.task}: {why}; such kernels compile the plain way (same bytes, slower)")
+def drop(use: Use, why: str, dropped: SharedFlag | None, *, forget: bool) -> Use:
+    """The plain way after `why`: GCC rejected the header (`forget`: the store stops naming that entry, so the
+    prelude is built again next run), or the compile failed with it and not without; said once a run, and the
+    run's other kernels compile plainly."""
+    if forget:
+        PreludeStore(use.store).forget(use.key, use.entry)
+    if dropped is None or dropped.raise_once():
+        warn(f"{use.task}: {why}; kernels compile the plain way for the rest of this run (same bytes, slower)")
     return use.plain(why)
 
 

@@ -42,7 +42,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     splices = _pto_tasks(groups, graph) if graph.pto.units else {}
     folder = current_state_folder(graph.layout.root, graph.platform.name)     # the platform's own state
     sets = SetChecker(folder)             # headers outside the build dir: each shared set checked once per run
-    said = _prelude_tasks(groups, graph, caches.preludes)
+    dropped = _prelude_tasks(groups, graph, caches.preludes)
     for p in graph.plans:
         ctx, why = p.context.digest, p.context.unknown
         for unit in p.units:
@@ -58,7 +58,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
                 "actions": [(run_compile, [unit, compiler_id, ctx, folder, caches.directory, caches.remote,
-                                          launcher, prelude, caches.preludes, said])],
+                                          launcher, prelude, caches.preludes, dropped])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
                 "uptodate": [UnitCheck(unit.argv_key, compiler_id, ctx, why, unit.output, sets)],
@@ -94,22 +94,22 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
 
 
 def _prelude_tasks(groups: dict[str, list[dict]], graph: Graph, store: str | None) -> SharedFlag | None:
-    """`prelude:` per precompiled prelude (in the store `store`; None: off); the run's flag that says once
-    that one was dropped (made before any -j worker forks)."""
+    """`prelude:` per precompiled prelude (in the store `store`; None: off); the run's flag raised once a
+    precompiled header was dropped (made before any -j worker forks)."""
     if not store or not graph.preludes.units:
         return None
     from ..compile.prelude_actions import PreludeCheck, run_prelude
     from ..core.shared_flag import SharedFlag
 
-    said = SharedFlag()
+    dropped = SharedFlag()
     for u in graph.preludes.units:
         groups[stages.PRELUDE].append({
             "name": u.task.partition(":")[2],
             "doc": f"precompiled prelude of {sum(1 for _, t in graph.preludes.used_by if t == u.task)} kernels",
-            "actions": [(run_prelude, [u, store, said])],
+            "actions": [(run_prelude, [u, store])],
             "uptodate": [PreludeCheck(u.key, store)],
         })
-    return said
+    return dropped
 
 
 def _dispatch_order(graph: Graph, p, preludes: bool) -> list[str]:
