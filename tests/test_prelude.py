@@ -19,8 +19,11 @@ from pypto_build.compile import prelude
 from pypto_build.compile.prelude_actions import take
 from pypto_build.core.shared_flag import SharedFlag
 from pypto_build.testing import synth
+from pypto_build.testing.loopback import distccd, distccd_path
 from pypto_build.toolchain.launcher import Launcher
 
+needs_distcc = pytest.mark.skipif(distccd_path() is None and os.environ.get("PYPTO_BUILD_REQUIRE_DISTCC") != "1",
+                                  reason="distcc not installed (apt-get install distcc)")
 KERNELS = 4                 # two aic (with "../common.h" after the prelude) and two aiv
 PTO_INST = """\
 #pragma once
@@ -189,6 +192,24 @@ def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_isa, tmp_pat
     assert said in ([1, 0], [0, 0]), said
     assert all("(last compiled with prelude:" in v for k, v in how(a).items() if k.startswith("compile:"))
     assert binaries(a) == reference
+
+
+@needs_distcc
+def test_under_distcc_kernels_compile_plainly_to_the_same_bytes_and_no_prelude_is_built(pto_isa, tmp_path):
+    a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
+    build(a)                                          # here, with preludes
+    b = tmp_path / "b"
+    shutil.copytree(a, b, ignore=shutil.ignore_patterns(".pypto_build", "*.so", "binary_context.json"))
+    with distccd(tmp_path / "distccd") as server:
+        env = {**os.environ, "CXX": "distcc g++", **server.env(), "XDG_CACHE_HOME": str(tmp_path / "fresh-cache")}
+        done = subprocess.run([sys.executable, "-m", "pypto_build", "build", "-j", "4", str(b)], capture_output=True,
+                              text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert sorted(Path(s).name for s in server.compiled()) == sorted(p.name for p in (b / "kernels").rglob("*.cpp"))
+    assert "prelude:" not in done.stdout and not (tmp_path / "fresh-cache").exists()     # none built
+    lines = how(b)
+    assert all("plainly: distcc runs the compile" in v for k, v in lines.items() if k.startswith("compile:")), lines
+    assert binaries(b) == binaries(a)
 
 
 def test_a_kernel_under_a_launcher_compiles_plainly(tmp_path):

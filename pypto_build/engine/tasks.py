@@ -53,8 +53,9 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
             prelude = graph.preludes.of(unit.task) if caches.preludes else None
             groups[base].append({
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
-                # built before the kernel only when the kernel is to compile (doit's setup tasks)
-                "setup": [prelude.task] if prelude and graph.preludes.begins(unit.task) else [],
+                # built before the kernel only when the kernel is to compile (doit's setup tasks), and never for
+                # a launcher's compile (it compiles plainly: prelude_actions.take)
+                "setup": [prelude.task] if prelude and launcher is None and graph.preludes.begins(unit.task) else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
                 "actions": [(run_compile, [unit, compiler_id, ctx, folder, caches.directory, caches.remote,
