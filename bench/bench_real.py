@@ -17,6 +17,8 @@ folder (the orchestration is built with `-g`, so its bytes name its source's pat
   `kernels/aiv/rms_recip.cpp`) interleaved with a hand compile of that kernel with simpler's exact argv.
 
 Every pypto_build time is a whole `python -m pypto_build` process. Every binary is compared with PyPTO's.
+The store of precompiled preludes is the bench's own (`XDG_CACHE_HOME` under the work folder) and is emptied
+before each cold and first build, so those build the preludes they use; the one-edit builds find them.
 The figures go into --out between the bench_real markers (the rest of the file is kept).
 """
 from __future__ import annotations
@@ -43,7 +45,8 @@ REPO = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- bench_real:begin -->", "<!-- bench_real:end -->"
 EDITED = "kernels/aiv/rms_recip.cpp"
 STAMP = "cache/binary_context.json"
-OUR_SETTINGS = ("PYPTO_BUILD_CACHE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_LAUNCHER", "PYPTO_BUILD_PLATFORM")
+OUR_SETTINGS = ("PYPTO_BUILD_CACHE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_LAUNCHER", "PYPTO_BUILD_PLATFORM",
+                "PYPTO_BUILD_PCH")
 TARGETS = {"cold": 0.5, "edit": 0.8, "first": 0.5, "noop": 0.060}
 
 
@@ -173,6 +176,7 @@ class Bench:
         env = bench_env(work)
         for name in OUR_SETTINGS:                    # a cache would restore, a launcher distribute: neither here
             env.pop(name, None)
+        env["XDG_CACHE_HOME"] = str(work / "user-cache")     # the precompiled preludes' store: emptied by `fresh`
         self.runner = Runner(env, work)
         self.root = simpler_root()
         self.times: dict[str, list] = {k: [] for k in ("pypto", "cold", "edit", "hand", "first", "noop")}
@@ -195,7 +199,9 @@ class Bench:
         return (p.stdout.strip().splitlines() or [""])[-1]
 
     def fresh(self, folder: Path) -> None:
+        """A new directory, and an empty store of precompiled preludes: a cold or first build builds them."""
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(self.work / "user-cache", ignore_errors=True)
         program = write_real_dir(folder, self.root)
         self.counts = {"kernels": len(program.kernels), "units": len(program.kernels) + 1}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 import shutil
 import sys
@@ -145,9 +146,12 @@ def _compiled_meta(program: RealProgram) -> str:
                        "backend_type": "Ascend910B"}, indent=2)
 
 
-def write_real_dir(dest: Path, project_root: Path) -> RealProgram:
-    """Write the build directory at `dest` (which must not exist) from simpler at `project_root`."""
+def write_real_dir(dest: Path, project_root: Path, names: tuple[str, ...] = ()) -> RealProgram:
+    """Write the build directory at `dest` (which must not exist) from simpler at `project_root`; with `names`,
+    only those kernels (a smaller directory for tests; the orchestration still names them all)."""
     program = real_program(project_root)
+    if names:
+        program = dataclasses.replace(program, kernels=tuple(k for k in program.kernels if k.source.stem in names))
     dest.mkdir(parents=True)
     (dest / "orchestration").mkdir()
     shutil.copyfile(program.orchestration, dest / "orchestration" / program.orchestration.name)

@@ -17,7 +17,7 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
           rebuild_from_pto: bool | None = None, ptoas: str | None = None, allow_unapplied_pto: bool = False,
           include_stale: bool = False, trace: str | Path | None = None, cache_dir: str | Path | None = None,
           remote_cache: str | None = None, check: bool = True, pto=None, launcher: str | None = None,
-          quiet: bool = False) -> BuildResult:
+          quiet: bool = False, preludes: bool | None = None) -> BuildResult:
     """Build a PyPTO build directory incrementally.
 
     Returns what ran, what was up to date and why. With `check` (default) a
@@ -34,12 +34,13 @@ def build(work_dir, *, platform: str | None = None, jobs: int = 1, recompile: bo
     are restored instead of compiled (`result.from_cache`), fresh ones are stored; `remote_cache` (else
     $PYPTO_BUILD_REMOTE_CACHE) adds a Bazel-HTTP cache behind it (a dead one: one warning, local build).
     `launcher` (else $PYPTO_BUILD_LAUNCHER, else the one $CXX starts with: `distcc`, `icecc`, ...) runs
-    the compiles; it is no unit's input, so switching it rebuilds nothing.
+    the compiles; it is no unit's input, so switching it rebuilds nothing. `preludes=False` (else
+    $PYPTO_BUILD_PCH=0) compiles every kernel without a precompiled prelude (never a unit's input either).
     """
     request = Request.given(platform=platform, jobs=jobs, recompile=recompile, keep_going=keep_going, tasks=tasks,
                             rebuild_from_pto=rebuild_from_pto, ptoas=ptoas, allow_unapplied_pto=allow_unapplied_pto,
                             include_stale=include_stale, trace=trace, cache_dir=cache_dir, remote_cache=remote_cache,
-                            pto=pto, launcher=launcher, quiet=quiet)
+                            pto=pto, launcher=launcher, quiet=quiet, preludes=preludes)
     return pipeline.run(Path(work_dir), request, progress=progress, check=check)
 
 

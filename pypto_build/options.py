@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .builddir.runconfig import LOG_LEVELS, RunConfig, RunSpec
 from .core import settings
-from .core.settings import CACHE, LAUNCHER, REMOTE_CACHE
+from .core.settings import CACHE, LAUNCHER, REMOTE_CACHE, precompiled_preludes
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -85,6 +85,8 @@ BUILD = (
         "$PYPTO_BUILD_LAUNCHER, or the one $CXX starts with); not part of any unit's identity: switching it "
         "rebuilds nothing. With it, -j may exceed this machine's CPUs: links and other local work stay within them",
         metavar="CMD"),
+    Opt("no_pch", "no-pch", "flag", "compile every kernel without a precompiled prelude (also "
+        "PYPTO_BUILD_PCH=0); never changes a binary, so switching it rebuilds nothing"),
     Opt("trace", "trace", "str", "write a Chrome-trace/Perfetto timeline of the run (one span per task, per "
         "worker)", metavar="FILE"),
 )
@@ -121,7 +123,7 @@ WATCH = (
 )
 # What `watch` takes of BUILD: the rest (recompile, keep-going, trace, quiet) is about one run, not a session.
 WATCH_BUILD = ("jobs", "platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale",
-               "cache_dir", "remote_cache", "launcher")
+               "cache_dir", "remote_cache", "launcher", "no_pch")
 DRY_RUN = Opt("dry_run", "dry-run", "flag", "list what would run and why; run nothing, write nothing", "n")
 
 
@@ -240,6 +242,7 @@ def request(values: Any, **fields: Any) -> Request:
              "rebuild_from_pto": False if get("no_rebuild_from_pto", False) else None,
              "allow_unapplied_pto": bool(get("allow_unapplied_pto", False)),
              "include_stale": bool(get("include_stale", False)), "launcher": get("launcher"),
+             "preludes": False if get("no_pch", False) else None,
              "cache_dir": get("cache_dir"), "remote_cache": get("remote_cache"),
              "jobs": int(get("jobs", 1)), "recompile": bool(get("recompile", False)),
              "keep_going": bool(get("keep_going", False)), "trace": get("trace"),
@@ -262,6 +265,7 @@ class Request:
     pto: PtoOptions = field(default_factory=_pto_options)
     include_stale: bool = False
     launcher: tuple[str, ...] | None = None     # as found (None: none asked; $CXX's is found while planning)
+    preludes: bool = True                       # precompiled preludes (--no-pch / $PYPTO_BUILD_PCH=0: off)
     cache_dir: str | None = None                # --cache-dir, else $PYPTO_BUILD_CACHE
     remote: RemoteSettings | Remote | None = None   # --remote-cache, else $PYPTO_BUILD_REMOTE_CACHE (ci: opened)
     tasks: tuple[str, ...] = ()                 # none: every stamp (a build)
@@ -276,12 +280,13 @@ class Request:
     @classmethod
     def given(cls, *, platform: str | None = None, rebuild_from_pto: bool | None = None, ptoas: str | None = None,
               allow_unapplied_pto: bool = False, pto: PtoOptions | None = None, include_stale: bool = False,
-              launcher: str | None = None, cache_dir: str | os.PathLike | None = None,
+              launcher: str | None = None, preludes: bool | None = None, cache_dir: str | os.PathLike | None = None,
               remote_cache: str | None = None, tasks: Iterable[str] = (), jobs: int = 1, recompile: bool = False,
               keep_going: bool = False, force: Iterable[str] = (), trace: str | os.PathLike | None = None,
               quiet: bool = False, run: RunSpec | None = None) -> Request:
         """The API's keyword arguments (and the flags', through `request`) as a Request, judged here:
-        the `.pto` settings, the launcher and the remote cache's URL (each a `UserError` in one line)."""
+        the `.pto` settings, the launcher, the remote cache's URL and $PYPTO_BUILD_PCH (each a `UserError` in
+        one line). `preludes`: None takes $PYPTO_BUILD_PCH (default on)."""
         found = None
         if launcher or os.environ.get(LAUNCHER, "").strip():
             from .toolchain.launcher import find
@@ -293,6 +298,7 @@ class Request:
         return cls(platform=platform or None,
                    pto=pto or _pto_options(rebuild_from_pto, ptoas, allow_unapplied_pto),
                    include_stale=include_stale, launcher=found,
+                   preludes=precompiled_preludes() if preludes is None else bool(preludes),
                    cache_dir=os.fspath(cache_dir) if cache_dir else os.environ.get(CACHE) or None,
                    remote=remote, tasks=tuple(tasks or ()), jobs=max(1, int(jobs)), recompile=recompile,
                    keep_going=keep_going, force=tuple(force or ()),
@@ -308,9 +314,9 @@ class Request:
         already chosen for it, else `platforms.choose` chooses it, once)."""
         from .plan.graph import load_graph
         return load_graph(root, choice or self.platform, self.pto, include_stale=self.include_stale,
-                          launcher=self.launcher)
+                          launcher=self.launcher, preludes=self.preludes)
 
     def caches(self) -> Caches:
         """The pipeline's second stage: the caches this run restores from and stores to."""
         from .cache import open_caches
-        return open_caches(self.cache_dir, self.remote)
+        return open_caches(self.cache_dir, self.remote, preludes=self.preludes)

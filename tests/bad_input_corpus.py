@@ -504,6 +504,10 @@ def _environment_cases() -> list[Case]:
              "to one of host, a2a3sim, a5sim, a2a3, a5", env={"PYPTO_BUILD_PLATFORM": "bar"}),
         Case("env_rebuild_from_pto_maybe", "l2", lambda d: None, b, "PYPTO_REBUILD_FROM_PTO='maybe'",
              r"not a yes/no value", env={"PYPTO_REBUILD_FROM_PTO": "maybe"}),
+        Case("env_pch_maybe", "l2", lambda d: None, b, "PYPTO_BUILD_PCH='maybe'",
+             r"PYPTO_BUILD_PCH='maybe': not a yes/no value; set it to 0", env={"PYPTO_BUILD_PCH": "maybe"}),
+        Case("env_pch_number", "l2", lambda d: None, "explain", "PYPTO_BUILD_PCH='2'",
+             r"PYPTO_BUILD_PCH='2': not a yes/no value", env={"PYPTO_BUILD_PCH": "2"}),
     ]
 
 

@@ -68,7 +68,8 @@ def test_the_platform_interface_is_two_small_ones_planning_and_running():
         return {n for n in (*vars(cls), *getattr(cls, "__annotations__", {})) if not n.startswith("_")}
 
     questions = {"locate", "compiler_for", "command", "covered_roots", "binary_context"}
-    facts = {"name", "runtimes", "system_dirs", "runtime_label", "noop_record", "pto_isa_label", "stamp_path"}
+    facts = {"name", "runtimes", "system_dirs", "runtime_label", "noop_record", "pto_isa_label", "stamp_path",
+             "precompiled_preludes"}
     noop = {"toolchain_key", "watched_checkouts"}     # what the no-op record keys and watches
     assert members(Platform) == questions | facts | noop
     assert set(Platform.__abstractmethods__) == questions | {"pto_isa_label", "stamp_path"}
@@ -143,13 +144,14 @@ def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
     assert list(groups) == list(stages.ALL)
     compiles = groups[stages.COMPILE] + groups[stages.ORCH]
     assert sorted(f"{d['actions'][0][1][0].task}" for d in compiles) == sorted(graph.compile_tasks)
-    assert [d["actions"][0][1][3:] for d in compiles] == [[".pypto_build/state/fake", caches.directory, None, None]] \
-        * len(compiles)        # the platform's state folder, the caches, no launcher
+    assert [d["actions"][0][1][3:] for d in compiles] == [[".pypto_build/state/fake", caches.directory, None, None,
+                                                           None, None, None]] \
+        * len(compiles)        # the platform's state folder, the caches, no launcher, no precompiled prelude
     (replay,) = groups[stages.REPLAY]
     assert replay["actions"][0][1][1:] == [RunConfig(platform="fake", enable_dump_args=1), 9.0, True]  # the graph's; -q
     assert replay["task_dep"] == [stages.task(stages.STAMP, ".")]
     default = task_dicts(graph)                                 # no caches, the default run settings
-    assert all(d["actions"][0][1][4:] == [None, None, None] for d in default[stages.COMPILE])
+    assert all(d["actions"][0][1][4:] == [None] * 6 for d in default[stages.COMPILE])
 
 
 def test_confinement_answers_by_name_or_by_resolved_path(tmp_path):

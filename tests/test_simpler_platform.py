@@ -288,3 +288,31 @@ def test_a_noop_runs_no_git(ex, install, tmp_path):
     assert log.read_text() == ""
     trees = noop_record.load(ex)["trees"]
     assert [t[0] for t in trees] == [str(install.project_root), str(install.pto_isa_root)]
+
+
+# aiv: three kernels with PyPTO's four-directive prelude, one that adds "intrinsic.h" after it; aic: two that add
+# "intrinsic.h" and one that does not (all take the four directives); and one aic kernel edited by hand
+PRELUDE_KERNELS = ("attn_out_seed", "kv_seed", "q_seed", "dcr_xgamma", "out_proj", "out_proj_0", "k_proj", "v_proj")
+
+
+def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(install, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from real_dir import write_real_dir
+    finally:
+        sys.path.pop(0)
+    with_, plain = tmp_path / "with", tmp_path / "plain"
+    write_real_dir(with_, install.project_root, PRELUDE_KERNELS)
+    edited = with_ / "kernels/aic/v_proj.cpp"
+    edited.write_text(edited.read_text().replace("#include <cstdint>", "#include <cstdint>\n#define V_PROJ_EDITED 1"))
+    shutil.copytree(with_, plain)
+    done = cli("build", "-j", "2", str(with_))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert cli("build", "-j", "2", "--no-pch", str(plain)).returncode == 0
+    ours = {p.relative_to(with_): p.read_bytes() for p in with_.rglob("cache/*.bin")}
+    assert len(ours) == len(PRELUDE_KERNELS)
+    assert ours == {p.relative_to(plain): p.read_bytes() for p in plain.rglob("cache/*.bin")}
+    said = {line.split(": ", 1)[0]: line for line in cli("explain", "--all", str(with_)).stdout.splitlines()}
+    taken = [t for t, line in said.items() if "last compiled with prelude:" in line]
+    assert len(taken) == 7 and "plainly: its leading directives do not begin with" in said["compile:aic/v_proj"], \
+        said

@@ -5,7 +5,8 @@ compile entries (`compile_key`, `restore_compile`, `store_compile`,
 `open_cache`), the local store (`ArtifactCache`, `human_size`) and the remote
 (`open_remote`, `Remote`, `settings`, `RemoteSettings`). Modules: `store` (the content-addressed
 local store), `compiles` (compile keys and header manifests), `remote`,
-`remote_http`, `remote_config` (the Bazel-HTTP protocol).
+`remote_http`, `remote_config` (the Bazel-HTTP protocol), `preludes` (the store of precompiled preludes:
+`PreludeStore`, `prelude_store_dir`).
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ _EXPORTS = {
     "open_remote": "remote",
     "settings": "remote_config",
     "RemoteSettings": "remote_config",
+    "PreludeStore": "preludes",
+    "prelude_store_dir": "preludes",
 }
 
 __all__ = [*_EXPORTS]

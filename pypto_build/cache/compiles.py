@@ -106,20 +106,28 @@ class Caches:
 
     directory: str | None = None
     remote: Remote | None = None
+    preludes: str | None = None     # the store of precompiled preludes (None: off)
 
 
-def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | None = None) -> Caches:
+def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | None = None,
+                preludes: bool = False) -> Caches:
     """The caches of a run as its `options.Request` holds them: the local directory `cache_dir` and the
     remote — its settings (opened here, once: pinged; an unreachable server is dropped with one warning)
-    or a `Remote` some leader already opened (`pypto-build ci`, used as it is). Nothing is read from the
-    environment here: the request did that."""
+    or a `Remote` some leader already opened (`pypto-build ci`, used as it is) — and, with `preludes`, the
+    store of precompiled preludes beside them (`preludes.prelude_store_dir`). Nothing is read from the
+    environment here but where the user's cache folder is: the request did that."""
     if cache_dir:
         check_environment(cache=True)   # the cache size: one line, before anything is written
     if remote is not None:
         from .remote import Remote, open_remote      # a run with no remote never imports its HTTP code
         if not isinstance(remote, Remote):
             remote = open_remote(remote)
-    return Caches(os.path.abspath(os.path.expanduser(cache_dir)) if cache_dir else None, remote)
+    directory = os.path.abspath(os.path.expanduser(cache_dir)) if cache_dir else None
+    store = None
+    if preludes:
+        from .preludes import prelude_store_dir
+        store = prelude_store_dir(directory)
+    return Caches(directory, remote, store)
 
 
 def open_cache(directory: str | None, remote: Remote | None = None):

@@ -21,9 +21,9 @@ from ..core.exits import guarded
 from .verbs import run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
-                   "cache_dir", "remote_cache")
+                   "cache_dir", "remote_cache", "no_pch")
 CI_OPTIONS = ("jobs", "platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "quiet",
-              "cache_dir", "remote_cache", "run_timeout", "launcher")     # every option its messages name
+              "cache_dir", "remote_cache", "run_timeout", "launcher", "no_pch")     # every option its messages name
 # What ci's -j counts (ci.run_ci): directories, each in its own process building one unit at a time.
 CI_JOBS_HELP = "run N directories at once, each in its own process, compiling one unit at a time (default 1)"
 # Where replay and validate run, as platforms/choice.py decides.

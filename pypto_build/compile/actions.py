@@ -29,15 +29,19 @@ from ..core.oserrors import FREE_SPACE, one_line_failures
 from ..core.racy import fs_now
 from ..builddir.stamp import binary_context_lock, remove_stamp, write_stamp
 from .plan import CompileUnit
+from .prelude_actions import drop, from_store, rejected, take
 
 if TYPE_CHECKING:
     from ..cache import Remote
+    from ..core.shared_flag import SharedFlag
     from ..toolchain.launcher import Launcher
+    from .prelude import PreludeUnit
 
 
 @one_line_failures
-def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None, state: str,
-                cache_dir: str | None = None, remote: Remote | None = None, launcher: Launcher | None = None):
+def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None, state: str, cache_dir: str | None = None,
+                remote: Remote | None = None, launcher: Launcher | None = None, prelude: PreludeUnit | None = None,
+                store: str | None = None, dropped: SharedFlag | None = None):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler
@@ -46,7 +50,9 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
     compiler's message; other outputs are untouched. With an artefact cache (and
     a known identity) a matching binary is restored instead of compiled, and a
     fresh one is stored. `state`: the platform's state folder, where the states of headers outside the
-    build directory are kept (`header_sets`).
+    build directory are kept (`header_sets`). `prelude`: the precompiled prelude planned for it, in the
+    store `store` (`prelude_actions`: taken only when exact; never part of its identity); `dropped`: the run's
+    flag raised (and said) once a precompiled header was rejected or failed a compile.
     """
     sub = Path(unit.cwd or unit.sub_rel)      # the compiler's working directory; argv paths are relative to it
     remove_stamp(Path(unit.stamp_path))            # the sub-build is in flux until every unit is built
@@ -69,10 +75,22 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
     tmp_out = atomic.temp_path_for(out)
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     tmp_obj = atomic.temp_path_for(out, ".tmp.o") if splits(unit, launcher) else tmp_out
-    command = compile_command(unit, tmp_out, tmp_dep, tmp_obj, launcher)
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
+    use = take(unit, prelude, store, launcher, dropped)
+    command = compile_command(unit, tmp_out, tmp_dep, tmp_obj, launcher, prelude=use.flags if use else ())
     try:
         done = _run_tool(unit, command.compile, sub, env=launcher.env() if command.launched else None)
+        if use is not None and use.flags and (isinstance(done, TaskFailed) or rejected(use, done.output)):
+            failed = isinstance(done, TaskFailed)           # again without: the plain compile's verdict counts
+            command = compile_command(unit, tmp_out, tmp_dep, tmp_obj, launcher)
+            done = _run_tool(unit, command.compile, sub)
+            if not failed:
+                use = drop(use, "GCC rejected the precompiled header (-Winvalid-pch)", dropped, forget=True)
+            elif not isinstance(done, TaskFailed):
+                use = drop(use, "a compile failed with the precompiled header and not without it", dropped,
+                           forget=False)
+            else:
+                use = use.plain("the compile failed")
         if isinstance(done, TaskFailed):
             return done
         if command.launched:
@@ -88,6 +106,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
                 return TaskFailed(_failure(unit, str(exc), str(exc), fix="", command=command.compile))
         try:
             deps = _read_depfile(tmp_dep, command.target)
+            deps = from_store(use, deps, os.fspath(sub)) if deps is not None else None
         except DepfileError as exc:
             out.unlink(missing_ok=True)
             return TaskFailed(_failure(unit, f"the compiler's dependency file cannot be read exactly ({exc}), so "
@@ -112,7 +131,8 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
     within, outside = states
     if cache is not None and all(digest_of(state) is not None for state in (*within.values(), *outside.values())):
         store_compile(cache, base, unit.sub_rel, [*within, *outside], out)
-    return _values(unit, compiler_id, context_digest, state, states)
+    values = _values(unit, compiler_id, context_digest, state, states)
+    return values if use is None or isinstance(values, TaskFailed) else {**values, "prelude": use.how}
 
 
 def _run_tool(unit: CompileUnit, argv: Sequence[str], sub: Path, doing: str = "compiling",

@@ -50,10 +50,11 @@ def splits(unit: CompileUnit, launcher: Launcher | None) -> bool:
 
 def compile_command(unit: CompileUnit, binary: str | os.PathLike, depfile: str | os.PathLike | None = None,
                     obj: str | os.PathLike | None = None, launcher: Launcher | None = None,
-                    root: str | os.PathLike = ".") -> CompileCommand:
+                    root: str | os.PathLike = ".", prelude: tuple[str, ...] = ()) -> CompileCommand:
     """The commands that compile `unit` into `binary`, writing `depfile` (None: no depfile flags) and, when
     split (`splits`), the object `obj` in between. Paths are relative to the build root `root` (the
-    compile action's working directory) or absolute; the argv names them relative to the unit's cwd."""
+    compile action's working directory) or absolute; the argv names them relative to the unit's cwd.
+    `prelude`: the flags that take a precompiled prelude (`prelude_actions.take`; never with a launcher)."""
     real_root = os.path.realpath(root)
     here = os.path.normpath(os.path.join(real_root, unit.cwd or unit.sub_rel))
 
@@ -64,7 +65,8 @@ def compile_command(unit: CompileUnit, binary: str | os.PathLike, depfile: str |
     dep = None if depfile is None else ("-MD", "-MF", arg(depfile), "-MT", target)
     parts = split(unit.argv) if launcher is not None else None
     if parts is None:
-        return CompileCommand(cwd, _writing(unit, unit.argv, arg(binary), dep, here), target)
+        return CompileCommand(cwd, _writing(unit, unit.argv, arg(binary), (*prelude, *(dep or ())) if prelude
+                                            else dep, here), target)
     if obj is None:
         raise ValueError(f"{unit.task}: a split compile needs the object's path")
     link = list(output_at(parts[1], arg(binary)))

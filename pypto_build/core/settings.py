@@ -27,6 +27,7 @@ CACHE = "PYPTO_BUILD_CACHE"                        # the artefact cache's direct
 CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
 REMOTE_CACHE = "PYPTO_BUILD_REMOTE_CACHE"          # the remote cache's URL (--remote-cache)
 LAUNCHER = "PYPTO_BUILD_LAUNCHER"                  # the compile launcher (--launcher)
+PCH = "PYPTO_BUILD_PCH"                            # precompiled preludes: 0 turns them off (--no-pch)
 DEFAULT_CACHE_BYTES = 5 * 2**30
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
@@ -115,6 +116,19 @@ def pto_rebuild(env: Mapping[str, str] | None = None) -> bool:
                        ".pto files out, or to 1 (or true, yes) or unset it to regenerate kernels from them")
 
 
+def precompiled_preludes(env: Mapping[str, str] | None = None) -> bool:
+    """Whether `$PYPTO_BUILD_PCH` lets kernels take precompiled preludes: False for 0 / false / no / off (any
+    case), True when unset, empty or 1 / true / yes / on; anything else is a `SettingError`."""
+    raw = _env(env).get(PCH)
+    flag = (raw or "").strip().lower()
+    if flag in (*_OFF, "off"):
+        return False
+    if not flag or flag in (*_ON, "on"):
+        return True
+    raise SettingError(f"{PCH}={raw!r}: not a yes/no value; set it to 0 (or off) to compile every kernel "
+                       "without a precompiled prelude, or to 1 (or on) or unset it to use them")
+
+
 def platform(known: tuple[str, ...], env: Mapping[str, str] | None = None) -> str | None:
     """`$PYPTO_BUILD_PLATFORM` (unset or empty: None) when it is one of `known`, else a `SettingError`."""
     raw = _env(env).get(PLATFORM)
@@ -135,5 +149,6 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
     words("CXX", env, "g++")
     words("CXXFLAGS", env)
     pto_rebuild(env)
+    precompiled_preludes(env)
     if cache:
         cache_size(env)

@@ -10,7 +10,8 @@ import inspect
 
 PTOAS, SPLICE, COMPILE, ORCH, STAMP, REPLAY, VALIDATE = "ptoas", "splice", "compile", "orch", "stamp", "replay", "validate"
 LINK, EXTRACT = "link", "extract"          # a device kernel's steps after its compile
-ALL = (PTOAS, SPLICE, COMPILE, ORCH, LINK, EXTRACT, STAMP, REPLAY, VALIDATE)       # in the order the graph runs them
+PRELUDE = "prelude"                         # a precompiled prelude (compile/prelude.py), before the kernels using it
+ALL = (PTOAS, SPLICE, PRELUDE, COMPILE, ORCH, LINK, EXTRACT, STAMP, REPLAY, VALIDATE)       # in the order the graph runs them
 
 
 def task(stage: str, name: str) -> str:
@@ -26,7 +27,7 @@ def prefix(stage: str) -> str:
 UNITS = (prefix(COMPILE), prefix(ORCH))                 # one compile unit each: a kernel, an orchestration
 STEPS = (prefix(LINK), prefix(EXTRACT))                 # file-to-file steps after a device kernel's compile
 PTO = (prefix(PTOAS), prefix(SPLICE))                   # the .pto -> kernel .cpp stage
-BUILD = (*PTO, *UNITS, *STEPS, prefix(STAMP))           # everything `build` runs
+BUILD = (*PTO, prefix(PRELUDE), *UNITS, *STEPS, prefix(STAMP))           # everything `build` runs
 
 
 # doit asks every check's signature (inspect.signature: ~20 us on a callable object) for every task of every

@@ -29,6 +29,7 @@ class Explanation:
     task: str
     status: str      # "run" | "up-to-date" | "error"
     reason: str
+    how: str = ""    # a kernel's last compile: "with prelude:<name>" or "plainly: <why>" (precompiled preludes)
 
 
 def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = False) -> list[Explanation]:
@@ -128,7 +129,17 @@ def _ordered(tasks: list, by_name: dict) -> list:
 
 
 def _one(dep, task, by_name: dict) -> Explanation:
-    """The task's status and reason, in the words a build uses (`ContentDependency.reasons`)."""
+    """The task's status and reason, in the words a build uses (`ContentDependency.reasons`), and for a unit
+    whose graph planned a precompiled prelude, how it last compiled."""
+    found = _judged(dep, task, by_name)
+    if task.name.startswith(stages.UNITS) and dep.recorded(task.name):
+        how = (dep.get_values(task.name) or {}).get("prelude")
+        if isinstance(how, str):
+            return Explanation(found.task, found.status, found.reason, how)
+    return found
+
+
+def _judged(dep, task, by_name: dict) -> Explanation:
     if not dep.recorded(task.name) and not dep.failed(task.name):
         for utd, _a, _k in task.uptodate:          # what a build does on first sight (it adopts by content)
             adopt = getattr(utd, "adopt", None)
@@ -145,7 +156,7 @@ def _one(dep, task, by_name: dict) -> Explanation:
 def format_lines(items: list[Explanation], *, all_tasks: bool = False) -> list[str]:
     """One line per stale task, then the counts a build would print (compile units; other stages after)."""
     lines = [f"{e.task}: {e.reason if e.status != 'up-to-date' else 'up to date'}"
-             + (" (error)" if e.status == "error" else "")
+             + (" (error)" if e.status == "error" else "") + (f" (last compiled {e.how})" if e.how else "")
              for e in items if all_tasks or e.status != "up-to-date"]
     units = [e for e in items if e.task.startswith(stages.UNITS)]
     parts = [f"{sum(1 for e in units if e.status == 'run')} would compile",

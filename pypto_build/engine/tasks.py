@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from ..core import stages
 from ..cache import Caches
@@ -23,6 +24,9 @@ from ..builddir.runconfig import RunSpec
 from ..compile.steps import run_step
 from ..compile.checks import StampCheck, StepCheck, UnitCheck
 from ..run import VerdictCheck
+
+if TYPE_CHECKING:
+    from ..core.shared_flag import SharedFlag
 
 DEFAULT_TASKS = (stages.STAMP,)
 
@@ -38,6 +42,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     splices = _pto_tasks(groups, graph) if graph.pto.units else {}
     folder = current_state_folder(graph.layout.root, graph.platform.name)     # the platform's own state
     sets = SetChecker(folder)             # headers outside the build dir: each shared set checked once per run
+    dropped = _prelude_tasks(groups, graph, caches.preludes)
     for p in graph.plans:
         context_digest, why = p.context.digest, p.context.unknown
         for unit in p.units:
@@ -45,12 +50,16 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
             compiler = graph.platform.compiler_for(unit.kind, p.context.runtime_name)
             compiler_id = compiler.identity
             launcher = unit_launcher(graph.launcher, compiler)
+            prelude = graph.preludes.of(unit.task) if caches.preludes else None
             groups[base].append({
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
+                # built before the kernel only when the kernel is to compile (doit's setup tasks), and never for
+                # a launcher's compile (it compiles plainly: prelude_actions.take)
+                "setup": [prelude.task] if prelude and launcher is None and graph.preludes.begins(unit.task) else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
                 "actions": [(run_compile, [unit, compiler_id, context_digest, folder, caches.directory, caches.remote,
-                                          launcher])],
+                                          launcher, prelude, caches.preludes, dropped])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
                 "uptodate": [UnitCheck(unit.argv_key, compiler_id, context_digest, why, unit.output, sets)],
@@ -73,7 +82,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
             "name": p.sub.name,
             "doc": f"binary context stamp of {p.sub.rel}",
             "actions": [(run_stamp, [p.stamp_path, fields, why])],
-            "task_dep": [u.task for u in (*p.units, *p.steps)],
+            "task_dep": _dispatch_order(graph, p, bool(caches.preludes)),
             "targets": [p.stamp_path] if fields else [],
             "uptodate": [StampCheck(p.stamp_path, fields, why)],
             "clean": True,
@@ -83,6 +92,37 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     for target in run_targets(graph):
         _run_tasks(groups, run, target, str(graph.layout.root / target.rel))
     return groups
+
+
+def _prelude_tasks(groups: dict[str, list[dict]], graph: Graph, store: str | None) -> SharedFlag | None:
+    """`prelude:` per precompiled prelude (in the store `store`; None: off); the run's flag raised once a
+    precompiled header was dropped (made before any -j worker forks)."""
+    if not store or not graph.preludes.units:
+        return None
+    from ..compile.prelude_actions import PreludeCheck, run_prelude
+    from ..core.shared_flag import SharedFlag
+
+    dropped = SharedFlag()
+    for u in graph.preludes.units:
+        groups[stages.PRELUDE].append({
+            "name": u.task.partition(":")[2],
+            "doc": f"precompiled prelude of {sum(1 for _, t in graph.preludes.used_by if t == u.task)} kernels",
+            "actions": [(run_prelude, [u, store])],
+            "uptodate": [PreludeCheck(u.key, store)],
+        })
+    return dropped
+
+
+def _dispatch_order(graph: Graph, p, preludes: bool) -> list[str]:
+    """The sub-build's units and steps, as the stamp waits for them: with preludes, the first kernel of each
+    prelude first, so a cold -j build starts the preludes (its setup tasks) before the other kernels (a unit
+    with no setup task, the orchestration, still takes the first free worker: doit judges the others first)."""
+    names = [u.task for u in (*p.units, *p.steps)]
+    if not preludes:
+        return names
+    firsts = list(dict.fromkeys({t: u for u, t in reversed(graph.preludes.used_by)}.values()))
+    firsts = [n for n in firsts if n in names]
+    return [*firsts, *(n for n in names if n not in firsts)]
 
 
 def _pto_tasks(groups: dict[str, list[dict]], graph: Graph) -> dict[str, list[str]]:

@@ -22,6 +22,7 @@ from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from ..core.settings import check_environment
 from ..platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, implementation
 from ..compile.plan import SubBuildPlan, plan
+from ..compile.prelude import Preludes, kernel_candidates, plan_preludes
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Graph:
     planned_ns: int = 0
     choice: Choice | None = None     # which platform and why (None: a located Platform was given)
     launcher: Launcher | None = None  # distcc & co.: how compiles run, not what they are (`launcher`)
+    preludes: Preludes = Preludes()   # precompiled preludes and the kernels beginning with them (never an identity)
 
     def notices(self) -> tuple[list[str], list[str]]:
         """What planning has to tell before a run: (lines for stdout, lines for stderr). Printed by the
@@ -83,7 +85,8 @@ class Graph:
 
 
 def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto: PtoOptions | None = None,
-               include_stale: bool = False, launcher: str | tuple[str, ...] | None = None) -> Graph:
+               include_stale: bool = False, launcher: str | tuple[str, ...] | None = None,
+               preludes: bool = True) -> Graph:
     """Read the build directory at `root` and plan it for `platform` (default: `platforms.choose` — the
     recorded one unless $PYPTO_BUILD_PLATFORM says otherwise; a recorded simulator simpler cannot
     serve here falls back to host).
@@ -93,7 +96,7 @@ def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto:
     way). Bad input raises a `UserError` naming the file; `include_stale` also plans the L3
     `next_levels/` sub-builds the host driver never references; `launcher` (a command as
     `launcher.find` found it, else $PYPTO_BUILD_LAUNCHER, else the one $CXX starts with) runs the
-    compiles.
+    compiles; `preludes`: plan precompiled preludes (where the platform offers them: `compile/prelude.py`).
     """
     started = time.time_ns()
     check_environment()                 # a bad value: one line, before anything is read or written
@@ -105,8 +108,9 @@ def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto:
     hashing.recall(layout.root / STATE_DIR)         # ... kept by an earlier build (read only)
     target = platform if isinstance(platform, Platform) else implementation(choice.name).locate()
     runs_with = resolve_launcher(launcher, from_cxx=target.compiler_for("kernel").launcher)
-    return Graph(layout, target, tuple(plan(layout, target)), plan_pto(layout, pto or pto_options()), started, choice,
-                 runs_with)
+    plans = tuple(plan(layout, target))
+    shared = plan_preludes(kernel_candidates(layout.root, plans, target)) if preludes else Preludes()
+    return Graph(layout, target, plans, plan_pto(layout, pto or pto_options()), started, choice, runs_with, shared)
 
 
 def _short(revision: str | None) -> str:

@@ -196,7 +196,8 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     paths += outside
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
-    names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)]
+    names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)
+             and not t.name.startswith(stages.prefix(stages.PRELUDE))]    # a prelude is a kernel's setup only
     lines = [graph.banner()] + ([graph.pto.skipped_line] if graph.pto.skipped_line else [])
     if graph.layout.unreferenced:
         return False            # keep saying it: the leftover line is printed by the full path only

@@ -71,6 +71,8 @@ class Platform(ABC):
     # Whether the no-op record (plan/noop.py) sees every identity input: the package, the compilers
     # (`toolchain_key`), the git checkouts whose clean HEAD is an identity (`watched_checkouts`).
     noop_record: ClassVar[bool] = False
+    # Whether kernels may take a precompiled prelude (compile/prelude.py): GCC kernels against PTO-ISA's headers.
+    precompiled_preludes: ClassVar[bool] = False
 
     def toolchain_key(self) -> str:
         """The no-op key's part for the toolchain as located (compilers resolved, with their `--version`); the

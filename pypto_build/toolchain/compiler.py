@@ -42,6 +42,12 @@ class Compiler:
         return self.command[0]
 
     @property
+    def is_gcc(self) -> bool:
+        """Whether its `--version` says GCC (`g++ (Debian 12.2.0-14) 12.2.0`, `g++-15 (GCC) 15.1.0`), not clang."""
+        said = self.version.lower()
+        return "clang" not in said and ("g++" in said or "gcc" in said)
+
+    @property
     def launched_as(self) -> str:
         """How a launcher is told to run it: a bare name as configured (found on each host's PATH, as distccd
         requires), else the resolved path."""

@@ -39,6 +39,11 @@ class HostPlatform(Platform):
     runtime_label: ClassVar[str] = "pypto_build host runtime"
 
     @property
+    def precompiled_preludes(self) -> bool:        # type: ignore[override]
+        """With PTO-ISA's headers (the fallback ones are too small to be worth a precompiled header)."""
+        return self.pto_isa_root is not None
+
+    @property
     def pto_isa_label(self) -> str:
         if self.pto_isa_root is None:
             return "none (PTO_ISA_ROOT unset: the host runtime's fallback headers)"

@@ -41,6 +41,7 @@ class SimplerSimPlatform(Platform):
     name: ClassVar[str] = ""
     runtimes: ClassVar[tuple[str, ...]] = RUNTIMES
     runtime_label: ClassVar[str] = "simpler"
+    precompiled_preludes: ClassVar[bool] = True        # g++-15 against PTO-ISA (the kernel compiler's --version decides)
 
     @classmethod
     def locate(cls, env: Mapping[str, str]) -> SimplerSimPlatform:

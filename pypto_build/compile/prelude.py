@@ -1,0 +1,302 @@
+"""Precompiled preludes, planned: which kernels begin with the same directives, and the unit that precompiles them.
+
+Every PTO-ISA kernel PyPTO generates begins with the same few directives (`#include <cstdint>`, the `__gm__` /
+`__aicore__` macros, `#include <pto/pto-inst.hpp>`, `#include "tensor.h"`), and parsing what they include is
+~40 % of its compile. A *prelude* is such a run of directives: its text is the directive lines only (comments
+and blank lines between them are not part of it). For the kernels of one command line (same compiler, same
+argv but the source and output, same working directory when a path in it is relative) the prelude is the
+longest run of leading directives that all of them but one in ten (at least one may differ), and at least
+two, begin with — so the most kernels take it, and a kernel whose prelude was edited by hand leaves it as it
+was, and compiles the plain way.
+
+A `PreludeUnit` is a unit of the graph with its own identity (`key`: the compiler's identity, the argv, the
+working directory when it matters, the prelude's text; the headers it reads are checked against the store's
+entry: cache/preludes.py). It is built once (`prelude_actions.run_prelude`) and every kernel that begins with
+exactly its text compiles with it; nothing here runs or writes.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from ..core import stages
+from ..core.hashing import text_digest
+from ..core.safeio import open_regular
+
+if TYPE_CHECKING:
+    from ..platforms import Platform
+    from .plan import SubBuildPlan
+
+VERSION = "pypto_build-prelude-1"
+HEAD_BYTES = 64 * 1024          # a prelude starts within a kernel's first 64 KiB, or the kernel has none
+# Directives a prelude may hold: what defines macros and includes headers. Anything else (`#pragma`, `#line`,
+# `#error`, ...) ends it, as does the first line of code.
+_ALLOWED = ("include", "define", "undef", "if", "ifdef", "ifndef", "elif", "else", "endif")
+_OPEN, _CLOSE = ("if", "ifdef", "ifndef"), "endif"
+_INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros", "--sysroot", "-B")
+
+
+@dataclass(frozen=True)
+class PreludeUnit:
+    """One precompiled prelude: `prelude:<core>.<key[:8]>`. `argv`: the kernels' command line without the
+    output and the source (compiler first); `cwd`: where it runs (absolute); `text`: prelude.h's text."""
+
+    task: str
+    key: str
+    text: str
+    directives: tuple[str, ...]
+    argv: tuple[str, ...]
+    cwd: str
+    compiler: str           # the compiler's identity
+    timeout: float = 900.0
+
+
+@dataclass(frozen=True)
+class Preludes:
+    """The graph's preludes and which kernel (compile task) begins with which."""
+
+    units: tuple[PreludeUnit, ...] = ()
+    used_by: tuple[tuple[str, str], ...] = ()       # (compile task, prelude task): kernels that begin with it
+    others: tuple[tuple[str, str], ...] = ()        # kernels of its command line that do not (they say so)
+
+    def of(self, task: str) -> PreludeUnit | None:
+        """The prelude of `task`'s command line (whether its text begins with it is decided when it compiles)."""
+        name = dict(self.used_by).get(task) or dict(self.others).get(task)
+        return next((u for u in self.units if u.task == name), None) if name else None
+
+    def begins(self, task: str) -> bool:
+        """Whether `task`'s kernel began with its prelude when planned (its prelude is built before it)."""
+        return task in dict(self.used_by)
+
+
+def directives(text: str) -> list[str]:
+    """The leading directives of a source: each one a line as written (a continued one with its continuation
+    lines), skipping blank lines and comments, up to the first line that is neither (or a directive a prelude
+    may not hold); ends early when a `/* */` comment shares a line with code."""
+    return _leading(text)[0]
+
+
+def _leading(text: str) -> tuple[list[str], bool]:
+    """`directives(text)`, and whether they ended before the text did (a line that is not one was read)."""
+    found: list[str] = []
+    lines = text.splitlines()
+    i, in_comment = 0, False
+    while i < len(lines):
+        line = lines[i].strip()
+        if in_comment:
+            if "*/" in line:
+                in_comment = False
+                if line.split("*/", 1)[1].strip():
+                    return found, True
+            i += 1
+            continue
+        if not line or line.startswith("//"):
+            i += 1
+            continue
+        if line.startswith("/*"):
+            rest = line[2:]
+            if "*/" in rest:
+                if rest.split("*/", 1)[1].strip():
+                    return found, True
+            else:
+                in_comment = True
+            i += 1
+            continue
+        if not line.startswith("#") or _name(line) not in _ALLOWED or "/*" in line:
+            return found, True
+        whole = [lines[i]]
+        while whole[-1].endswith("\\") and i + 1 < len(lines):
+            i += 1
+            whole.append(lines[i])
+        found.append("\n".join(whole))
+        i += 1
+    return found, False
+
+
+def _name(line: str) -> str:
+    word = line[1:].lstrip()
+    end = 0
+    while end < len(word) and (word[end].isalnum() or word[end] == "_"):
+        end += 1
+    return word[:end]
+
+
+def boundaries(block: Sequence[str]) -> list[int]:
+    """The lengths at which a prefix of `block` is a prelude: every conditional closed, at least one `#include`."""
+    depth, included, found = 0, False, []
+    for n, line in enumerate(block, 1):
+        name = _name(line.strip())
+        depth += 1 if name in _OPEN else -1 if name == _CLOSE else 0
+        if depth < 0:
+            break
+        included = included or name == "include"
+        if depth == 0 and included:
+            found.append(n)
+    return found
+
+
+def choose(blocks: Sequence[Sequence[str]]) -> tuple[str, ...] | None:
+    """The longest prelude that all of `blocks` but one in ten (at least one may differ), and at least two,
+    begin with, or None: the most kernels take it, and one hand-edited prelude does not change it."""
+    counts: Counter[tuple[str, ...]] = Counter()
+    for block in blocks:
+        for n in boundaries(block):
+            counts[tuple(block[:n])] += 1
+    need = max(2, len(blocks) - max(1, len(blocks) // 10))
+    best = [p for p, c in counts.items() if c >= need]
+    return max(best, key=len) if best else None
+
+
+def begins_with(block: Sequence[str], prelude: Sequence[str]) -> bool:
+    """Whether a kernel's leading directives begin with exactly `prelude`'s."""
+    return len(block) >= len(prelude) and tuple(block[:len(prelude)]) == tuple(prelude)
+
+
+def head_of(path: str | os.PathLike) -> list[str]:
+    """The leading directives of the source at `path`, read only as far as they go (at most `HEAD_BYTES`; a
+    longer run is none; unreadable: none)."""
+    size, data = 4096, b""
+    try:
+        with open_regular(path) as handle:
+            while True:
+                data += handle.read(size - len(data))
+                whole = len(data) < size                  # the end of the file
+                text = data.decode("utf-8", errors="surrogateescape")
+                if not whole:
+                    text = text[:text.rfind("\n") + 1]    # never a directive cut short
+                found, ended = _leading(text)
+                if ended or whole:
+                    return found
+                if size >= HEAD_BYTES:
+                    return []
+                size *= 4
+    except OSError:
+        return []
+
+
+def quoted_beside(prelude: Sequence[str], source: str | os.PathLike) -> str | None:
+    """The first `#include "name"` of `prelude` that a file beside `source` answers (the compiler looks there
+    first, and the precompiled header was made elsewhere), or None."""
+    n = _first_beside(prelude, source)
+    return None if n is None else _quoted(prelude[n])
+
+
+def _first_beside(block: Sequence[str], source: str | os.PathLike) -> int | None:
+    folder = os.path.dirname(os.path.abspath(source))
+    for n, line in enumerate(block):
+        name = _quoted(line)
+        if name is not None and os.path.exists(os.path.join(folder, name)):
+            return n
+    return None
+
+
+def _quoted(line: str) -> str | None:
+    """The name of an `#include "name"` line, else None."""
+    stripped = line.strip()
+    if _name(stripped) != "include":
+        return None
+    rest = stripped[1:].lstrip()[len("include"):].strip()
+    return rest[1:rest.index('"', 1)] if rest.startswith('"') and '"' in rest[1:] else None
+
+
+def usable(block: Sequence[str], source: str | os.PathLike) -> list[str]:
+    """A kernel's leading directives up to its first `#include "..."` a file beside it answers (a precompiled
+    header made elsewhere cannot stand for that one)."""
+    n = _first_beside(block, source)
+    return list(block if n is None else block[:n])
+
+
+def header_text(prelude: Sequence[str]) -> str:
+    """prelude.h's text: the directives, one after another."""
+    return "\n".join(prelude) + "\n"
+
+
+def pch_argv(argv: Sequence[str]) -> tuple[str, ...] | None:
+    """A kernel's argv without its output (`-o X`) and its source (the last word); None when it cannot take a
+    prelude: no `-o` or source, or it forces includes of its own (`-include`, `-imacros`: ours would change
+    their order)."""
+    words = list(argv)
+    if "-o" not in words or len(words) < 3 or any(w.startswith(("-include", "-imacros")) for w in words):
+        return None
+    o = len(words) - 1 - words[::-1].index("-o")
+    if o + 1 >= len(words) - 1:
+        return None
+    return (*words[:o], *words[o + 2:-1])
+
+
+def relative_paths(argv: Sequence[str]) -> bool:
+    """Whether a path the argv gives to an include flag is relative (then the working directory matters)."""
+    for i, arg in enumerate(argv):
+        for flag in _INCLUDE_FLAGS:
+            value = (argv[i + 1] if i + 1 < len(argv) else "") if arg == flag else \
+                arg[len(flag):] if arg.startswith(flag) else None
+            if value is not None and value and not os.path.isabs(value.lstrip("=")):
+                return True
+    return False
+
+
+def prelude_key(compiler: str, argv: Sequence[str], cwd: str, text: str) -> str:
+    """The prelude's identity but its headers (checked against the store's entry when used)."""
+    return text_digest(VERSION, compiler, *argv, cwd if relative_paths(argv) else "", text)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kernel that may take a prelude: its task, core type, source (absolute), argv and the rest of its key."""
+
+    task: str
+    core: str
+    source: str
+    argv: tuple[str, ...]
+    cwd: str
+    compiler: str
+    timeout: float
+
+
+def kernel_candidates(root: Path, plans: Iterable[SubBuildPlan], platform: Platform) -> list[Candidate]:
+    """The kernels of `plans` that may take a prelude: all of them when the platform offers preludes and its
+    kernel compiler is GCC (by its `--version`: clang's precompiled headers are another format), else none."""
+    found = []
+    for p in plans:
+        compiler = platform.compiler_for("kernel", p.context.runtime_name)
+        if not (platform.precompiled_preludes and compiler.is_gcc):
+            continue
+        for u in p.units:
+            if u.kind == "kernel":
+                label = u.task.partition(":")[2].split("/")
+                found.append(Candidate(u.task, label[-2] if len(label) > 1 else "", os.path.join(root, u.source),
+                                       u.argv, os.path.join(root, u.cwd or u.sub_rel), compiler.identity, u.timeout))
+    return found
+
+
+def plan_preludes(candidates: Iterable[Candidate]) -> Preludes:
+    """Group the kernels by command line (`pch_argv`, working directory, compiler), choose each group's prelude
+    (`choose`, from each kernel's `usable` directives: a "tensor.h" next to a kernel ends its prelude), and keep
+    those at least two kernels begin with."""
+    groups: dict[tuple, list[tuple[Candidate, list[str]]]] = {}
+    for c in candidates:
+        argv = pch_argv(c.argv)
+        if argv is None:
+            continue
+        groups.setdefault((argv, c.cwd if relative_paths(argv) else "", c.compiler), []).append(
+            (c, usable(head_of(c.source), c.source)))
+    units, used, others = [], [], []
+    for (argv, _, compiler), members in groups.items():
+        prelude = choose([block for _, block in members])
+        if prelude is None:
+            continue
+        users = [c for c, block in members if begins_with(block, prelude)]
+        if len(users) < 2:
+            continue
+        text = header_text(prelude)
+        first = users[0]
+        key = prelude_key(compiler, argv, first.cwd, text)
+        unit = PreludeUnit(stages.task(stages.PRELUDE, f"{first.core or 'kernel'}.{key[:8]}"), key, text,
+                           tuple(prelude), argv, first.cwd, compiler, first.timeout)
+        units.append(unit)
+        used += [(c.task, unit.task) for c in users]
+        others += [(c.task, unit.task) for c, _ in members if c not in users]
+    return Preludes(tuple(units), tuple(used), tuple(others))
