@@ -98,6 +98,7 @@ class BuildResult:
     def failures(self) -> list[UnitResult]:
         return [u for u in self.units if u.status == "failed"]
 
+
 def run(root: Path | str, request: Request, *, graph: Graph | None = None, progress: TextIO | None = None,
         check: bool = True) -> BuildResult:
     """Run `request` on the build directory at `root`: plan (unless `graph` is the plan already: a watch's
