@@ -41,6 +41,7 @@ def path(root: str | os.PathLike) -> str:
 
 
 def signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What the record keeps of a path's stat and `unchanged` compares: (mtime, size, inode, ctime)."""
     return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
 
 
@@ -83,8 +84,7 @@ def unchanged(root: str | os.PathLike, record: dict) -> bool:
         return False
     try:
         for name, sig in zip(paths, sigs):
-            st = os.stat(name, dir_fd=fd)           # an absolute name ignores dir_fd
-            if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) != sig:
+            if signature(os.stat(name, dir_fd=fd)) != sig:     # an absolute name ignores dir_fd
                 return False
         return True
     except (OSError, ValueError, TypeError):
