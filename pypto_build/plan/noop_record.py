@@ -144,8 +144,9 @@ def quick(directory: str) -> dict | None:
 
 def version(exe: str) -> str | None:
     """`exe --version`'s stdout, stripped, as `probe_compiler` reads it (stdin /dev/null, a session of its
-    own, UTF-8 with replacement); None when it cannot start, prints nothing or more than VERSION_CAP, or
-    outlasts VERSION_TIMEOUT_S. Started with `posix_spawn`: `subprocess` would cost more than the run."""
+    own, UTF-8 with replacement; stdout only, so a compiler that prints its version on stderr never
+    matches the record and the full path answers); None when it cannot start, prints nothing or more
+    than VERSION_CAP, or outlasts VERSION_TIMEOUT_S. Started with `posix_spawn`: `subprocess` would cost more than the run."""
     r, w = os.pipe()
     try:
         pid = os.posix_spawn(exe, [exe, "--version"], os.environ, setsid=True, file_actions=[
