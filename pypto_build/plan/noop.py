@@ -43,9 +43,9 @@ from ..core import atomic, safeio, settings
 from . import invalidation, noop_record
 from ..core import stages
 from ..errors import ToolchainError, UserError, warn
-from ..builddir.markers import COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG
+from ..builddir.markers import KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR, current_state_folder
-from ..platforms import implementation
+from ..platforms import choice_inputs, implementation
 from ..pto import find_ptoas, identity_files, pto_options
 from ..core.racy import changed_since
 from ..toolchain.compiler import PACKAGE_DIR, probe_compiler
@@ -179,7 +179,7 @@ def record_graph(graph: Graph, tasks: list) -> bool:
         return False
     if any(_changed_since(graph.layout.root / p.stamp_path, graph.planned_ns) for p in graph.plans):
         return False            # a unit ran (its stamp was rewritten): `record` would refuse; skip gathering
-    paths: list[str] = [".", *graph.layout.markers, *_platform_sidecars(graph.layout.root)]
+    paths: list[str] = [".", *graph.layout.markers, *choice_inputs(graph.layout.root)]
     for extra in ("orchestration", "next_levels"):
         if (graph.layout.root / extra).is_dir():
             paths.append(extra)
@@ -264,20 +264,6 @@ def _trees_unchanged(root: Path, trees: list) -> bool:
         if watch is None or watch.listing_digest != listing or state(watch) != digest:
             return False
     return True
-
-
-def _platform_sidecars(root: Path) -> list[str]:
-    """What `platforms.choose` reads besides the markers: without a sidecar at the root, each
-    `next_levels/<name>/` and its compiled_meta.json (the quick answer reuses the choice)."""
-    if any(os.path.lexists(root / name) for name in (COMPILED_META, DISTRIBUTED_META)):
-        return []
-    nested = root / "next_levels"
-    found = []
-    for sub in sorted(nested.iterdir()) if nested.is_dir() else ():
-        found.append(f"next_levels/{sub.name}")
-        if os.path.lexists(sub / COMPILED_META):
-            found.append(f"next_levels/{sub.name}/{COMPILED_META}")
-    return found
 
 
 def plain(graph: Graph, compiler_digest: str, ptoas_path: str | None) -> dict | None:

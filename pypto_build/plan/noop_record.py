@@ -41,6 +41,7 @@ def path(root: str | os.PathLike) -> str:
 
 
 def signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What the record keeps of a path's stat and `unchanged` compares: (mtime, size, inode, ctime)."""
     return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
 
 
@@ -83,8 +84,7 @@ def unchanged(root: str | os.PathLike, record: dict) -> bool:
         return False
     try:
         for name, sig in zip(paths, sigs):
-            st = os.stat(name, dir_fd=fd)           # an absolute name ignores dir_fd
-            if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) != sig:
+            if signature(os.stat(name, dir_fd=fd)) != sig:     # an absolute name ignores dir_fd
                 return False
         return True
     except (OSError, ValueError, TypeError):
@@ -144,8 +144,9 @@ def quick(directory: str) -> dict | None:
 
 def version(exe: str) -> str | None:
     """`exe --version`'s stdout, stripped, as `probe_compiler` reads it (stdin /dev/null, a session of its
-    own, UTF-8 with replacement); None when it cannot start, prints nothing or more than VERSION_CAP, or
-    outlasts VERSION_TIMEOUT_S. Started with `posix_spawn`: `subprocess` would cost more than the run."""
+    own, UTF-8 with replacement; stdout only, so a compiler that prints its version on stderr never
+    matches the record and the full path answers); None when it cannot start, prints nothing or more
+    than VERSION_CAP, or outlasts VERSION_TIMEOUT_S. Started with `posix_spawn`: `subprocess` would cost more than the run."""
     r, w = os.pipe()
     try:
         pid = os.posix_spawn(exe, [exe, "--version"], os.environ, setsid=True, file_actions=[

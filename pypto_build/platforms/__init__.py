@@ -3,7 +3,8 @@ implementations (host; simpler's simulators and devices).
 
 Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
 `implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
-running), `choose` / `Choice` (which platform a directory targets, and why), `cannot_serve`, `simpler_missing`,
+running), `choose` / `Choice` (which platform a directory targets, and why), `choice_inputs` (what that
+reads besides the markers), `cannot_serve`, `simpler_missing`,
 `DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
 `kernel_payload`.
 Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `installed`
@@ -34,6 +35,7 @@ _EXPORTS = {
     "simpler_missing": "installed",
     "Choice": "choice",
     "choose": "choice",
+    "choice_inputs": "choice",
 }
 
 __all__ = [*_EXPORTS]

@@ -70,6 +70,20 @@ def recorded_platform(root: Path) -> tuple[str | None, str | None]:
     return found
 
 
+def choice_inputs(root: Path) -> list[str]:
+    """What `recorded_platform` reads besides the markers, relative to `root` (the no-op record watches them):
+    without a sidecar at the root, each `next_levels/<name>/` and its compiled_meta.json."""
+    if any(os.path.lexists(root / name) for name in (COMPILED_META, DISTRIBUTED_META)):
+        return []
+    nested = root / "next_levels"
+    found = []
+    for sub in sorted(nested.iterdir()) if nested.is_dir() else ():
+        found.append(f"next_levels/{sub.name}")
+        if os.path.lexists(sub / COMPILED_META):
+            found.append(f"next_levels/{sub.name}/{COMPILED_META}")
+    return found
+
+
 def _recorded(path: Path, load) -> tuple[str | None, str | None]:
     """The platform `path` records (validated by `load`: a damaged file raises MetaError), or (None, None)."""
     try:
