@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from ..core import stages
 from ..core.hashing import text_digest
 from ..core.safeio import open_regular
+from .plan import INCLUDE_FLAGS, include_flag_values
 
 if TYPE_CHECKING:
     from ..platforms import Platform
@@ -36,7 +37,7 @@ HEAD_BYTES = 64 * 1024          # a prelude starts within a kernel's first 64 Ki
 # `#error`, ...) ends it, as does the first line of code.
 _ALLOWED = ("include", "define", "undef", "if", "ifdef", "ifndef", "elif", "else", "endif")
 _OPEN, _CLOSE = ("if", "ifdef", "ifndef"), "endif"
-_INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros", "--sysroot", "-B")
+_PATH_FLAGS = (*INCLUDE_FLAGS, "--sysroot", "-B")         # where the compiler finds headers
 
 
 @dataclass(frozen=True)
@@ -229,13 +230,7 @@ def pch_argv(argv: Sequence[str]) -> tuple[str, ...] | None:
 
 def relative_paths(argv: Sequence[str]) -> bool:
     """Whether a path the argv gives to an include flag is relative (then the working directory matters)."""
-    for i, arg in enumerate(argv):
-        for flag in _INCLUDE_FLAGS:
-            value = (argv[i + 1] if i + 1 < len(argv) else "") if arg == flag else \
-                arg[len(flag):] if arg.startswith(flag) else None
-            if value is not None and value and not os.path.isabs(value.lstrip("=")):
-                return True
-    return False
+    return any(value and not os.path.isabs(value.lstrip("=")) for value in include_flag_values(argv, _PATH_FLAGS))
 
 
 def prelude_key(compiler: str, argv: Sequence[str], cwd: str, text: str) -> str:
