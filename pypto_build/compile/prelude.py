@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from ..core import stages
 from ..core.hashing import text_digest
 from ..core.safeio import open_regular
+from .command import last_o
 from .plan import INCLUDE_FLAGS, include_flag_values
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def pch_argv(argv: Sequence[str]) -> tuple[str, ...] | None:
     words = list(argv)
     if "-o" not in words or len(words) < 3 or any(w.startswith(("-include", "-imacros")) for w in words):
         return None
-    o = len(words) - 1 - words[::-1].index("-o")
+    o = last_o(words)
     if o + 1 >= len(words) - 1:
         return None
     return (*words[:o], *words[o + 2:-1])
