@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -66,12 +67,21 @@ class Preludes:
 
     def of(self, task: str) -> PreludeUnit | None:
         """The prelude of `task`'s command line (whether its text begins with it is decided when it compiles)."""
-        name = dict(self.used_by).get(task) or dict(self.others).get(task)
-        return next((u for u in self.units if u.task == name), None) if name else None
+        return self._by_kernel.get(task)
 
     def begins(self, task: str) -> bool:
         """Whether `task`'s kernel began with its prelude when planned (its prelude is built before it)."""
-        return task in dict(self.used_by)
+        return task in self._users
+
+    @cached_property
+    def _by_kernel(self) -> dict[str, PreludeUnit]:
+        """`of`, for every kernel at once (asked once per kernel: no scan each time)."""
+        units = {u.task: u for u in self.units}
+        return {task: units[name] for task, name in (*self.others, *self.used_by) if name in units}
+
+    @cached_property
+    def _users(self) -> frozenset[str]:
+        return frozenset(task for task, _ in self.used_by)
 
 
 def directives(text: str) -> list[str]:
