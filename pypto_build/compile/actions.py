@@ -18,7 +18,7 @@ from ..core import atomic, procs
 from . import header_sets
 from ..cache import compile_key, open_cache, restore_compile, store_compile
 from ..core.filestate import digest_of, make_state
-from .depfile import TRACKING, DepfileError, parse_depfile
+from .depfile import TRACKING, DepfileError, read_depfile
 from ..toolchain.identity import identity_covers
 from ..errors import ToolchainError
 from .command import compile_command, listed, splits
@@ -105,7 +105,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
             except ToolchainError as exc:       # the launcher's output is not this compile's: nothing installed
                 return TaskFailed(_failure(unit, str(exc), str(exc), fix="", command=command.compile))
         try:
-            deps = _read_depfile(tmp_dep, command.target)
+            deps = read_depfile(tmp_dep, command.target)
             deps = from_store(use, deps, os.fspath(sub)) if deps is not None else None
         except DepfileError as exc:
             out.unlink(missing_ok=True)
@@ -191,15 +191,6 @@ def run_stamp(stamp_path: str, fields: dict | None, why_unknown: str | None):
             return {"stamp": None, "why": why_unknown}
         write_stamp(Path(stamp_path), fields)
     return {"stamp": fields}       # the key the reporter reads (kept in doit's state)
-
-
-def _read_depfile(depfile: Path, target: str) -> list[str] | None:
-    """Every file the compiler read, as written (DepfileError when not exactly parseable); None without one."""
-    try:
-        text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return None
-    return parse_depfile(text, target)
 
 
 def _escape(unit: CompileUnit, sub: Path, deps: list[str]) -> str | None:

@@ -83,7 +83,7 @@ def listed(unit: CompileUnit, launcher: Launcher | None = None, root: str | os.P
 
 def output_at(argv: Sequence[str], out: str) -> tuple[str, ...]:
     """`argv` with its (last) `-o` naming `out`."""
-    o = _last_o(argv)
+    o = last_o(argv)
     return (*argv[:o + 1], out, *argv[o + 2:])
 
 
@@ -91,7 +91,7 @@ def _writing(unit: CompileUnit, argv: Sequence[str], out: str, depfile: tuple[st
              here: str) -> tuple[str, ...]:
     """`argv` writing `out` (and, with `depfile`, its flags) from the cwd `here`."""
     found = list(output_at(argv, out))
-    o = _last_o(found)
+    o = last_o(found)
     if depfile is not None:
         # -MD, not -MMD: -MMD leaves out every header it deems a system one (under -isystem, after
         # `#pragma GCC system_header`, and all they include), and those are inputs like any other.
@@ -102,5 +102,6 @@ def _writing(unit: CompileUnit, argv: Sequence[str], out: str, depfile: tuple[st
     return tuple(found)
 
 
-def _last_o(argv: Sequence[str]) -> int:
+def last_o(argv: Sequence[str]) -> int:
+    """Where `argv`'s last `-o` is (ValueError: it has none)."""
     return len(argv) - 1 - list(argv)[::-1].index("-o")

@@ -12,6 +12,8 @@ caller, which requires every prerequisite to exist.
 """
 from __future__ import annotations
 
+import os
+
 from ..errors import DepfileError
 
 # Recorded with every compile's values: states recorded under `-MMD` (no system headers, none behind
@@ -24,6 +26,17 @@ def written_target(target: str) -> str:
     while target.startswith("./"):
         target = target[2:].lstrip("/")
     return target
+
+
+def read_depfile(path: str | os.PathLike, target: str) -> list[str] | None:
+    """Every file the compiler read, as written, from the depfile at `path` (DepfileError when not exactly
+    parseable); None without one."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    return parse_depfile(text, target)
 
 
 def parse_depfile(text: str, target: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from ..core import stages
 from ..errors import LayoutError
@@ -185,7 +186,19 @@ def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, command:
                        "" if cwd == sub.path else os.fspath(cwd), entry)
 
 
-_INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")
+INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")
+
+
+def include_flag_values(argv: Sequence[str], flags: Sequence[str] = INCLUDE_FLAGS) -> list[str]:
+    """What an argv gives to `flags` (`-I dir` and `-Idir` alike), as written."""
+    found = []
+    for i, arg in enumerate(argv):
+        for flag in flags:
+            if arg == flag and i + 1 < len(argv):
+                found.append(argv[i + 1])
+            elif arg.startswith(flag) and arg != flag:
+                found.append(arg[len(flag):])
+    return found
 
 
 def _include_flag_paths(argv: tuple[str, ...], cwd: Path) -> list[str]:
@@ -194,14 +207,7 @@ def _include_flag_paths(argv: tuple[str, ...], cwd: Path) -> list[str]:
     The tool passes them itself (runtime headers, $PTO_ISA_ROOT, extra_include_dirs, $CXXFLAGS),
     so headers under them are not an escape.
     """
-    found = []
-    for i, arg in enumerate(argv):
-        for flag in _INCLUDE_FLAGS:
-            if arg == flag and i + 1 < len(argv):
-                found.append(argv[i + 1])
-            elif arg.startswith(flag) and arg != flag:
-                found.append(arg[len(flag):])
-    return [os.path.join(cwd, p) for p in found]
+    return [os.path.join(cwd, p) for p in include_flag_values(argv)]
 
 
 def _require_file(sub: SubBuild, src: Path, what: str, line: int) -> None:

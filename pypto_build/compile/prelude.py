@@ -19,16 +19,19 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..core import stages
 from ..core.hashing import text_digest
 from ..core.safeio import open_regular
+from .command import last_o
+from .plan import INCLUDE_FLAGS, include_flag_values
 
 if TYPE_CHECKING:
     from ..platforms import Platform
-    from .plan import SubBuildPlan
+    from .plan import CompileUnit, SubBuildPlan
 
 VERSION = "pypto_build-prelude-1"
 HEAD_BYTES = 64 * 1024          # a prelude starts within a kernel's first 64 KiB, or the kernel has none
@@ -36,7 +39,7 @@ HEAD_BYTES = 64 * 1024          # a prelude starts within a kernel's first 64 Ki
 # `#error`, ...) ends it, as does the first line of code.
 _ALLOWED = ("include", "define", "undef", "if", "ifdef", "ifndef", "elif", "else", "endif")
 _OPEN, _CLOSE = ("if", "ifdef", "ifndef"), "endif"
-_INCLUDE_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros", "--sysroot", "-B")
+_PATH_FLAGS = (*INCLUDE_FLAGS, "--sysroot", "-B")         # where the compiler finds headers
 
 
 @dataclass(frozen=True)
@@ -64,12 +67,21 @@ class Preludes:
 
     def of(self, task: str) -> PreludeUnit | None:
         """The prelude of `task`'s command line (whether its text begins with it is decided when it compiles)."""
-        name = dict(self.used_by).get(task) or dict(self.others).get(task)
-        return next((u for u in self.units if u.task == name), None) if name else None
+        return self._by_kernel.get(task)
 
     def begins(self, task: str) -> bool:
         """Whether `task`'s kernel began with its prelude when planned (its prelude is built before it)."""
-        return task in dict(self.used_by)
+        return task in self._users
+
+    @cached_property
+    def _by_kernel(self) -> dict[str, PreludeUnit]:
+        """`of`, for every kernel at once (asked once per kernel: no scan each time)."""
+        units = {u.task: u for u in self.units}
+        return {task: units[name] for task, name in (*self.others, *self.used_by) if name in units}
+
+    @cached_property
+    def _users(self) -> frozenset[str]:
+        return frozenset(task for task, _ in self.used_by)
 
 
 def directives(text: str) -> list[str]:
@@ -221,7 +233,7 @@ def pch_argv(argv: Sequence[str]) -> tuple[str, ...] | None:
     words = list(argv)
     if "-o" not in words or len(words) < 3 or any(w.startswith(("-include", "-imacros")) for w in words):
         return None
-    o = len(words) - 1 - words[::-1].index("-o")
+    o = last_o(words)
     if o + 1 >= len(words) - 1:
         return None
     return (*words[:o], *words[o + 2:-1])
@@ -229,13 +241,7 @@ def pch_argv(argv: Sequence[str]) -> tuple[str, ...] | None:
 
 def relative_paths(argv: Sequence[str]) -> bool:
     """Whether a path the argv gives to an include flag is relative (then the working directory matters)."""
-    for i, arg in enumerate(argv):
-        for flag in _INCLUDE_FLAGS:
-            value = (argv[i + 1] if i + 1 < len(argv) else "") if arg == flag else \
-                arg[len(flag):] if arg.startswith(flag) else None
-            if value is not None and value and not os.path.isabs(value.lstrip("=")):
-                return True
-    return False
+    return any(value and not os.path.isabs(value.lstrip("=")) for value in include_flag_values(argv, _PATH_FLAGS))
 
 
 def prelude_key(compiler: str, argv: Sequence[str], cwd: str, text: str) -> str:
@@ -243,60 +249,51 @@ def prelude_key(compiler: str, argv: Sequence[str], cwd: str, text: str) -> str:
     return text_digest(VERSION, compiler, *argv, cwd if relative_paths(argv) else "", text)
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One kernel that may take a prelude: its task, core type, source (absolute), argv and the rest of its key."""
-
-    task: str
-    core: str
-    source: str
-    argv: tuple[str, ...]
-    cwd: str
-    compiler: str
-    timeout: float
-
-
-def kernel_candidates(root: Path, plans: Iterable[SubBuildPlan], platform: Platform) -> list[Candidate]:
-    """The kernels of `plans` that may take a prelude: all of them when the platform offers preludes and its
-    kernel compiler is GCC (by its `--version`: clang's precompiled headers are another format), else none."""
-    found = []
+def plan_preludes(root: Path, plans: Iterable[SubBuildPlan], platform: Platform) -> Preludes:
+    """The preludes of `plans`' kernels (none unless the platform offers preludes and its kernel compiler is
+    GCC, by its `--version`: clang's precompiled headers are another format). Groups the kernels by command
+    line (`pch_argv`, working directory, compiler), chooses each group's prelude (`choose`, from each kernel's
+    `usable` directives: a "tensor.h" next to a kernel ends its prelude), and keeps those at least two kernels
+    begin with."""
+    if not platform.precompiled_preludes:
+        return Preludes()
+    groups: dict[tuple, list[tuple[CompileUnit, list[str]]]] = {}
     for p in plans:
         compiler = platform.compiler_for("kernel", p.context.runtime_name)
-        if not (platform.precompiled_preludes and compiler.is_gcc):
+        if not compiler.is_gcc:
             continue
         for u in p.units:
-            if u.kind == "kernel":
-                label = u.task.partition(":")[2].split("/")
-                found.append(Candidate(u.task, label[-2] if len(label) > 1 else "", os.path.join(root, u.source),
-                                       u.argv, os.path.join(root, u.cwd or u.sub_rel), compiler.identity, u.timeout))
-    return found
-
-
-def plan_preludes(candidates: Iterable[Candidate]) -> Preludes:
-    """Group the kernels by command line (`pch_argv`, working directory, compiler), choose each group's prelude
-    (`choose`, from each kernel's `usable` directives: a "tensor.h" next to a kernel ends its prelude), and keep
-    those at least two kernels begin with."""
-    groups: dict[tuple, list[tuple[Candidate, list[str]]]] = {}
-    for c in candidates:
-        argv = pch_argv(c.argv)
-        if argv is None:
-            continue
-        groups.setdefault((argv, c.cwd if relative_paths(argv) else "", c.compiler), []).append(
-            (c, usable(head_of(c.source), c.source)))
+            argv = pch_argv(u.argv) if u.kind == "kernel" else None
+            if argv is None:
+                continue
+            source = os.path.join(root, u.source)
+            groups.setdefault((argv, _cwd(root, u) if relative_paths(argv) else "", compiler.identity), []).append(
+                (u, usable(head_of(source), source)))
     units, used, others = [], [], []
     for (argv, _, compiler), members in groups.items():
         prelude = choose([block for _, block in members])
         if prelude is None:
             continue
-        users = [c for c, block in members if begins_with(block, prelude)]
+        users = [u for u, block in members if begins_with(block, prelude)]
         if len(users) < 2:
             continue
         text = header_text(prelude)
-        first = users[0]
-        key = prelude_key(compiler, argv, first.cwd, text)
-        unit = PreludeUnit(stages.task(stages.PRELUDE, f"{first.core or 'kernel'}.{key[:8]}"), key, text,
-                           tuple(prelude), argv, first.cwd, compiler, first.timeout)
+        first, cwd = users[0], _cwd(root, users[0])
+        key = prelude_key(compiler, argv, cwd, text)
+        unit = PreludeUnit(stages.task(stages.PRELUDE, f"{_core(first.task) or 'kernel'}.{key[:8]}"), key, text,
+                           tuple(prelude), argv, cwd, compiler, first.timeout)
         units.append(unit)
-        used += [(c.task, unit.task) for c in users]
-        others += [(c.task, unit.task) for c, _ in members if c not in users]
+        used += [(u.task, unit.task) for u in users]
+        others += [(u.task, unit.task) for u, _ in members if u not in users]
     return Preludes(tuple(units), tuple(used), tuple(others))
+
+
+def _cwd(root: Path, unit: CompileUnit) -> str:
+    """Where `unit` compiles (absolute)."""
+    return os.path.join(root, unit.cwd or unit.sub_rel)
+
+
+def _core(task: str) -> str:
+    """A kernel task's core type (`compile:<sub>/<core>/<name>`), else ""."""
+    label = task.partition(":")[2].split("/")
+    return label[-2] if len(label) > 1 else ""

@@ -26,7 +26,7 @@ from ..core.oserrors import one_line_failures
 from ..core.stages import CHECK_SIGNATURE
 from ..errors import one_line, warn
 from ..toolchain.local_slots import local_work
-from .depfile import DepfileError, parse_depfile
+from .depfile import DepfileError, read_depfile
 from .prelude import begins_with, head_of, quoted_beside
 
 if TYPE_CHECKING:
@@ -73,11 +73,13 @@ def _build(unit: PreludeUnit, header: Path, pch: Path) -> list[str]:
     if not pch.is_file() or pch.stat().st_size == 0:
         raise _Unbuilt("the compiler wrote no precompiled header")
     try:
-        deps = parse_depfile(depfile.read_text(encoding="utf-8", errors="surrogateescape"), _TARGET)
-    except (OSError, DepfileError) as exc:
+        deps = read_depfile(depfile, _TARGET)
+    except DepfileError as exc:
         raise _Unbuilt(f"its dependency file cannot be read exactly ({exc})") from None
     finally:
         depfile.unlink(missing_ok=True)
+    if deps is None:
+        raise _Unbuilt("the compiler wrote no dependency file")
     return list(dict.fromkeys(os.path.realpath(os.path.join(unit.cwd, d)) for d in deps))
 
 

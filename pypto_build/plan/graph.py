@@ -22,7 +22,7 @@ from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from ..core.settings import check_environment
 from ..platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, implementation
 from ..compile.plan import SubBuildPlan, plan
-from ..compile.prelude import Preludes, kernel_candidates, plan_preludes
+from ..compile.prelude import Preludes, plan_preludes
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto:
     target = platform if isinstance(platform, Platform) else implementation(choice.name).locate()
     runs_with = resolve_launcher(launcher, from_cxx=target.compiler_for("kernel").launcher)
     plans = tuple(plan(layout, target))
-    shared = plan_preludes(kernel_candidates(layout.root, plans, target)) if preludes else Preludes()
+    shared = plan_preludes(layout.root, plans, target) if preludes else Preludes()
     return Graph(layout, target, plans, plan_pto(layout, pto or pto_options()), started, choice, runs_with, shared)
 
 
