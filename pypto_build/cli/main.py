@@ -7,7 +7,6 @@ build / explain / replay / validate share their options and behaviour with
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -361,9 +360,6 @@ def reference() -> str:
             os.environ["COLUMNS"] = saved
 
 
-GC_EVERY = 50_000          # allocations between two collections in `pypto-build`'s own process (entry)
-
-
 def entry() -> NoReturn:
     """The `pypto-build` program (and `python -m pypto_build`): `main()`, then leave without the
     interpreter's teardown.
@@ -373,14 +369,8 @@ def entry() -> NoReturn:
     hundred modules' objects one by one — ~10 ms, as much as a fifth of a one-edit rebuild's own
     work. Output is flushed first; if that fails (a closed pipe), Python's usual exit reports it.
     Under a profiler or tracer (`python -m cProfile -m pypto_build`, coverage) the usual exit runs,
-    so they can write what they collected.
-
-    The garbage collector runs every 50 000 allocations instead of 700: a run loads some 10^5 objects
-    that live as long as it does (the modules of doit and ours) and makes little garbage, and the
-    default rhythm traverses them again and again (~13 ms of a one-edit rebuild). This process only,
-    never a library caller's.
+    so they can write what they collected. (`quick.start`, the only caller, has set the collector's rhythm.)
     """
-    gc.set_threshold(GC_EVERY)
     code = main()
     code = 0 if code is None else code      # doit's commands return None for success
     if not isinstance(code, int) or sys.getprofile() is not None or sys.gettrace() is not None:
