@@ -508,6 +508,9 @@ def _environment_cases() -> list[Case]:
              r"PYPTO_BUILD_PCH='maybe': not a yes/no value; set it to 0", env={"PYPTO_BUILD_PCH": "maybe"}),
         Case("env_pch_number", "l2", lambda d: None, "explain", "PYPTO_BUILD_PCH='2'",
              r"PYPTO_BUILD_PCH='2': not a yes/no value", env={"PYPTO_BUILD_PCH": "2"}),
+        Case("env_pch_size", "l2", lambda d: None, b, "PYPTO_BUILD_PCH_SIZE='lots'",
+             r"PYPTO_BUILD_PCH_SIZE='lots': not a size; .* or unset it for the default 2G",
+             env={"PYPTO_BUILD_PCH_SIZE": "lots"}),
     ]
 
 

@@ -330,3 +330,50 @@ def test_the_store_is_bounded_and_evicts_the_least_recently_used(tmp_path):
     third = store.make("03" * 8, "c\n", _fake_build([], dep))
     assert store.holds(first.name) and store.holds(third.name) and not store.holds(second.name)
     assert not any(p.name.startswith(".tmp-") for p in (tmp_path / "store").iterdir())
+
+
+def test_the_store_size_comes_from_its_variable_and_a_bad_one_is_refused_in_one_line(pto_isa, tmp_path, monkeypatch):
+    dep = tmp_path / "dep.h"
+    dep.write_text("h")
+    monkeypatch.setenv("PYPTO_BUILD_PCH_SIZE", "2500")             # two entries of ~1 KB fit, not three
+    store = PreludeStore(tmp_path / "store")
+    made = [store.make(f"0{i}" * 8, f"{i}\n", _fake_build([], dep)) for i in (1, 2, 3)]
+    assert store.max_bytes == 2500 and [store.holds(e.name) for e in made] == [False, True, True]
+    a = synth.write_l2(tmp_path / "a", kernels=2)
+    bad = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True,
+                         env={**os.environ, "PYPTO_BUILD_PCH_SIZE": "lots"})
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "PYPTO_BUILD_PCH_SIZE='lots'" in bad.stderr
+    assert not (a / ".pypto_build").exists()
+
+
+def test_cache_stats_and_clean_cover_the_preludes_with_or_without_an_artefact_cache(pto_isa, tmp_path):
+    a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
+    build(a)
+    store = Path(os.environ["XDG_CACHE_HOME"]) / "pypto_build" / "preludes"
+    gch = sorted(store.glob("*/prelude.h.gch"))
+    assert len(gch) == 2
+
+    def cache(*args: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "PYPTO_BUILD_CACHE"}
+        out = subprocess.run([sys.executable, "-m", "pypto_build", "cache", *args], capture_output=True, text=True,
+                             env=env)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    stats = cache("stats").stdout
+    assert "no artefact cache configured" in stats
+    assert f"precompiled preludes {store}: 2 (" in stats and "limit 2.0 GiB" in stats, stats
+    assert "removed" in cache("clean").stdout
+    assert not any(p.exists() for p in gch) and not list(store.glob("*.json"))
+    assert f"precompiled preludes {store}: 0 (0 B)" in cache("stats").stdout
+    kernel = sorted((a / "kernels" / "aiv").glob("*.cpp"))[0]
+    edit(kernel)
+    again = build(a)                                  # the edited kernel's prelude is built again, and used
+    ran = [t for t in again.names("ran") if t.startswith("prelude:")]
+    assert len(ran) == 1 and ran[0].startswith("prelude:aiv.") and len(list(store.glob("*/prelude.h.gch"))) == 1
+    assert f"(last compiled with {ran[0]})" in how(a)[f"compile:aiv/{kernel.stem}"]
+    # with an artefact cache, its store is beside it
+    beside = tmp_path / "cache"
+    build(synth.write_l2(tmp_path / "b", kernels=KERNELS), cache_dir=beside)
+    stats = cache("stats", "--cache-dir", str(beside)).stdout
+    assert f"cache {beside}: " in stats and f"precompiled preludes {beside / 'preludes'}: 2 (" in stats, stats

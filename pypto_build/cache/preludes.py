@@ -7,7 +7,8 @@ configured, else `$XDG_CACHE_HOME/pypto_build/preludes`, by default `~/.cache/py
     <entry>/          an entry, never changed once made: prelude.h, prelude.h.gch, entry.json
                       (the key, the .gch's size and digest, every header the compiler read with its digest)
     locks/<key>       flocked while `key` is built: a second run (or directory) waits, then finds it made
-    .lock             flocked while entries are counted and the oldest removed (`MAX_BYTES` in all)
+    .lock             flocked while entries are counted and the oldest removed (at most `$PYPTO_BUILD_PCH_SIZE`,
+                      default 2 GiB, in all), or all of them (`clean`)
     .tmp-*            an entry being built (renamed into place when whole; a killed builder's is swept)
 
 An entry is named by its key and its headers' digests, so an edited header makes another entry, never
@@ -27,12 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ..core import atomic
+from ..core import atomic, settings
 from ..core.hashing import file_digest, text_digest
 from ..core.safeio import read_text
 
 HEADER, PCH, META = "prelude.h", "prelude.h.gch", "entry.json"
-MAX_BYTES = 2 * 2**30           # about twenty PTO-ISA preludes (~100 MB each)
 _STALE_TMP_S = 3600
 
 
@@ -62,9 +62,9 @@ class Entry:
 class PreludeStore:
     """The store at `directory`: `current` finds a prelude's entry, `make` builds one (once, across runs)."""
 
-    def __init__(self, directory: str | os.PathLike, max_bytes: int = MAX_BYTES) -> None:
+    def __init__(self, directory: str | os.PathLike, max_bytes: int | None = None) -> None:
         self.directory = Path(directory)
-        self.max_bytes = max_bytes
+        self.max_bytes = settings.pch_size() if max_bytes is None else max_bytes
 
     def current(self, key: str) -> Entry | None:
         """The entry that answers `key`, when whole and made from headers that are unchanged; else None."""
@@ -180,6 +180,25 @@ class PreludeStore:
                 if self._remove(item):
                     freed += size
             return freed
+
+    def clean(self) -> int:
+        """Remove every entry (each moved aside first: a kernel using one compiles the plain way); the bytes freed."""
+        with self._locked(self.directory / ".lock"):
+            freed = 0
+            for item in self._entries():
+                size = _size(item)
+                if self._remove(item):
+                    freed += size
+            with contextlib.suppress(OSError):
+                for e in os.scandir(self.directory):
+                    if e.name.endswith(".json") and e.is_file(follow_symlinks=False):
+                        os.unlink(e.path)
+            return freed
+
+    def usage(self) -> tuple[int, int]:
+        """(entries, bytes) in the store now."""
+        sizes = [_size(item) for item in self._entries()]
+        return len(sizes), sum(sizes)
 
     def _entries(self) -> list[Path]:
         try:

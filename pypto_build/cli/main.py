@@ -198,15 +198,21 @@ def _ci_report(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from ..cache import ArtifactCache
+    """The artefact cache (when one is configured) and the store of precompiled preludes beside it."""
+    from ..cache import ArtifactCache, PreludeStore, human_size, prelude_store_dir
     cache = ArtifactCache.from_env(args.cache_dir)
+    store = PreludeStore(prelude_store_dir(os.path.abspath(cache.directory) if cache else None))
     if cache is None:
-        raise UserError("no artefact cache configured: pass --cache-dir DIR or set PYPTO_BUILD_CACHE")
+        print("pypto-build: no artefact cache configured (--cache-dir DIR or PYPTO_BUILD_CACHE)")
     if args.action == "clean":
-        from ..cache import human_size
-        print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
+        if cache is not None:
+            print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
+        print(f"pypto-build: removed {human_size(store.clean())} of precompiled preludes from {store.directory}")
         return 0
-    print(cache.stats().summary(cache.directory))
+    if cache is not None:
+        print(cache.stats().summary(cache.directory))
+    entries, size = store.usage()
+    print(f"precompiled preludes {store.directory}: {entries} ({human_size(size)}), limit {human_size(store.max_bytes)}")
     return 0
 
 
@@ -243,9 +249,10 @@ VERBS = (
          "Check that the reports are every shard of one plan, each once, every directory once, then write "
          "one JSON and one JUnit XML and print a summary; exit 1 if any directory failed, 2 (writing "
          "nothing) if a shard is missing, repeated or from another plan.", _ci_report_arguments, _ci_report),
-    Verb("cache", "show or empty the artefact cache (stats | clean)",
-         "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions. clean: remove every "
-         "entry.", _cache_arguments, _cache),
+    Verb("cache", "show or empty the artefact cache and the precompiled preludes (stats | clean)",
+         "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions; the precompiled "
+         "preludes' count and size. clean: remove every entry of both (the preludes' store is beside the cache, "
+         "else under $XDG_CACHE_HOME, even when no cache is configured).", _cache_arguments, _cache),
     Verb("replay", "build what changed, then run DIR on golden.py's inputs on the platform DIR records",
          "Build what changed (content-keyed), run the program on golden.py's inputs in a child process on the "
          f"platform DIR records ({PLATFORM_NOTE}), optionally validate (and record the verdict) — PyPTO's replay "

@@ -28,7 +28,9 @@ CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
 REMOTE_CACHE = "PYPTO_BUILD_REMOTE_CACHE"          # the remote cache's URL (--remote-cache)
 LAUNCHER = "PYPTO_BUILD_LAUNCHER"                  # the compile launcher (--launcher)
 PCH = "PYPTO_BUILD_PCH"                            # precompiled preludes: 0 turns them off (--no-pch)
+PCH_SIZE = "PYPTO_BUILD_PCH_SIZE"                  # the store of precompiled preludes' size limit
 DEFAULT_CACHE_BYTES = 5 * 2**30
+DEFAULT_PCH_BYTES = 2 * 2**30           # about twenty PTO-ISA preludes (~100 MB each)
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 
@@ -92,14 +94,23 @@ def parse_size(text: str) -> int:
 
 def cache_size(env: Mapping[str, str] | None = None) -> int:
     """The artefact cache's size limit from `$PYPTO_BUILD_CACHE_SIZE` (unset or empty: 5G)."""
-    raw = _env(env).get(CACHE_SIZE, "")
+    return _size(env, CACHE_SIZE, DEFAULT_CACHE_BYTES, "5G")
+
+
+def pch_size(env: Mapping[str, str] | None = None) -> int:
+    """The precompiled preludes' store's size limit from `$PYPTO_BUILD_PCH_SIZE` (unset or empty: 2G)."""
+    return _size(env, PCH_SIZE, DEFAULT_PCH_BYTES, "2G")
+
+
+def _size(env: Mapping[str, str] | None, name: str, default: int, default_text: str) -> int:
+    raw = _env(env).get(name, "")
     if not raw.strip():
-        return DEFAULT_CACHE_BYTES
+        return default
     try:
         return parse_size(raw)
     except ValueError:
-        raise SettingError(f"{CACHE_SIZE}={raw!r}: not a size; set it to a byte count or a size such as 500M, "
-                           "5G or 1.5G (binary units), or unset it for the default 5G") from None
+        raise SettingError(f"{name}={raw!r}: not a size; set it to a byte count or a size such as 500M, "
+                           f"5G or 1.5G (binary units), or unset it for the default {default_text}") from None
 
 
 def pto_rebuild(env: Mapping[str, str] | None = None) -> bool:
@@ -141,7 +152,8 @@ def platform(known: tuple[str, ...], env: Mapping[str, str] | None = None) -> st
 
 
 def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = False) -> None:
-    """Judge every variable a build reads (the cache size only when a cache is used); the first bad one raises."""
+    """Judge every variable a build reads (the cache size only when a cache is used, the preludes' store size
+    only when preludes are on); the first bad one raises."""
     env = _env(env)
     seconds(*COMPILER_TIMEOUT, env=env)
     seconds(*PTOAS_TIMEOUT, env=env)
@@ -149,6 +161,7 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
     words("CXX", env, "g++")
     words("CXXFLAGS", env)
     pto_rebuild(env)
-    precompiled_preludes(env)
+    if precompiled_preludes(env):
+        pch_size(env)
     if cache:
         cache_size(env)
