@@ -50,8 +50,8 @@ from ..builddir.state_dir import STATE_DIR, current_state_folder
 from ..platforms import choice_inputs, implementation
 from ..pto import find_ptoas, identity_files, pto_options
 from ..core.racy import changed_since
-from ..toolchain.compiler import PACKAGE_DIR, probe_compiler
 from ..core.hashing import bytes_digest
+from ..toolchain.compiler import PACKAGE_DIR, probe_compiler
 from ..toolchain.git_watch import TreeWatch, signatures_of, watch_tree
 
 if TYPE_CHECKING:
@@ -269,7 +269,8 @@ def plain(graph: Graph, ptoas_path: str | None) -> dict | None:
     env = os.environ
     platform = graph.platform
     module = key_module(platform.name)
-    if module is None or env.get(settings.LAUNCHER, "").strip() or env.get(settings.REMOTE_CACHE) or env.get("PTOAS_ROOT"):
+    if (module is None or env.get(settings.LAUNCHER, "").strip() or env.get(settings.REMOTE_CACHE)
+            or env.get("PTOAS_ROOT")):
         return None
     try:
         settings.seconds(*settings.RUN_TIMEOUT)             # judged by every request
@@ -282,7 +283,7 @@ def plain(graph: Graph, ptoas_path: str | None) -> dict | None:
             return None
         places = module.places(env)
         probes = [probe_compiler(spec, path=env.get("PATH")) for spec in module.compilers(env)]
-    except (UserError, ToolchainError, OSError, ValueError):
+    except (UserError, ToolchainError, OSError, ValueError, ImportError):
         return None
     if any(p.words or p.launcher for p in probes) or toolchain_key(places, [p.digest for p in probes]) != \
             platform.toolchain_key():
