@@ -137,6 +137,21 @@ def edit(path: Path, text: str = "\n// edited\n") -> None:
         handle.write(text)
 
 
+def same_size_edit(path: Path) -> None:
+    """Rewrite `path` with other bytes of the same length and put its mtime back: size and mtime as before.
+
+    Done in a later second than git's last look: a git built without nanosecond stat checks (USE_NSEC,
+    not the default) compares ctime in whole seconds, so an edit within that second is its own blind
+    spot. The watch compares ctime to the nanosecond and sees it either way (test_git_watch: `test_..._same_second`).
+    """
+    time.sleep(1 - time.time() % 1 + 0.01)
+    before = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"1", b"2"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
 def which(name: str) -> str:
     found = shutil.which(name)
     assert found, name

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, git, settle_ctimes
-from pypto_build.toolchain.git_watch import state, watch_tree
+from conftest import age_tree, git, same_size_edit, settle_ctimes
+from pypto_build.toolchain.git_watch import signatures_of, watch_tree
 from pypto_build.toolchain.identity import clean_git_revision
 
 HEADER = "include/pto/a.hpp"
@@ -56,24 +56,9 @@ def taken(repo: Path):
     settle_ctimes()
     watch = watch_tree(repo)
     assert watch is not None
-    now = state(watch)
-    assert now is not None and state(watch) == now
+    now = signatures_of(watch)
+    assert now is not None and signatures_of(watch) == now
     return watch, now
-
-
-def same_size_edit(path: Path) -> None:
-    """Rewrite `path` with other bytes of the same length and put its mtime back: size and mtime as before.
-
-    Done in a later second than git's last look: a git built without nanosecond stat checks (USE_NSEC,
-    not the default) compares ctime in whole seconds, so an edit within that second is its own blind
-    spot. The watch compares ctime to the nanosecond and sees it either way (`test_..._same_second`).
-    """
-    time.sleep(1 - time.time() % 1 + 0.01)
-    before = path.stat()
-    path.write_bytes(path.read_bytes().replace(b"1", b"2"))
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = path.stat()
-    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
 
 
 def test_a_clean_checkout_reads_unchanged_and_its_identity_is_gits(repo):
@@ -81,7 +66,7 @@ def test_a_clean_checkout_reads_unchanged_and_its_identity_is_gits(repo):
     assert clean_git_revision(repo).value == git(repo, "rev-parse", "HEAD")
     assert set(watch.paths) >= {HEADER, ".gitignore", ".", "include", "include/pto", "empty"}
     assert "build" not in watch.paths and "build/x.o" not in watch.paths      # ignored: git never reports it
-    assert state(watch) == now
+    assert signatures_of(watch) == now
 
 
 @pytest.mark.parametrize("change", ["same-size edit, mtime put back", "untracked file", "untracked in a subdirectory",
@@ -120,7 +105,7 @@ def test_a_change_git_status_reports_is_seen(repo, change):
         expect = "?? scratch/"
     assert status(repo) == expect
     assert clean_git_revision(repo).value is None
-    assert state(watch) != now
+    assert signatures_of(watch) != now
 
 
 def test_a_same_size_edit_with_its_mtime_put_back_is_seen_within_the_same_second(repo):
@@ -128,7 +113,7 @@ def test_a_same_size_edit_with_its_mtime_put_back_is_seen_within_the_same_second
     before = (repo / HEADER).stat()
     (repo / HEADER).write_text("int a = 5;\n")
     os.utime(repo / HEADER, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert state(watch) != now
+    assert signatures_of(watch) != now
 
 
 def test_a_config_file_git_would_include_is_watched_before_it_exists(repo):
@@ -137,7 +122,7 @@ def test_a_config_file_git_would_include_is_watched_before_it_exists(repo):
     watch, now = taken(repo)
     assert str(repo / ".git" / "extra.cfg") in watch.optional
     (repo / ".git" / "extra.cfg").write_text("[status]\n\tshowUntrackedFiles = no\n")
-    assert state(watch) != now
+    assert signatures_of(watch) != now
 
 
 def test_what_git_ignores_leaves_the_watch_unchanged(repo):
@@ -145,7 +130,7 @@ def test_what_git_ignores_leaves_the_watch_unchanged(repo):
     (repo / "build" / "y.o").write_text("object\n")
     (repo / "build" / "x.o").write_text("another object\n")
     assert status(repo) == ""
-    assert state(watch) == now
+    assert signatures_of(watch) == now
 
 
 @pytest.mark.parametrize("move", ["commit", "checkout another commit", "packed ref, then commit"])
@@ -164,7 +149,7 @@ def test_a_moved_head_is_seen(repo, move):
     else:
         git(repo, "commit", "-q", "--allow-empty", "-m", "three")
     assert status(repo) == "" and clean_git_revision(repo).value != head
-    assert state(watch) != now
+    assert signatures_of(watch) != now
 
 
 def test_a_linked_worktree_is_watched_with_its_own_head_and_index(repo, tmp_path):
@@ -174,10 +159,10 @@ def test_a_linked_worktree_is_watched_with_its_own_head_and_index(repo, tmp_path
     watch, now = taken(linked)
     assert any(p.endswith(os.path.join("worktrees", "linked", "index")) for p in watch.optional)
     git(linked, "commit", "-q", "--allow-empty", "-m", "on side")    # its branch's ref, in the common dir
-    assert state(watch) != now
+    assert signatures_of(watch) != now
     watch, now = taken(linked)
     same_size_edit(linked / HEADER)
-    assert status(linked) == f" M {HEADER}" and state(watch) != now
+    assert status(linked) == f" M {HEADER}" and signatures_of(watch) != now
 
 
 @pytest.mark.parametrize("index", ["version 4", "split"])
@@ -191,11 +176,11 @@ def test_an_index_git_writes_in_another_form_is_watched(repo, index):
         assert list((repo / ".git").glob("sharedindex.*"))
     watch, now = taken(repo)
     same_size_edit(repo / HEADER)
-    assert status(repo) == f" M {HEADER}" and state(watch) != now
+    assert status(repo) == f" M {HEADER}" and signatures_of(watch) != now
     git(repo, "commit", "-qam", "two")
     watch, now = taken(repo)
     git(repo, "commit", "-q", "--allow-empty", "-m", "three")
-    assert state(watch) != now
+    assert signatures_of(watch) != now
 
 
 def test_a_tree_git_must_judge_is_not_watched(repo, tmp_path):
@@ -216,4 +201,4 @@ def test_a_file_changed_after_the_answer_is_never_watched(repo):
     watch, _now = taken(repo)
     since = time.time_ns()
     (repo / HEADER).write_text("int a = 3;\n")
-    assert state(watch, since) is None
+    assert signatures_of(watch, since) is None

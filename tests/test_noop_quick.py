@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, edit
+from conftest import age_tree, edit, git, same_size_edit, settle_ctimes
 from pypto_build.plan import invalidation
 from pypto_build.testing import synth
 
@@ -126,3 +126,82 @@ def test_simpler_becoming_importable_is_seen(l2, tmp_path):
     out = cli("build", str(root), env={"PYTHONPATH": str(fake)}, profile=True)
     assert "pypto_build.cli.main" in imported(out.stderr)      # not answered from the record
     assert "not the recorded a2a3sim" not in out.stdout
+
+
+# A git checkout whose clean HEAD is an identity (here PTO_ISA_ROOT on host; on a2a3sim / a5sim simpler's checkout
+# and its PTO-ISA tree) is compared by the quick answer too, from the watch kept in the record (git_watch): without
+# git, and never trusting a tree that may have changed unseen.
+
+WATCHED_CHANGES = ["nothing", "same-size edit, mtime put back", "untracked file", "staged mode change",
+                   "branch switched", "new commit"]
+
+
+def pto_isa_env(repo: Path) -> dict:
+    """PTO_ISA_ROOT at `repo` with a tracked NOTES file, its files aged and git's index refreshed once (a file as
+    new as the index is "racily clean": git rewrites its index at each status until then)."""
+    (repo / "NOTES").write_text("note 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "notes")
+    age_tree(repo)
+    git(repo, "status")
+    settle_ctimes()
+    return {"PTO_ISA_ROOT": str(repo)}
+
+
+@pytest.mark.parametrize("change", WATCHED_CHANGES)
+def test_a_watched_checkout_is_answered_quickly_and_what_git_reports_is_seen(l2, pto_isa, change):
+    env = pto_isa_env(pto_isa)
+    root = settled(l2, env)
+    quick = cli("build", str(root), env=env, profile=True)
+    assert quick.returncode == 0 and not imported(quick.stderr) & HEAVY, "the quick answer, without git or doit"
+    full = full_path(root, env)
+    assert full.returncode == 0 and quick.stdout == full.stdout
+    assert quick.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 4 up to date"
+
+    if change == "same-size edit, mtime put back":
+        same_size_edit(pto_isa / "NOTES")
+    elif change == "untracked file":
+        (pto_isa / "scratch.txt").write_text("mine\n")
+    elif change == "staged mode change":
+        git(pto_isa, "update-index", "--chmod=+x", "NOTES")        # the index alone changes
+    elif change == "branch switched":
+        git(pto_isa, "checkout", "-q", "-b", "side")               # the same commit: HEAD names another ref
+    elif change == "new commit":
+        git(pto_isa, "commit", "-q", "--allow-empty", "-m", "two")
+    dirty = change in ("same-size edit, mtime put back", "untracked file", "staged mode change")
+    assert bool(git(pto_isa, "status", "--porcelain")) == dirty
+    out = cli("build", str(root), env=env, profile=True)
+    assert ("pypto_build.cli.main" in imported(out.stderr)) == (change != "nothing"), "the full path decides"
+    # by content: a dirty checkout has no identity (every unit rebuilds), another commit is another identity,
+    # another branch at the same commit is the same one
+    expect = 4 if dirty or change == "new commit" else 0
+    assert compiled(out) == expect
+
+
+def test_pto_isa_root_through_a_link_pointed_at_another_checkout_is_seen(l2, pto_isa, tmp_path):
+    """The record's watch names the checkout PTO_ISA_ROOT resolved to, unchanged after the link moves: the quick
+    answer resolves PTO_ISA_ROOT again (`noop_keys` places), as the full path's key does."""
+    other = tmp_path / "other-pto-isa"
+    git(tmp_path, "clone", "-q", str(pto_isa), str(other))
+    (other / "include" / "pto" / "pto-inst.hpp").write_text("#pragma once\nnamespace pto { }\n")
+    git(other, "commit", "-qam", "other")
+    pto_isa_env(pto_isa)
+    pto_isa_env(other)
+    link = tmp_path / "pto-link"
+    link.symlink_to(pto_isa)
+    env = {"PTO_ISA_ROOT": str(link)}
+    root = settled(l2, env)
+    quick = cli("build", str(root), env=env, profile=True)
+    assert compiled(quick) == 0 and not imported(quick.stderr) & HEAVY
+    link.unlink()
+    link.symlink_to(other)
+    out = cli("build", str(root), env=env, profile=True)
+    assert "pypto_build.cli.main" in imported(out.stderr) and compiled(out) == 4
+
+
+def test_the_quick_part_compares_every_variable_the_key_names():
+    """Where git finds its config (HOME, XDG_CONFIG_HOME, GIT_*) decides a watched checkout's answer: the quick
+    answer compares each variable the full path's key names."""
+    from pypto_build.plan import noop, noop_record
+    env = {**{name: "x" for name in noop.ENV_KEYS}, "GIT_CONFIG_GLOBAL": "x", "UNRELATED": "x"}
+    assert noop_record.environment(env) == {k: v for k, v in env.items() if k != "UNRELATED"}

@@ -14,7 +14,8 @@ import pytest
 from conftest import git
 from pypto_build.errors import ToolchainError
 from pypto_build.platforms.simpler import argv as sa
-from pypto_build.platforms.simpler.env import check_pto_isa, find_simpler, runtime_revision, simpler_missing
+from pypto_build.platforms import simpler_missing
+from pypto_build.platforms.simpler.env import check_pto_isa, find_simpler, runtime_revision
 from pypto_build.core.procs import run
 
 pytestmark = pytest.mark.simpler

@@ -273,9 +273,10 @@ def test_sim_kernels_compile_on_distccd_to_simplers_bytes(install, built, tmp_pa
         assert (ex / rel).read_bytes() == theirs == before[rel], rel
 
 
-def test_a_noop_runs_no_git(ex, install, tmp_path):
+def test_a_noop_runs_no_git_and_is_answered_before_the_command_line_loads(ex, install, tmp_path):
     """simpler's checkout and its PTO-ISA tree are watched by the no-op record (git_watch): git is asked when
-    the record is taken, never by the no-op itself."""
+    the record is taken, never by the no-op itself, which the console script's quick answer gives
+    (noop_record.quick: no argparse, options, pipeline or doit loaded)."""
     log = recording_git(tmp_path / "git-stand-in")
     env = {"PATH": f"{log.parent}{os.pathsep}{os.environ['PATH']}"}
     age_tree(ex)
@@ -283,9 +284,12 @@ def test_a_noop_runs_no_git(ex, install, tmp_path):
     assert first.returncode == 0 and (ex / ".pypto_build/noop.marshal").exists(), first.stdout + first.stderr
     assert "status" in log.read_text()
     log.write_text("")
-    done = cli("build", str(ex), env=env)
+    done = cli("build", str(ex), env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
     assert done.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date", done.stdout + done.stderr
     assert log.read_text() == ""
+    loaded = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "pypto_build.plan.noop_record" in loaded
+    assert sorted(loaded & {"doit", "pypto_build.options", "pypto_build.cli.main", "pypto_build.plan.noop"}) == []
     trees = noop_record.load(ex)["trees"]
     assert [t[0] for t in trees] == [str(install.project_root), str(install.pto_isa_root)]
 

@@ -21,9 +21,6 @@ Two questions use the rule:
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
-from . import atomic
 
 RACY_NS = 2_000_000_000   # whole-second timestamps: the window, also the worst case anywhere
 FINE_NS = 50_000_000      # nanosecond timestamps: a few ticks of the coarse clock
@@ -50,6 +47,8 @@ def fs_now(near: str | os.PathLike) -> int:
     Named as an atomic write's temp of `near` (a unit's output), so that one left by a
     process killed right here is swept with that unit's other temps on its next run.
     """
+    from pathlib import Path        # here: the rest of this module serves the console script's quick
+    from . import atomic            # no-op answer too (toolchain/watch_stats), which loads neither
     fd, name = atomic.create_temp(Path(near), ".tmp")
     try:
         return os.fstat(fd).st_ctime_ns

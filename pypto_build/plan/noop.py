@@ -10,7 +10,8 @@ key; any difference or a missing file sends the run down the normal path, which 
 content. A file that changed after the run that records started (by ctime, `racy.changed_since`) is
 never recorded: its stat may not be what the decision saw. Every run that goes through doit removes
 the record first, so it never outlives the state it summarises. `plain()` adds what the quick
-answer compares, when a plain `build DIR` would decide as this run did.
+answer compares, when a plain `build DIR` would decide as this run did (on every platform that keeps
+a record, with its watched checkouts).
 
 The key is built from what the decision compares, looked up the same way:
 `$CXX` resolved on PATH through every symbolic link and its `--version` text
@@ -21,10 +22,11 @@ is compared by stat (never hashed here).
 A git checkout whose clean HEAD is part of an identity (`PTO_ISA_ROOT`,
 simpler's tree and its PTO-ISA tree: `Platform.watched_checkouts`) is compared
 by the stat of everything git's clean answer rests on (`git_watch`): every
-tracked file, every directory git status walks, git's own files. The list is
-kept in `.pypto_build/git_watch.json` (git is asked for it again only when
-something in the tree changed); the record names each list by digest, so an
-edited list never narrows what is compared.
+tracked file, every directory git status walks, git's own files. The record
+holds each list with those stats (`noop_record.trees_unchanged` compares them,
+here and in the console script's quick answer); `.pypto_build/git_watch.json`
+keeps the lists for the next record, which asks git again only when something
+in the tree changed.
 
 Not used when a run selects tasks, forces a rebuild (`--recompile`, an
 `invalidate_binary_cache()` mark) or could not apply a `.pto` edit, nor on a
@@ -48,8 +50,9 @@ from ..builddir.state_dir import STATE_DIR, current_state_folder
 from ..platforms import choice_inputs, implementation
 from ..pto import find_ptoas, identity_files, pto_options
 from ..core.racy import changed_since
+from ..core.hashing import bytes_digest
 from ..toolchain.compiler import PACKAGE_DIR, probe_compiler
-from ..toolchain.git_watch import TreeWatch, state, watch_tree
+from ..toolchain.git_watch import TreeWatch, signatures_of, watch_tree
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -110,7 +113,7 @@ def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
     data = noop_record.load(root)
     if data is None or not noop_record.unchanged(root, data):
         return None
-    if data.get("trees") and not _trees_unchanged(root, data["trees"]):
+    if not noop_record.trees_unchanged(data):
         return None
     try:
         run_key = make_key()
@@ -143,9 +146,9 @@ def record(root: Path, run_key: str | None, paths: list[str], summary: dict, sin
     try:
         if trees:
             _keep_watches(root, trees)
-        named = [[w.root, w.listing_digest, digest] for w, digest in trees]
+        watched = [(w.root, w.paths, w.optional, values) for w, _digest, values in trees]
         atomic.write_bytes(Path(noop_record.path(root)), noop_record.encode(
-            {"key": run_key, "paths": tuple(names), "sigs": tuple(sigs), "trees": named, **summary}), sweep=True)
+            {"key": run_key, "paths": tuple(names), "sigs": tuple(sigs), "trees": watched, **summary}), sweep=True)
     except OSError as exc:      # only a shortcut is lost: the build itself is complete
         from ..core.oserrors import describe
         warn(f"{describe(exc, doing='written')} (the build is complete; until then every build decides by "
@@ -209,14 +212,14 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     compilers = list(dict.fromkeys(platform.compiler_for(kind).path for kind in ("kernel", "orchestration")))
     paths += tool_paths(compilers, ptoas_path)
     current = sum(1 for n in names if n.startswith(stages.UNITS))
-    checkouts = platform.watched_checkouts()
-    quick = None if checkouts else plain(graph, platform.compiler_for("kernel").probe, ptoas_path)
     return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines, "current": current,
-                                                      "quick": quick}, graph.planned_ns, checkouts)
+                                                      "quick": plain(graph, ptoas_path)}, graph.planned_ns,
+                  platform.watched_checkouts())
 
 
-def _watch_trees(root: Path, checkouts: tuple[Path, ...], since_ns: int) -> list[tuple[TreeWatch, str]] | None:
-    """Each checkout's watch with its state now; None when one cannot be watched or changed since `since_ns`.
+def _watch_trees(root: Path, checkouts: tuple[Path, ...], since_ns: int) -> list[tuple[TreeWatch, str, bytes]] | None:
+    """Each checkout's watch with its state (digest) and signatures now; None when one cannot be watched or
+    changed since `since_ns`.
 
     A watch kept by an earlier record is reused while its state is still the one kept with it (the tree,
     its index and its ignore rules are then as they were, so git would list the same); else git is asked.
@@ -225,14 +228,14 @@ def _watch_trees(root: Path, checkouts: tuple[Path, ...], since_ns: int) -> list
     found = []
     for top in map(os.fspath, checkouts):
         old = kept.get(top)
-        if old is not None and state(old[0], since_ns) == old[1]:
-            found.append(old)
-            continue
-        watch = watch_tree(top)
-        now = state(watch, since_ns) if watch is not None else None
-        if now is None:
-            return None
-        found.append((watch, now))
+        values = signatures_of(old[0], since_ns) if old is not None else None
+        if values is None or bytes_digest(values) != old[1]:
+            watch = watch_tree(top)
+            values = signatures_of(watch, since_ns) if watch is not None else None
+            if values is None:
+                return None
+            old = (watch, bytes_digest(values))
+        found.append((*old, values))
     return found
 
 
@@ -246,38 +249,29 @@ def _kept_watches(root: Path) -> dict[str, tuple[TreeWatch, str]]:
         return {}
 
 
-def _keep_watches(root: Path, trees: list[tuple[TreeWatch, str]]) -> None:
+def _keep_watches(root: Path, trees: list[tuple[TreeWatch, str, bytes]]) -> None:
     """Write `git_watch.json` with `trees` (and the other checkouts it kept), unless it holds them already."""
     kept = _kept_watches(root)
-    if all(kept.get(w.root) == (w, digest) for w, digest in trees):
+    if all(kept.get(w.root) == (w, digest) for w, digest, _values in trees):
         return
-    kept.update({w.root: (w, digest) for w, digest in trees})
+    kept.update({w.root: (w, digest) for w, digest, _values in trees})
     rows = [[w.root, "\n".join(w.paths), list(w.optional), digest] for w, digest in kept.values()]
     atomic.write_text(Path(root) / STATE_DIR / WATCHES, json.dumps({"trees": rows}), sweep=True)
 
 
-def _trees_unchanged(root: Path, trees: list) -> bool:
-    """Whether every checkout the record names is watched by the kept list it names, in the state recorded."""
-    kept = _kept_watches(root)
-    for top, listing, digest in trees:
-        watch = kept.get(top, (None, None))[0]
-        if watch is None or watch.listing_digest != listing or state(watch) != digest:
-            return False
-    return True
-
-
-def plain(graph: Graph, compiler_digest: str, ptoas_path: str | None) -> dict | None:
+def plain(graph: Graph, ptoas_path: str | None) -> dict | None:
     """What the console script's quick answer compares (noop_record.quick), when a plain `build DIR` under this
-    environment decides as this run did: the same platform (and whether simpler was importable, when
-    the choice depends on it), the same `.pto` settings, a one-word `$CXX`, no launcher to find, no
-    remote cache, no PTOAS_ROOT or PTO_ISA_ROOT, every setting a request judges accepted. Else None: the
-    full path answers."""
-    from ..platforms import choose, simpler_missing
+    environment decides as this run did: the same platform (and whether simpler was importable, when the
+    choice depends on it), the same `.pto` settings, the platform's places and compilers as its key has them
+    (`noop_keys`: each compiler one word, found on PATH), no launcher, no remote cache, no PTOAS_ROOT, every
+    setting a request judges accepted. Else None: the full path answers."""
+    from ..platforms import choose, key_module, simpler_missing, toolchain_key
     env = os.environ
-    if (env.get(settings.LAUNCHER, "").strip() or env.get(settings.REMOTE_CACHE) or env.get("PTOAS_ROOT")
-            or env.get("PTO_ISA_ROOT")):
+    platform = graph.platform
+    module = key_module(platform.name)
+    if (module is None or env.get(settings.LAUNCHER, "").strip() or env.get(settings.REMOTE_CACHE)
+            or env.get("PTOAS_ROOT")):
         return None
-    spec = env.get("CXX") or "g++"
     try:
         settings.seconds(*settings.RUN_TIMEOUT)             # judged by every request
         same_pto = pto_options() == graph.pto.options
@@ -285,13 +279,16 @@ def plain(graph: Graph, compiler_digest: str, ptoas_path: str | None) -> dict | 
                            for why in (None, "refused"))
         missing = simpler_missing() is not None
         choice = refused if missing else served
-        if settings.split_words(spec, "CXX") != [spec] or not same_pto:
+        if not same_pto or choice.name != platform.name:
             return None
-        probe = probe_compiler(spec, path=env.get("PATH"))
-    except (UserError, ToolchainError, OSError, ValueError):
+        places = module.places(env)
+        probes = [probe_compiler(spec, path=env.get("PATH")) for spec in module.compilers(env)]
+    except (UserError, ToolchainError, OSError, ValueError, ImportError):
         return None
-    if probe.digest != compiler_digest or probe.words or probe.launcher or choice.name != graph.platform.name:
-        return None
+    if any(p.words or p.launcher for p in probes) or toolchain_key(places, [p.digest for p in probes]) != \
+            platform.toolchain_key():
+        return None             # what quick would look up is not what planning found
     return {"root": str(graph.layout.root), "package": str(PACKAGE_DIR), "user": noop_record.user(),
-            "env": noop_record.environment(env), "cxx": spec, "exe": probe.exe, "version": probe.version,
-            "ptoas": ptoas_path, "simpler_missing": missing if served.name != refused.name else None}
+            "env": noop_record.environment(env), "platform": platform.name, "places": places,
+            "compilers": [[p.named, p.exe, p.version] for p in probes], "ptoas": ptoas_path,
+            "simpler_missing": missing if served.name != refused.name else None}

@@ -4,16 +4,24 @@
 and `quick` (cli/quick.py, before argparse, dataclasses, json or subprocess load) read it here. marshal:
 one read and no parser to import. It is one installation's private state: a record of another FORMAT
 or Python, or one that does not load, is "not a no-op", never an answer. This module imports only
-`os`, `sys`, `marshal`, `select` and `time` (and two light ones of ours).
+`os`, `sys`, `marshal`, `select`, `stat` and `time` (and light ones of ours: `watch_stats`, `which`,
+`errors`, and a platform's `noop_key` module when it answers).
+
+The record holds the stat signature of every path the decision read (`paths`, `sigs`: `unchanged`) and,
+for each git checkout whose clean HEAD is an identity (`trees`), the watch `git_watch` took of it — its
+root, its watched paths, git's own files and their `lstat` signatures then — which both readers compare
+with `trees_unchanged` (`watch_stats.signatures`: one function for both).
 
 `quick` answers only where the full path would answer the same. Besides the stats and the key, the record
 holds what a plain `build DIR` decides from (its `quick` part, written only when a plain request under that
 environment takes this run's platform and `.pto` settings with no launcher to find and no other
-setting to judge, `noop.plain`): the root, the package, the user, the environment variables pypto_build
-reads (`PYPTO*`, `PTO*`, `CXX*`, `PATH`), `$CXX` as PATH resolves it through every link with its
-`--version` text, ptoas as PATH resolves it, and whether simpler is importable when the platform
-choice depends on it. All of it is compared again and `--version` is run
-again; any difference falls back to the full path, which decides by content.
+setting to judge, `noop.plain`): the root, the package, the user, the environment variables the decision
+reads (`PYPTO*`, `PTO*`, `CXX*`, `GIT_*`, `PATH`, `HOME`, `XDG_CONFIG_HOME`), the platform and where it
+finds what its key names (`noop_keys`: `PTO_ISA_ROOT` resolved on host; simpler's install and PTO-ISA tree
+on a2a3sim / a5sim), each compiler it probes as PATH resolves it through every link with its `--version`
+text, ptoas as PATH resolves it, and whether simpler is importable when the platform choice depends on
+it. All of it is compared again and each `--version` is run again (started before the git trees are
+compared, so the two overlap); any difference falls back to the full path, which decides by content.
 """
 from __future__ import annotations
 
@@ -26,11 +34,14 @@ import time
 
 from ..builddir.state_dir import STATE_DIR
 from ..core.which import which
+from ..errors import UserError
+from ..toolchain.watch_stats import signatures
 from . import invalidation
 
 NAME = "noop.marshal"
-FORMAT = 1
-ENV_PREFIXES = ("PYPTO", "PTO", "CXX")      # with PATH: every variable a plain build's decision reads
+FORMAT = 2
+ENV_PREFIXES = ("PYPTO", "PTO", "CXX", "GIT_")      # with ENV_NAMES: every variable a plain build's decision
+ENV_NAMES = ("PATH", "HOME", "XDG_CONFIG_HOME")     # reads (the last two and GIT_*: where git's config is)
 VERSION_TIMEOUT_S = 10.0    # a `--version` that outlasts it: the full path asks again, under its own deadline
 VERSION_CAP = 1 << 16       # more than this on stdout is not a `--version` text: the full path decides
 PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -93,14 +104,24 @@ def unchanged(root: str | os.PathLike, record: dict) -> bool:
         os.close(fd)
 
 
+def trees_unchanged(record: dict) -> bool:
+    """Whether every git checkout the record watches (`noop.record`: root, its watched paths, git's own files,
+    their signatures then) has the same signatures now (`watch_stats.signatures`)."""
+    try:
+        return all(signatures(top, paths, optional) == sigs for top, paths, optional, sigs in record.get("trees", ()))
+    except (ValueError, TypeError):
+        return False
+
+
 def said(record: dict) -> list[str]:
     """What a run the record answers prints (unless -q): the recorded lines, then the summary."""
     return [*record.get("lines", ()), f"pypto-build: 0 compiled, {record.get('current', 0)} up to date"]
 
 
 def environment(env: os._Environ | dict) -> dict[str, str]:
-    """The variables a plain build's decision reads (the quick part compares them all)."""
-    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k == "PATH"}
+    """The variables a plain build's decision reads (the quick part compares them all): those the key names,
+    with every `PYPTO*`, `PTO*` and `CXX*` one."""
+    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
 
 
 def user() -> list:
@@ -111,8 +132,8 @@ def user() -> list:
 def quick(directory: str) -> dict | None:
     """The record when a plain `pypto-build build DIR` (`directory`) would be answered by it, else None.
 
-    Exactly the full path's decision, or None: see the module docstring. Cheapest comparisons first;
-    the compiler's `--version` last, only when everything else matched.
+    Exactly the full path's decision, or None: see the module docstring. Cheapest comparisons first, the
+    git trees' stats last, the compilers' `--version` running meanwhile (read only when the trees matched).
     """
     try:
         root = os.path.realpath(directory)
@@ -124,9 +145,10 @@ def quick(directory: str) -> dict | None:
                 or not unchanged(root, record)):
             return None
         search = env.get("PATH")
-        exe = which(plain["cxx"], path=search)
-        if exe is None or os.path.realpath(exe) != plain["exe"]:
-            return None
+        for named, exe, _said in plain["compilers"]:
+            found = which(named, path=search)
+            if found is None or os.path.realpath(found) != exe:
+                return None
         try:                                    # as `pto.find_ptoas` looks it up (PTOAS_ROOT is unset here)
             ptoas = which("ptoas", path=env.get("PATH", os.defpath))
         except (OSError, ValueError):
@@ -137,16 +159,26 @@ def quick(directory: str) -> dict | None:
             from ..platforms import simpler_missing
             if (simpler_missing() is not None) != plain["simpler_missing"]:
                 return None
-        return record if version(plain["exe"]) == plain["version"] else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        from ..platforms import key_module
+        module = key_module(plain["platform"])         # where the platform finds what its key names
+        if module is None or module.places(env) != plain["places"]:
+            return None
+        started = [start_version(exe) for _named, exe, _said in plain["compilers"]]    # running while the
+        same = False                                                                  # git trees are compared
+        try:
+            same = trees_unchanged(record)
+        finally:
+            texts = [finish_version(run, read=same) for run in started]
+        return record if same and texts == [text for _named, _exe, text in plain["compilers"]] else None
+    except (OSError, ValueError, KeyError, TypeError, ImportError, UserError):
+        return None         # ImportError, UserError: simpler's install cannot be looked up (the full path says why)
 
 
-def version(exe: str) -> str | None:
-    """`exe --version`'s stdout, stripped, as `probe_compiler` reads it (stdin /dev/null, a session of its
-    own, UTF-8 with replacement; stdout only, so a compiler that prints its version on stderr never
-    matches the record and the full path answers); None when it cannot start, prints nothing or more
-    than VERSION_CAP, or outlasts VERSION_TIMEOUT_S. Started with `posix_spawn`: `subprocess` would cost more than the run."""
+def start_version(exe: str) -> tuple[int, int, float] | None:
+    """`exe --version` started (its pid, the read end of its stdout, its deadline) for `finish_version`, as
+    `probe_compiler` runs it: stdin /dev/null, a session of its own. None when it cannot start. Started with
+    `posix_spawn` (`subprocess` would cost more than the run); the quick answer starts the compilers' before
+    it compares the git trees, so the two overlap."""
     r, w = os.pipe()
     try:
         pid = os.posix_spawn(exe, [exe, "--version"], os.environ, setsid=True, file_actions=[
@@ -157,12 +189,22 @@ def version(exe: str) -> str | None:
         return None
     finally:
         os.close(w)
+    return pid, r, time.monotonic() + VERSION_TIMEOUT_S
+
+
+def finish_version(started: tuple[int, int, float] | None, *, read: bool = True) -> str | None:
+    """A `start_version` program's stdout, stripped, as `probe_compiler` reads it (UTF-8 with replacement;
+    stdout only, so a compiler that prints its version on stderr never matches the record and the full path
+    answers); None when it did not start, printed nothing or more than VERSION_CAP, or outlasted
+    VERSION_TIMEOUT_S. The program is then ended (its group killed) and reaped; `read=False`: at once, unread."""
+    if started is None:
+        return None
+    pid, r, deadline = started
     chunks, size, ended = [], 0, False
-    deadline = time.monotonic() + VERSION_TIMEOUT_S
-    poller = select.poll()
-    poller.register(r, select.POLLIN)
     try:
-        while size <= VERSION_CAP:
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
+        while read and size <= VERSION_CAP:
             left = deadline - time.monotonic()
             if left <= 0 or not poller.poll(left * 1000):
                 break

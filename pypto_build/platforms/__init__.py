@@ -4,11 +4,12 @@ implementations (host; simpler's simulators and devices).
 Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
 `implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
 running), `choose` / `Choice` (which platform a directory targets, and why), `choice_inputs` (what that
-reads besides the markers), `cannot_serve`, `simpler_missing`,
+reads besides the markers), `cannot_serve`, `simpler_missing`, `key_module` / `toolchain_key` (each
+platform's no-op key part, light),
 `DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
 `kernel_payload`.
 Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `installed`
-(whether simpler is importable), `registry`
+(whether simpler is importable, and where), `noop_keys` (the light modules of the no-op key), `registry`
 (implementations by name), `l3_driver` (the one L3 host driver, with its backend seam) and `l3_shims`
 (the stand-ins for the modules a host driver imports: the only module that replaces `sys.modules`
 entries); folders `host/` and `simpler/`.
@@ -33,6 +34,8 @@ _EXPORTS = {
     "Implementation": "registry",
     "cannot_serve": "choice",
     "simpler_missing": "installed",
+    "key_module": "noop_keys",
+    "toolchain_key": "noop_keys",
     "Choice": "choice",
     "choose": "choice",
     "choice_inputs": "choice",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..errors import ToolchainError
 from .names import PLATFORMS
+from .noop_keys import toolchain_key_now
 
 if TYPE_CHECKING:
     from .base import Platform, Runner
@@ -21,13 +22,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Implementation:
-    """Platform `name`: its planning class and its runner, each `module:Class` in this package, and where
-    the no-op key's toolchain part is looked up (`module:function`, light; None: no no-op record)."""
+    """Platform `name`: its planning class and its runner, each `module:Class` in this package (the no-op
+    key's toolchain part is looked up in `noop_keys`)."""
 
     name: str
     planning: str
     execution: str
-    noop_key: str | None = None
 
     @property
     def platform_class(self) -> type[Platform]:
@@ -41,19 +41,19 @@ class Implementation:
     def toolchain_key_now(self, env: Mapping[str, str]) -> str | None:
         """The no-op key's toolchain part as `locate` would find it now, without locating (no git, no planning
         class imported); None when the platform keeps no no-op record. ToolchainError when a compiler is missing."""
-        return _load(self.noop_key)(env) if self.noop_key else None
+        return toolchain_key_now(self.name, env)
 
     def runner(self) -> Runner:
         """What runs a directory built for this platform (needs no toolchain)."""
         return _load(self.execution)(self.name)
 
 
-_IMPLEMENTED = {name: Implementation(name, planning, execution, noop_key) for name, planning, execution, noop_key in (
-    ("host", "host.platform:HostPlatform", "host.run:HostRunner", "host.noop_key:toolchain_key_now"),
-    ("a2a3sim", "simpler.sim:A2a3SimPlatform", "simpler.runner:SimplerRunner", "simpler.noop_key:toolchain_key_now"),
-    ("a5sim", "simpler.sim:A5SimPlatform", "simpler.runner:SimplerRunner", "simpler.noop_key:toolchain_key_now"),
-    ("a2a3", "simpler.device:A2a3Platform", "simpler.runner:DeviceRunner", None),
-    ("a5", "simpler.device:A5Platform", "simpler.runner:DeviceRunner", None),
+_IMPLEMENTED = {name: Implementation(name, planning, execution) for name, planning, execution in (
+    ("host", "host.platform:HostPlatform", "host.run:HostRunner"),
+    ("a2a3sim", "simpler.sim:A2a3SimPlatform", "simpler.runner:SimplerRunner"),
+    ("a5sim", "simpler.sim:A5SimPlatform", "simpler.runner:SimplerRunner"),
+    ("a2a3", "simpler.device:A2a3Platform", "simpler.runner:DeviceRunner"),
+    ("a5", "simpler.device:A5Platform", "simpler.runner:DeviceRunner"),
 )}
 
 

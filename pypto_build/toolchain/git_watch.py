@@ -20,6 +20,8 @@ owner, whose change sets ctime:
   `info/exclude` and the global excludes file. A missing one is recorded as
   missing: its appearance is a change.
 
+`signatures_of` gives them (`watch_stats.signatures`, light: the console script's
+quick answer compares them too); the no-op record keeps them whole with the lists.
 Any difference sends the run down the full path, where git decides. A watch is
 taken after a full build (`noop.record_graph`), never on the no-op path, and is
 refused for a file changed after that run's planning began (`racy.changed_since`),
@@ -33,17 +35,14 @@ any git failure.
 from __future__ import annotations
 
 import os
-from array import array
 from dataclasses import dataclass
 
-from ..core.hashing import bytes_digest
 from ..core.procs import run
-from ..core.racy import changed_since
+from .watch_stats import signatures
 
 GIT_TIMEOUT_S = 30.0
 GITLINK = "160000"              # a submodule's mode in the index
 _LISTING_BYTES = 256 << 20
-_MISSING = (-1, -1, -1, -1, -1, -1)
 
 
 @dataclass(frozen=True)
@@ -54,12 +53,6 @@ class TreeWatch:
     root: str
     paths: tuple[str, ...]
     optional: tuple[str, ...]
-
-    @property
-    def listing_digest(self) -> str:
-        """A digest of what is watched (not of its state): a record names the watch it was taken with."""
-        text = "\0".join((self.root, *self.paths, "", *self.optional))
-        return bytes_digest(text.encode("utf-8", "surrogateescape"))
 
 
 def watch_tree(root: str | os.PathLike) -> TreeWatch | None:
@@ -106,38 +99,9 @@ def watch_tree(root: str | os.PathLike) -> TreeWatch | None:
     return TreeWatch(top, (*tracked, *dirs), tuple(dict.fromkeys(os.path.normpath(p) for p in own)))
 
 
-def state(watch: TreeWatch, since_ns: int | None = None) -> str | None:
-    """A digest of the stat signatures of everything `watch` names, or None when a required path is missing
-    or (`since_ns` given) any of them may have changed at or after `since_ns`. Runs no process."""
-    values = array("q")
-    lstat = os.lstat
-    try:
-        fd = os.open(watch.root, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return None
-    try:
-        for rel in watch.paths:
-            st = lstat(rel, dir_fd=fd)
-            if since_ns is not None and changed_since(st, since_ns):
-                return None
-            values.extend((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev, st.st_mode))
-    except (OSError, OverflowError):        # OverflowError: an inode or device number past 63 bits
-        return None
-    finally:
-        os.close(fd)
-    for path in watch.optional:
-        try:
-            st = lstat(path)
-        except OSError:
-            values.extend(_MISSING)
-            continue
-        if since_ns is not None and changed_since(st, since_ns):
-            return None
-        try:
-            values.extend((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev, st.st_mode))
-        except OverflowError:
-            return None
-    return bytes_digest(values.tobytes())
+def signatures_of(watch: TreeWatch, since_ns: int | None = None) -> bytes | None:
+    """`watch_stats.signatures` of what `watch` names: what the no-op record keeps and compares. Runs no process."""
+    return signatures(watch.root, watch.paths, watch.optional, since_ns)
 
 
 def _config_files(top: str, listing: str) -> list[str]:

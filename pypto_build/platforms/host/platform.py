@@ -18,7 +18,8 @@ from ...toolchain.identity import BinaryContext, Revision, clean_git_revision, h
 from ...core.procs import path_arg
 from ...toolchain.compiler import PACKAGE_DIR, Compiler, extra_flags, host_compiler, system_include_dirs
 from ..base import Command, Platform, UnitSource
-from .noop_key import toolchain_key
+from .noop_key import places
+from ..noop_keys import toolchain_key
 
 HOST_INCLUDE = PACKAGE_DIR / "platforms" / "host" / "headers" / "include"
 HOST_FALLBACK = PACKAGE_DIR / "platforms" / "host" / "headers" / "fallback"
@@ -51,8 +52,8 @@ class HostPlatform(Platform):
 
     @classmethod
     def locate(cls, env: Mapping[str, str]) -> HostPlatform:
-        pto = env.get("PTO_ISA_ROOT") or None
-        pto_root = Path(pto).resolve() if pto else None
+        pto, (resolved,) = env.get("PTO_ISA_ROOT") or None, places(env)
+        pto_root = Path(resolved) if resolved else None
         if pto_root is not None and not (pto_root / "include").is_dir():
             raise ToolchainError(f"PTO_ISA_ROOT={pto}: no include/ directory there; point PTO_ISA_ROOT at a "
                                  "pto-isa checkout or unset it")
@@ -63,7 +64,8 @@ class HostPlatform(Platform):
         return self.compiler
 
     def toolchain_key(self) -> str:
-        return toolchain_key(self.compiler.probe, self.pto_isa_root)
+        """As `noop_key.places` and `compilers` have it: the resolved PTO-ISA checkout, `$CXX`."""
+        return toolchain_key([None if self.pto_isa_root is None else str(self.pto_isa_root)], [self.compiler.probe])
 
     def watched_checkouts(self) -> tuple[Path, ...]:
         """`PTO_ISA_ROOT`, when set: its identity is HEAD of a clean checkout."""

@@ -21,9 +21,10 @@ from .cann import Cann, locate_cann
 from ...errors import ToolchainError
 from ...toolchain.compiler import Compiler, system_include_dirs
 from ..base import PostStep, UnitSource
-from .argv import (HOST_CXX, arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv, orchestration_argv,
+from .argv import (arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv, orchestration_argv,
                    orchestration_compiler)
 from .env import find_simpler
+from .noop_key import HOST_CXX
 from .places import kernel_payload_path
 from .sim import SimplerSimPlatform, bare_compiler
 

@@ -6,7 +6,8 @@ asked where their files are. Each decision reproduces the code that makes it
 (simpler 93adc38, PyPTO e2d0f78):
 
 * `project_root`: `simpler_setup/environment.py` -- its folder's `_assets/` when
-  that holds `src/` (a wheel), else the folder above it (a checkout, editable).
+  that holds `src/` (a wheel), else the folder above it (a checkout, editable);
+  `installed.install_places`, light, as the no-op key asks it too.
 * `runtime_revision`: PyPTO's `device_runner._runtime_revision` -- a checkout
   (`.git` present) is identified by its clean HEAD and nothing else; without
   `.git`, the commit `_task_interface` was built from.
@@ -20,22 +21,18 @@ asked where their files are. Each decision reproduces the code that makes it
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass
-from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 from ...errors import ToolchainError, one_line
 from ...toolchain.identity import Revision, clean_git_revision
 from ...core.procs import Completed, run
-from ..installed import simpler_missing
+from ..installed import PTO_ISA_TREE, install_places
 
 PIN_FILE = "pto_isa.pin"
-PTO_ISA_TREE = Path("build") / "pto-isa"            # simpler's managed tree, under the project root
 PTO_ISA_LOCK = Path("build") / ".pto-isa.lock"      # its resolver holds this (exclusive) while it works
 PTO_ISA_URL = "https://github.com/hw-native-sys/pto-isa.git"
 RESOLVE_HINT = ("python -c 'from simpler_setup.pto_isa import ensure_pto_isa_root as e; e(verbose=True)' "
@@ -71,25 +68,9 @@ class SimplerInstall:
 
 def find_simpler() -> SimplerInstall:
     """The simpler install this Python would use, with its identities; ToolchainError when there is none."""
-    root, setup_dir = install_places()
+    root, setup_dir = map(Path, install_places())
     pto_root, pto_revision, problem = check_pto_isa(root)
     return SimplerInstall(root, runtime_revision(root), pto_root, pto_revision, problem, setup_dir)
-
-
-def install_places() -> tuple[Path, Path]:
-    """(project_root, setup_dir) of the simpler install this Python would use, asking neither git nor simpler
-    (the no-op key asks it too); ToolchainError when there is none."""
-    why = simpler_missing()
-    if why:
-        raise ToolchainError(why)
-    spec = importlib.util.find_spec("simpler_setup")
-    assert spec is not None     # simpler_missing() said so
-    environment = _module_file("environment", spec)
-    compiler = _module_file("kernel_compiler", spec)
-    here = environment.resolve().parent
-    assets = here / "_assets"
-    root = assets if (assets / "src").is_dir() else here.parent
-    return root, compiler.resolve().parent
 
 
 def runtime_revision(project_root: Path) -> Revision:
@@ -182,23 +163,6 @@ def _run_git(args: list[str], cwd: Path, timeout: float) -> Completed:
         return run(["git", *args], cwd=cwd, timeout=timeout)
     except OSError as exc:
         return Completed(("git", *args), 127, "", str(exc))
-
-
-def _module_file(name: str, package: ModuleSpec) -> Path:
-    """The file `import <package>.<name>` would load, asked of the import system without importing the package."""
-    full = f"{package.name}.{name}"
-    origin = getattr(sys.modules.get(full), "__file__", None)
-    if origin is None:
-        path = list(package.submodule_search_locations or ())
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(full, path, None) if find else None
-            if spec is not None:
-                origin = spec.origin
-                break
-    if not origin or not os.path.isfile(origin):
-        raise ToolchainError(f"{full} is missing beside {package.origin}: reinstall simpler")
-    return Path(origin)
 
 
 def _open_lock(path: Path) -> int | None:

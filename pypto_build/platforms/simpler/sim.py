@@ -22,11 +22,11 @@ from ...toolchain.identity import BinaryContext
 from ...builddir.stamp import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
 from ..base import Command, Platform, PostStep, UnitSource
-from .argv import (HOST_CXX, RUNTIMES, SIM_CXX, arch_of, compile_cwd, compiler_is_gcc, orchestration_argv,
-                   sim_kernel_argv)
+from .argv import RUNTIMES, arch_of, compile_cwd, compiler_is_gcc, orchestration_argv, sim_kernel_argv
 from .places import kernel_payload_path, orchestration_path
 from .env import SimplerInstall, find_simpler
-from .noop_key import toolchain_key
+from .noop_key import HOST_CXX, SIM_CXX
+from ..noop_keys import toolchain_key
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,11 @@ class SimplerSimPlatform(Platform):
         return (self.install.project_root / ".git").exists()
 
     def toolchain_key(self) -> str:
+        """As `noop_key.places` and `compilers` order them: the project root, simpler_setup, the PTO-ISA tree;
+        the kernels' compiler, the orchestrations'."""
         install = self.install
-        return toolchain_key(install.project_root, install.pto_isa_root, install.setup_dir, self.kernel_compiler.probe,
-                             self.compiler.probe)
+        return toolchain_key([str(install.project_root), str(install.setup_dir), str(install.pto_isa_root)],
+                             [self.kernel_compiler.probe, self.compiler.probe])
 
     def watched_checkouts(self) -> tuple[Path, ...]:
         """simpler's checkout and its PTO-ISA tree: PyPTO identifies both by their clean HEAD."""
