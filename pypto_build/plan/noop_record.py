@@ -10,7 +10,7 @@ or Python, or one that does not load, is "not a no-op", never an answer. This mo
 The record holds the stat signature of every path the decision read (`paths`, `sigs`: `unchanged`) and,
 for each git checkout whose clean HEAD is an identity (`trees`), the watch `git_watch` took of it — its
 root, its watched paths, git's own files and their `lstat` signatures then — which both readers compare
-with `trees_unchanged` (`watch_stats.signatures`: one function for both).
+with `trees_unchanged` (`watch_stats.unchanged`: one function for both; the quick answer's in two processes).
 
 `quick` answers only where the full path would answer the same. Besides the stats and the key, the record
 holds what a plain `build DIR` decides from (its `quick` part, written only when a plain request under that
@@ -35,7 +35,7 @@ import time
 from ..builddir.state_dir import STATE_DIR
 from ..core.which import which
 from ..errors import UserError
-from ..toolchain.watch_stats import signatures
+from ..toolchain.watch_stats import unchanged as unchanged_trees
 from . import invalidation
 
 NAME = "noop.marshal"
@@ -104,11 +104,11 @@ def unchanged(root: str | os.PathLike, record: dict) -> bool:
         os.close(fd)
 
 
-def trees_unchanged(record: dict) -> bool:
+def trees_unchanged(record: dict, *, split: bool = False) -> bool:
     """Whether every git checkout the record watches (`noop.record`: root, its watched paths, git's own files,
-    their signatures then) has the same signatures now (`watch_stats.signatures`)."""
+    their signatures then) has the same signatures now (`watch_stats.unchanged`; `split`: in two processes)."""
     try:
-        return all(signatures(top, paths, optional) == sigs for top, paths, optional, sigs in record.get("trees", ()))
+        return unchanged_trees(record.get("trees", ()), split=split)
     except (ValueError, TypeError):
         return False
 
@@ -166,7 +166,7 @@ def quick(directory: str) -> dict | None:
         started = [start_version(exe) for _named, exe, _said in plain["compilers"]]    # running while the
         same = False                                                                  # git trees are compared
         try:
-            same = trees_unchanged(record)
+            same = trees_unchanged(record, split=True)
         finally:
             texts = [finish_version(run, read=same) for run in started]
         return record if same and texts == [text for _named, _exe, text in plain["compilers"]] else None

@@ -1,8 +1,9 @@
 """Whether simpler (PyPTO's runtime) is importable by this Python, and where it is installed. Light
-(importlib.util, os, sys): the platform choice asks, and so does the console script's no-op answer."""
+(os, sys): the platform choice asks, and so does the console script's no-op answer, which
+`importlib.util` alone would slow by a tenth (it loads contextlib and more): the import system's
+finders (`sys.meta_path`) are asked directly."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 
@@ -20,7 +21,7 @@ def simpler_missing() -> str | None:
     """Why simpler cannot serve here (a module it provides is not importable), or None. Imports nothing."""
     for name in SIMPLER_MODULES:
         try:
-            found = importlib.util.find_spec(name) is not None
+            found = _spec(name) is not None
         except (ImportError, ValueError):
             found = False
         if not found:
@@ -41,7 +42,7 @@ def install_places() -> tuple[str, str]:
     why = simpler_missing()
     if why:
         raise ToolchainError(why)
-    spec = importlib.util.find_spec("simpler_setup")
+    spec = _spec("simpler_setup")
     assert spec is not None     # simpler_missing() said so
     here = os.path.dirname(os.path.realpath(_module_file("environment", spec)))
     assets = os.path.join(here, "_assets")
@@ -49,18 +50,25 @@ def install_places() -> tuple[str, str]:
     return root, os.path.dirname(os.path.realpath(_module_file("kernel_compiler", spec)))
 
 
+def _spec(name: str, path: list[str] | None = None) -> ModuleSpec | None:
+    """The spec `import name` would use (as `importlib.util.find_spec` finds it): the module's own when it is
+    loaded, else the first finder's answer; None when none answers."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return getattr(module, "__spec__", None)
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        spec = find(name, path, None) if find else None
+        if spec is not None:
+            return spec
+    return None
+
+
 def _module_file(name: str, package: ModuleSpec) -> str:
     """The file `import <package>.<name>` would load, asked of the import system without importing the package."""
     full = f"{package.name}.{name}"
-    origin = getattr(sys.modules.get(full), "__file__", None)
-    if origin is None:
-        path = list(package.submodule_search_locations or ())
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(full, path, None) if find else None
-            if spec is not None:
-                origin = spec.origin
-                break
+    spec = _spec(full, list(package.submodule_search_locations or ()))
+    origin = spec.origin if spec is not None else None
     if not origin or not os.path.isfile(origin):
         raise ToolchainError(f"{full} is missing beside {package.origin}: reinstall simpler")
     return origin
