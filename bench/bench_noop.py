@@ -2,7 +2,7 @@
 
 One synthetic directory of N kernels (bench_build's, `write_l2`) is built once by the working tree's
 `pypto-build` (-j 2) and once, in a copy with bench_build's build.ninja, by ninja. The working tree runs
-as this environment has it (an editable install: setuptools' finder loads at every start); with
+as this environment has it (the README's editable install: a path in a .pth file); with
 `--installed` also from a wheel in a venv of its own, as a user installs it; with `--against REV` a
 `git archive` snapshot of REV runs too, through a console script written as pip writes one for REV's
 entry point. Each pypto-build has a copy of the built directory of its own (re-hashed once, never

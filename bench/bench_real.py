@@ -48,6 +48,7 @@ STAMP = "cache/binary_context.json"
 OUR_SETTINGS = ("PYPTO_BUILD_CACHE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_LAUNCHER", "PYPTO_BUILD_PLATFORM",
                 "PYPTO_BUILD_PCH")
 TARGETS = {"cold": 0.5, "edit": 0.8, "first": 0.5, "noop": 0.060}
+QUIET_LOAD = 0.25           # other load (cores) at most, in every step, for figures that are not preliminary
 
 
 def missing() -> str | None:
@@ -289,12 +290,17 @@ def render(bench: Bench, args: argparse.Namespace, command: str, elapsed: float)
     except AttributeError:
         cores = os.cpu_count()
     units = bench.counts["units"]
+    loads = [x["other_load"] for x in s.values() if x["other_load"] is not None]
+    quiet = bool(loads) and max(loads) <= QUIET_LOAD
     lines = [
-        BEGIN, "", "## Real kernels: qwen3-14b decode on a2a3sim (`bench/bench_real.py`) — preliminary", "",
+        BEGIN, "", "## Real kernels: qwen3-14b decode on a2a3sim (`bench/bench_real.py`)"
+        + ("" if quiet else " — preliminary"), "",
         "```", command, "```", "",
         f"Machine: {cpu_model()}, {cores} cores; {_dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; load average "
-        f"{load_avg()} at the end. **Preliminary: a shared machine, other developers' builds and tests were "
-        "running** (\"other load\": cores busy outside this benchmark during each step; \"CPU\": CPU time of the "
+        f"{load_avg()} at the end (this benchmark's own compiles included). "
+        + (f"Quiet: at most {QUIET_LOAD} cores busy outside this benchmark during any step" if quiet else
+           "**Preliminary: a shared machine, other developers' builds and tests were running**")
+        + " (\"other load\": cores busy outside this benchmark during each step; \"CPU\": CPU time of the "
         "step's own processes, which load inflates less than wall time). "
         f"simpler {v['simpler']}, PTO-ISA {v['PTO-ISA']}, PyPTO {v['PyPTO']}, pypto_build {v['pypto_build']}; "
         f"`g++-15`: {v['g++-15']}. {args.rounds} rounds, {elapsed / 60:.0f} min in all.", "",
