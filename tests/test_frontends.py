@@ -149,10 +149,11 @@ def test_ptoas_root_is_named_with_the_paths_it_searched(tmp_path):
            "/bad/bin/ptoas)" in out.stdout
 
 
-@pytest.mark.parametrize("args", [["build", "/nonexistent/dir"], ["validate", "/nonexistent/dir"],
-                                  ["cache", "stats"], ["doit", "list", "/nonexistent/dir"]])
-def test_errors_go_to_stderr(args):
-    out = run("pypto-build", *args, env={"PYPTO_BUILD_CACHE": ""})
+@pytest.mark.parametrize("args, env", [(["build", "/nonexistent/dir"], {}), (["validate", "/nonexistent/dir"], {}),
+                                       (["cache", "stats"], {"PYPTO_BUILD_PCH_SIZE": "lots"}),
+                                       (["doit", "list", "/nonexistent/dir"], {})])
+def test_errors_go_to_stderr(args, env):
+    out = run("pypto-build", *args, env={"PYPTO_BUILD_CACHE": "", **env})
     assert out.returncode == 2 and out.stdout == "" and out.stderr.startswith("pypto-build: error:")
 
 
@@ -165,7 +166,8 @@ def test_cache_stats_counts_binaries_in_sizes_for_people(g, built_golden, tmp_pa
     subprocess.run(["cp", "-r", str(fresh), str(clone)], check=True)
     subprocess.run(["rm", "-rf", str(clone / ".pypto_build")], check=True)
     assert "4 from cache" in run("pypto-build", "build", "--cache-dir", str(cache), str(clone)).stdout
-    line = run("pypto-build", "cache", "stats", "--cache-dir", str(cache)).stdout.strip()
+    line, preludes = run("pypto-build", "cache", "stats", "--cache-dir", str(cache)).stdout.strip().split("\n")
+    assert preludes == f"precompiled preludes {cache / 'preludes'}: 0 (0 B), limit 2.0 GiB", preludes
     assert re.fullmatch(rf"cache {re.escape(str(cache))}: 4 binaries \(\d+\.\d KiB\) \+ 4 index records "
                         r"\(\d+(\.\d KiB| B)\), limit 5\.0 GiB; 4 hits, 4 misses, 8 stores, 0 corrupt dropped, "
                         r"0 evicted", line), line

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import ToolchainError, one_line
+from ...errors import one_line
 from ...toolchain.identity import Revision, clean_git_revision
 from ...core.procs import Completed, run
 from ..installed import PTO_ISA_TREE, install_places
