@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import Callable
 
 from .. import __version__
 from .. import options
@@ -367,27 +367,11 @@ def reference() -> str:
             os.environ["COLUMNS"] = saved
 
 
-def entry() -> NoReturn:
-    """The `pypto-build` program (and `python -m pypto_build`): `main()`, then leave without the
-    interpreter's teardown.
-
-    Everything a run writes is closed by then (atomic writes, the state committed and closed, the
-    lock released, every program it started reaped); what finalisation would still do is free a few
-    hundred modules' objects one by one — ~10 ms, as much as a fifth of a one-edit rebuild's own
-    work. Output is flushed first; if that fails (a closed pipe), Python's usual exit reports it.
-    Under a profiler or tracer (`python -m cProfile -m pypto_build`, coverage) the usual exit runs,
-    so they can write what they collected. (`quick.start`, the only caller, has set the collector's rhythm.)
-    """
+def entry() -> int:
+    """The `pypto-build` program past the console script's quick answer (`quick.start`, which leaves with
+    the status this returns): `main()`, with doit's None for success as 0."""
     code = main()
-    code = 0 if code is None else code      # doit's commands return None for success
-    if not isinstance(code, int) or sys.getprofile() is not None or sys.gettrace() is not None:
-        sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:       # noqa: BLE001 — the normal exit says what went wrong with the stream
-        sys.exit(code)
-    os._exit(code)
+    return 0 if code is None else code
 
 
 def main(argv: list[str] | None = None) -> int:

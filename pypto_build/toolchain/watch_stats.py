@@ -63,12 +63,19 @@ def unchanged(trees: Iterable[tuple[str, list[str], list[str], bytes]], *, split
     """
     trees = list(trees)
     halves = [0] * len(trees)
-    if split and sum(len(t[1]) for t in trees) >= SPLIT_FROM and len(os.sched_getaffinity(0)) > 1:
+    if split and sum(len(t[1]) for t in trees) >= SPLIT_FROM and _cpus() > 1:
         halves = [len(paths) // 2 for _, paths, _, _ in trees]
+    pid = 0
+    if any(halves):
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:                     # no process to spare: compare it all here
+            os.close(r)
+            os.close(w)
+            halves = [0] * len(trees)
     if not any(halves):
         return all(signatures(top, paths, optional) == sigs for top, paths, optional, sigs in trees)
-    r, w = os.pipe()
-    pid = os.fork()
     if pid == 0:                            # the child: the first halves, then leave without any clean-up
         try:
             os.close(r)
@@ -90,3 +97,11 @@ def unchanged(trees: Iterable[tuple[str, list[str], list[str], bytes]], *, split
         os.close(r)
         os.waitpid(pid, 0)
     return same
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
