@@ -210,7 +210,7 @@ def test_a_large_tree_compared_in_two_processes_sees_a_change_in_either_half(tmp
     (`watch_stats.unchanged(split=True)`): a change in either half, or a missing file, is "changed"."""
     top = tmp_path / "tree"
     top.mkdir()
-    paths = [f"f{i:05}" for i in range(SPLIT_FROM + 2)]
+    paths = [f"f{i:05}" for i in range(SPLIT_FROM + 10)]       # still SPLIT_FROM past the first 6
     for p in paths:
         (top / p).write_text("1")
     optional = [str(tmp_path / "absent"), str(tmp_path / "config")]
