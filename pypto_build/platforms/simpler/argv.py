@@ -25,6 +25,7 @@ from ...builddir.manifest_ast import parse_quietly
 from ...core.procs import path_arg, run
 from .env import SimplerInstall
 from .noop_key import HOST_CXX, SIM_CXX
+
 RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
 ARCHES = {"a2a3sim": "a2a3", "a2a3": "a2a3", "a5sim": "a5", "a5": "a5"}
 CCE_ARCH = {"a2a3": "dav-c220", "a5": "dav-c310"}
