@@ -62,20 +62,23 @@ def unchanged(trees: Iterable[tuple[str, list[str], list[str], bytes]], *, split
     compares the rest, and says "same" in one byte; a child that dies or says nothing means "changed".
     """
     trees = list(trees)
-    halves = [0] * len(trees)
     if split and sum(len(t[1]) for t in trees) >= SPLIT_FROM and _cpus() > 1:
-        halves = [len(paths) // 2 for _, paths, _, _ in trees]
-    pid = 0
-    if any(halves):
-        r, w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:                     # no process to spare: compare it all here
-            os.close(r)
-            os.close(w)
-            halves = [0] * len(trees)
-    if not any(halves):
-        return all(signatures(top, paths, optional) == sigs for top, paths, optional, sigs in trees)
+        answer = _in_two(trees)
+        if answer is not None:
+            return answer
+    return all(signatures(top, paths, optional) == sigs for top, paths, optional, sigs in trees)
+
+
+def _in_two(trees: list[tuple[str, list[str], list[str], bytes]]) -> bool | None:
+    """`unchanged`, a forked child taking the first half of each tree's paths; None when no process can start."""
+    halves = [len(paths) // 2 for _, paths, _, _ in trees]
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
     if pid == 0:                            # the child: the first halves, then leave without any clean-up
         try:
             os.close(r)
