@@ -47,7 +47,7 @@ from ..core import stages
 from ..errors import ToolchainError, UserError, warn
 from ..builddir.markers import KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR, current_state_folder
-from ..platforms import choice_inputs, implementation
+from ..platforms import choice_inputs, toolchain_key_now
 from ..pto import find_ptoas, identity_files, pto_options
 from ..core.racy import changed_since
 from ..core.hashing import bytes_digest
@@ -70,12 +70,12 @@ def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: di
 
     `toolchain` (`Platform.toolchain_key`) and `ptoas_path` are what planning found
     (when recording); left out, they are looked up now (when checking:
-    the registry's `toolchain_key_now`, which runs the compilers' `--version`).
+    `noop_keys.toolchain_key_now`, which runs the compilers' `--version`).
     """
     env = os.environ if env is None else env
     if toolchain is None:
         try:
-            toolchain = implementation(platform).toolchain_key_now(env)
+            toolchain = toolchain_key_now(platform, env)
         except (ToolchainError, ValueError):
             return None                       # the full path says what is wrong
         if toolchain is None:

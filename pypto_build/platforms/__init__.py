@@ -4,7 +4,7 @@ implementations (host; simpler's simulators and devices).
 Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
 `implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
 running), `choose` / `Choice` (which platform a directory targets, and why), `choice_inputs` (what that
-reads besides the markers), `cannot_serve`, `simpler_missing`, `key_module` / `toolchain_key` (each
+reads besides the markers), `cannot_serve`, `simpler_missing`, `key_module` / `toolchain_key` / `toolchain_key_now` (each
 platform's no-op key part, light),
 `DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
 `kernel_payload`.
@@ -36,6 +36,7 @@ _EXPORTS = {
     "simpler_missing": "installed",
     "key_module": "noop_keys",
     "toolchain_key": "noop_keys",
+    "toolchain_key_now": "noop_keys",
     "Choice": "choice",
     "choose": "choice",
     "choice_inputs": "choice",

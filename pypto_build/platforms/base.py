@@ -76,7 +76,7 @@ class Platform(ABC):
 
     def toolchain_key(self) -> str:
         """The no-op key's part for the toolchain as located (compilers resolved, with their `--version`); the
-        registry's `toolchain_key_now` looks the same up without locating."""
+        `noop_keys.toolchain_key_now` looks the same up without locating."""
         raise NotImplementedError(f"{self.name} keeps no no-op record")
 
     def watched_checkouts(self) -> tuple[Path, ...]:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..errors import ToolchainError
 from .names import PLATFORMS
-from .noop_keys import toolchain_key_now
 
 if TYPE_CHECKING:
     from .base import Platform, Runner
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Implementation:
     """Platform `name`: its planning class and its runner, each `module:Class` in this package (the no-op
-    key's toolchain part is looked up in `noop_keys`)."""
+    key's toolchain part is looked up in `noop_keys`, without locating)."""
 
     name: str
     planning: str
@@ -37,11 +36,6 @@ class Implementation:
     def locate(self, env: Mapping[str, str] | None = None) -> Platform:
         """The platform with its toolchain located, or ToolchainError naming what is missing."""
         return self.platform_class.locate(os.environ if env is None else env)
-
-    def toolchain_key_now(self, env: Mapping[str, str]) -> str | None:
-        """The no-op key's toolchain part as `locate` would find it now, without locating (no git, no planning
-        class imported); None when the platform keeps no no-op record. ToolchainError when a compiler is missing."""
-        return toolchain_key_now(self.name, env)
 
     def runner(self) -> Runner:
         """What runs a directory built for this platform (needs no toolchain)."""
