@@ -222,7 +222,7 @@ def unknown_modules(text: str) -> list[str]:
         elif "/" not in path.rstrip("/"):
             found = path in names if path.endswith(".py") else (name == path and first not in folder_names
                                                                  or under_package(path, folders))
-        elif name.startswith("pypto_build/") or first in folder_names:
+        elif first in folder_names:
             found = under_package(path, ours if path.endswith(".py") else folders)
         else:
             found = True                            # not a path of ours (a build directory's, a user's)

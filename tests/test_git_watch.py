@@ -14,7 +14,7 @@ import pytest
 
 from conftest import age_tree, git, same_size_edit, settle_ctimes
 from pypto_build.toolchain.git_watch import signatures_of, watch_tree
-from pypto_build.toolchain.watch_stats import SPLIT_FROM, signatures, unchanged
+from pypto_build.toolchain.watch_stats import SPLIT_FROM, _in_two, signatures, unchanged
 from pypto_build.toolchain.identity import clean_git_revision
 
 HEADER = "include/pto/a.hpp"
@@ -207,7 +207,8 @@ def test_a_file_changed_after_the_answer_is_never_watched(repo):
 
 def test_a_large_tree_compared_in_two_processes_sees_a_change_in_either_half(tmp_path):
     """The console script's quick answer compares a large tree's first half in a forked child
-    (`watch_stats.unchanged(split=True)`): a change in either half, or a missing file, is "changed"."""
+    (`watch_stats.unchanged(split=True)`): a change in either half, or a missing file, is "changed".
+    `_in_two` is that comparison itself, which `unchanged` would quietly replace by one process's."""
     top = tmp_path / "tree"
     top.mkdir()
     paths = [f"f{i:05}" for i in range(SPLIT_FROM + 10)]       # still SPLIT_FROM past the first 6
@@ -216,16 +217,16 @@ def test_a_large_tree_compared_in_two_processes_sees_a_change_in_either_half(tmp
     optional = [str(tmp_path / "absent"), str(tmp_path / "config")]
     (tmp_path / "config").write_text("x")
     tree = (str(top), paths, optional, signatures(str(top), paths, optional))
-    assert unchanged([tree], split=True) and unchanged([tree])
+    assert _in_two([tree]) is True and unchanged([tree], split=True) and unchanged([tree])
     for changed in (paths[3], paths[-3]):           # the child's half, then this process's
         before = (top / changed).read_bytes()
         same_size_edit(top / changed)
-        assert not unchanged([tree], split=True) and not unchanged([tree])
+        assert _in_two([tree]) is False and not unchanged([tree], split=True) and not unchanged([tree])
         tree = (str(top), paths, optional, signatures(str(top), paths, optional))
-        assert unchanged([tree], split=True) and (top / changed).read_bytes() != before
+        assert _in_two([tree]) is True and (top / changed).read_bytes() != before
     (top / paths[5]).unlink()
-    assert not unchanged([tree], split=True)
+    assert _in_two([tree]) is False
     tree = (str(top), paths[6:], optional, signatures(str(top), paths[6:], optional))
-    assert unchanged([tree], split=True)
+    assert _in_two([tree]) is True
     (tmp_path / "absent").write_text("now here")    # an optional file appearing
-    assert not unchanged([tree], split=True)
+    assert _in_two([tree]) is False
