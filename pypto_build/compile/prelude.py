@@ -83,6 +83,11 @@ class Preludes:
     def _users(self) -> frozenset[str]:
         return frozenset(task for task, _ in self.used_by)
 
+    @cached_property
+    def firsts(self) -> frozenset[str]:
+        """The first kernel (compile task) of each prelude: its build is set up by that kernel."""
+        return frozenset({name: task for task, name in reversed(self.used_by)}.values())
+
 
 def directives(text: str) -> list[str]:
     """The leading directives of a source: each one a line as written (a continued one with its continuation
@@ -274,7 +279,9 @@ def plan_preludes(root: Path, plans: Iterable[SubBuildPlan], platform: Platform)
         prelude = choose([block for _, block in members])
         if prelude is None:
             continue
-        users = [u for u, block in members if begins_with(block, prelude)]
+        users, rest = [], []
+        for u, block in members:
+            (users if begins_with(block, prelude) else rest).append(u)
         if len(users) < 2:
             continue
         text = header_text(prelude)
@@ -284,7 +291,7 @@ def plan_preludes(root: Path, plans: Iterable[SubBuildPlan], platform: Platform)
                            tuple(prelude), argv, cwd, compiler, first.timeout)
         units.append(unit)
         used += [(u.task, unit.task) for u in users]
-        others += [(u.task, unit.task) for u, _ in members if u not in users]
+        others += [(u.task, unit.task) for u in rest]
     return Preludes(tuple(units), tuple(used), tuple(others))
 
 

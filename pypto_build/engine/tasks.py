@@ -32,7 +32,8 @@ DEFAULT_TASKS = (stages.STAMP,)
 
 
 def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None = None) -> dict[str, list[dict]]:
-    """doit task dicts grouped by basename (`ptoas`, `splice`, `compile`, `orch`, `stamp`, `replay`, `validate`).
+    """doit task dicts grouped by basename (`ptoas`, `splice`, `prelude`, `compile`, `orch`, `stamp`, `replay`,
+    `validate`).
 
     `caches`: where compiles restore from and store to (default none); `run`: how replay/validate run
     the program (default: RunConfig() and the default timeout).
@@ -120,9 +121,8 @@ def _dispatch_order(graph: Graph, p, preludes: bool) -> list[str]:
     names = [u.task for u in (*p.units, *p.steps)]
     if not preludes:
         return names
-    firsts = list(dict.fromkeys({t: u for u, t in reversed(graph.preludes.used_by)}.values()))
-    firsts = [n for n in firsts if n in names]
-    return [*firsts, *(n for n in names if n not in firsts)]
+    firsts = graph.preludes.firsts
+    return [*(n for n in names if n in firsts), *(n for n in names if n not in firsts)]
 
 
 def _pto_tasks(groups: dict[str, list[dict]], graph: Graph) -> dict[str, list[str]]:
