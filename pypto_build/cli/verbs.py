@@ -65,7 +65,9 @@ def explain_verb(request: Request, root: Path, *, all_tasks: bool = False) -> in
     from ..engine import explain, format_lines
 
     units = list(request.tasks)
-    items = explain(request.plan(root), units or None, recompile=request.recompile)
+    # no preludes planned: explain opens no store (what a kernel last compiled with is in its state), so
+    # reading every kernel's first lines for them would be for nothing
+    items = explain(replace(request, preludes=False).plan(root), units or None, recompile=request.recompile)
     for line in format_lines(items, all_tasks=all_tasks or bool(units)):
         print(line)
     return OK

@@ -117,27 +117,27 @@ def pto_rebuild(env: Mapping[str, str] | None = None) -> bool:
     """Whether `$PYPTO_REBUILD_FROM_PTO` lets edited `.pto` files regenerate kernels: False for 0 / false / no
     (PyPTO's words, any case), True when unset, empty or 1 / true / yes; anything else is a `SettingError`
     (PyPTO would take `off` or a typo as on and run ptoas)."""
-    raw = _env(env).get(REBUILD_FROM_PTO)
-    flag = (raw or "").strip().lower()
-    if flag in _OFF:
-        return False
-    if not flag or flag in _ON:
-        return True
-    raise SettingError(f"{REBUILD_FROM_PTO}={raw!r}: not a yes/no value; set it to 0 (or false, no) to leave edited "
-                       ".pto files out, or to 1 (or true, yes) or unset it to regenerate kernels from them")
+    return _switch(env, REBUILD_FROM_PTO, _OFF, _ON, "set it to 0 (or false, no) to leave edited .pto files out, "
+                   "or to 1 (or true, yes) or unset it to regenerate kernels from them")
 
 
 def precompiled_preludes(env: Mapping[str, str] | None = None) -> bool:
     """Whether `$PYPTO_BUILD_PCH` lets kernels take precompiled preludes: False for 0 / false / no / off (any
     case), True when unset, empty or 1 / true / yes / on; anything else is a `SettingError`."""
-    raw = _env(env).get(PCH)
+    return _switch(env, PCH, (*_OFF, "off"), (*_ON, "on"), "set it to 0 (or off) to compile every kernel without "
+                   "a precompiled prelude, or to 1 (or on) or unset it to use them")
+
+
+def _switch(env: Mapping[str, str] | None, name: str, off: tuple[str, ...], on: tuple[str, ...], fix: str) -> bool:
+    """A yes/no variable: False for a word of `off`, True when unset, empty or a word of `on` (any case); else
+    a `SettingError` that says `fix`."""
+    raw = _env(env).get(name)
     flag = (raw or "").strip().lower()
-    if flag in (*_OFF, "off"):
+    if flag in off:
         return False
-    if not flag or flag in (*_ON, "on"):
+    if not flag or flag in on:
         return True
-    raise SettingError(f"{PCH}={raw!r}: not a yes/no value; set it to 0 (or off) to compile every kernel "
-                       "without a precompiled prelude, or to 1 (or on) or unset it to use them")
+    raise SettingError(f"{name}={raw!r}: not a yes/no value; {fix}")
 
 
 def platform(known: tuple[str, ...], env: Mapping[str, str] | None = None) -> str | None:
@@ -151,9 +151,9 @@ def platform(known: tuple[str, ...], env: Mapping[str, str] | None = None) -> st
     return raw
 
 
-def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = False) -> None:
+def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = False, preludes: bool = True) -> None:
     """Judge every variable a build reads (the cache size only when a cache is used, the preludes' store size
-    only when preludes are on); the first bad one raises."""
+    only when preludes are on: `preludes` and `$PYPTO_BUILD_PCH`); the first bad one raises."""
     env = _env(env)
     seconds(*COMPILER_TIMEOUT, env=env)
     seconds(*PTOAS_TIMEOUT, env=env)
@@ -161,7 +161,7 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
     words("CXX", env, "g++")
     words("CXXFLAGS", env)
     pto_rebuild(env)
-    if precompiled_preludes(env):
+    if precompiled_preludes(env) and preludes:
         pch_size(env)
     if cache:
         cache_size(env)

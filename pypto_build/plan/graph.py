@@ -99,7 +99,7 @@ def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto:
     compiles; `preludes`: plan precompiled preludes (where the platform offers them: `compile/prelude.py`).
     """
     started = time.time_ns()
-    check_environment()                 # a bad value: one line, before anything is read or written
+    check_environment(preludes=preludes)    # a bad value: one line, before anything is read or written
     settings.platform(PLATFORMS)
     layout = load_layout(root, include_stale=include_stale)
     choice = (None if isinstance(platform, Platform) else platform if isinstance(platform, Choice)
