@@ -18,7 +18,6 @@ has its digest: GCC itself checks neither (it accepts a PCH made from headers si
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -29,11 +28,11 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ..core import atomic, settings
+from .store import STALE_TMP_S, flocked
 from ..core.hashing import file_digest, text_digest
 from ..core.safeio import read_text
 
 HEADER, PCH, META = "prelude.h", "prelude.h.gch", "entry.json"
-_STALE_TMP_S = 3600
 
 
 def prelude_store_dir(cache_dir: str | None, env: Mapping[str, str] | None = None) -> str:
@@ -106,7 +105,7 @@ class PreludeStore:
 
     def forget(self, key: str, name: str) -> None:
         """Drop entry `name` of `key` (GCC would not take it): the next `make` builds it again."""
-        with self._locked(self.directory / "locks" / key):
+        with flocked(self.directory / "locks" / key):
             if self.answers(key, name):
                 with contextlib.suppress(OSError):
                     os.unlink(self.directory / f"{key}.json")
@@ -126,7 +125,7 @@ class PreludeStore:
         """The current entry of `key`, built when there is none: `build(header, pch)` compiles the header (whose
         text is `text`) into `pch` and returns the headers it read (resolved). Under the key's lock, so
         concurrent runs build it once; whatever `build` raises leaves nothing behind."""
-        with self._locked(self.directory / "locks" / key):
+        with flocked(self.directory / "locks" / key):
             found = self.current(key)
             if found is not None:
                 return found
@@ -163,7 +162,7 @@ class PreludeStore:
         """Remove the least recently used entries (never `keep`) until the store holds at most `max_bytes`;
         the bytes freed. An entry is moved aside before it is deleted: a kernel using it fails, and compiles
         the plain way."""
-        with self._locked(self.directory / ".lock"):
+        with flocked(self.directory / ".lock"):
             entries = []
             for item in self._entries():
                 try:
@@ -183,7 +182,7 @@ class PreludeStore:
 
     def clean(self) -> int:
         """Remove every entry (each moved aside first: a kernel using one compiles the plain way); the bytes freed."""
-        with self._locked(self.directory / ".lock"):
+        with flocked(self.directory / ".lock"):
             freed = 0
             for item in self._entries():
                 size = _size(item)
@@ -209,21 +208,11 @@ class PreludeStore:
 
     def _sweep(self) -> None:
         """Remove what a killed builder left (older than an hour: a live one is still writing)."""
-        cutoff = time.time() - _STALE_TMP_S
+        cutoff = time.time() - STALE_TMP_S
         with contextlib.suppress(OSError):
             for e in os.scandir(self.directory):
                 if e.name.startswith(".tmp-") and e.stat(follow_symlinks=False).st_mtime < cutoff:
                     shutil.rmtree(e.path, ignore_errors=True)
-
-    @contextlib.contextmanager
-    def _locked(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
 
 
 def _pairs(headers: Mapping[str, str]) -> list[str]:

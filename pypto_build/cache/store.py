@@ -44,7 +44,7 @@ _INDEX = 2                               # flag: an index record (compiles.py's 
 _CHUNK = 1 << 20
 _KEY_RE = re.compile(r"[0-9a-f]{16,128}")
 _SHARD_RE = re.compile(r"[0-9a-f]{2}")
-_STALE_TMP_S = 3600                      # temp files older than this are crash leftovers
+STALE_TMP_S = 3600                      # temp files older than this are crash leftovers
 _STATS_SIZE = 256                        # bytes of padded JSON counters in .lock
 _COUNTERS = ("hits", "misses", "stores", "corrupt", "evicted")
 
@@ -91,6 +91,22 @@ def _unlink(path: Path | str) -> None:
         os.unlink(path)
 
 
+@contextlib.contextmanager
+def flocked(path: Path) -> Iterator[int]:
+    """Hold the exclusive flock on the regular file `path` (made with its folder if missing; a fresh fd, so
+    threads and forks exclude too); yields the fd."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):        # a FIFO: pread would fail, a device could do anything
+            raise NotRegularFile(path, kind_of(st.st_mode))
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)
+
+
 class ArtifactCache:
     """The local store: `get` restores a binary by key, `put` stores one."""
 
@@ -118,20 +134,9 @@ class ArtifactCache:
         key = key.lower()
         return self.directory / key[:2] / key
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[int]:
-        """Hold the exclusive flock on `<dir>/.lock` (a fresh fd, so threads and forks exclude too)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / ".lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):        # a FIFO: pread would fail, a device could do anything
-                raise NotRegularFile(path, kind_of(st.st_mode))
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield fd
-        finally:
-            os.close(fd)
+    def _locked(self) -> contextlib.AbstractContextManager[int]:
+        """Hold the exclusive flock on `<dir>/.lock`."""
+        return flocked(self.directory / ".lock")
 
     @staticmethod
     def _read_counters(fd: int) -> dict[str, int]:
@@ -292,7 +297,7 @@ class ArtifactCache:
         """(mtime_ns, name, size, path) of every entry, and stale temp files."""
         entries: list[tuple[int, str, int, Path]] = []
         stale: list[Path] = []
-        cutoff = time.time() - _STALE_TMP_S
+        cutoff = time.time() - STALE_TMP_S
         try:
             with os.scandir(self.directory) as it:
                 top = list(it)
