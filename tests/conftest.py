@@ -152,6 +152,16 @@ def same_size_edit(path: Path) -> None:
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
 
 
+def binaries(root: Path) -> dict[str, bytes]:
+    """Every `.so` under `root` by its relative path, with its bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.so"))}
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules a process with PYTHONPROFILEIMPORTTIME=1 (or -X importtime) imported, from its stderr."""
+    return {line.rpartition("|")[2].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
 def which(name: str) -> str:
     found = shutil.which(name)
     assert found, name

@@ -3,20 +3,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import edit
+from conftest import binaries, edit
 from pypto_build.testing import synth
 from pypto_build.api import build
 from pypto_build.platforms.host.places import HOST_STAMP
 
 ALL = 4   # 3 kernels + 1 orchestration
-
-
-def binaries(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.so"))}
 
 
 def test_fresh_clone_compiles_nothing_and_gets_identical_binaries(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, edit, git, same_size_edit, settle_ctimes
+from conftest import age_tree, edit, git, imported, same_size_edit, settle_ctimes
 from pypto_build.plan import invalidation
 from pypto_build.testing import synth
 
@@ -23,10 +23,6 @@ def cli(*args: str, env: dict | None = None, profile: bool = False) -> subproces
     extra = {"PYTHONPROFILEIMPORTTIME": "1"} if profile else {}
     return subprocess.run([str(Path(sys.executable).parent / "pypto-build"), *args], capture_output=True,
                           text=True, timeout=300, env={**os.environ, **(env or {}), **extra})
-
-
-def imported(stderr: str) -> set[str]:
-    return {line.rpartition("|")[2].strip() for line in stderr.splitlines() if line.startswith("import time:")}
 
 
 def settled(root: Path, env: dict | None = None) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import edit
+from conftest import binaries, edit
 from pypto_build.api import build
 from pypto_build.cache import PreludeStore
 from pypto_build.compile import prelude
@@ -56,10 +56,6 @@ def pto_isa(tmp_path, monkeypatch) -> Path:
     subprocess.run([*git, "commit", "-qm", "pto-isa"], cwd=repo, check=True)
     monkeypatch.setenv("PTO_ISA_ROOT", str(repo))
     return repo
-
-
-def binaries(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.so"))}
 
 
 def how(root: Path) -> dict[str, str]:

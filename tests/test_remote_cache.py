@@ -20,7 +20,7 @@ import pytest
 
 from pypto_build.testing import synth
 from pypto_build.api import build
-from conftest import needs_nginx
+from conftest import binaries, needs_nginx
 from pypto_build.testing.loopback import free_port
 from remote_peer import PING, Peer
 
@@ -101,10 +101,6 @@ def one_remote_warning(proc: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("pypto-build: warning: remote cache "), lines
     return lines[0]
-
-
-def binaries(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.so"))}
 
 
 def after_ping(peer: Peer) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import age_tree, edit, recording_git
+from conftest import age_tree, edit, imported, recording_git
 from pypto_build.plan import noop_record
 
 pytestmark = [pytest.mark.simpler, pytest.mark.slow]
@@ -287,7 +287,7 @@ def test_a_noop_runs_no_git_and_is_answered_before_the_command_line_loads(ex, in
     done = cli("build", str(ex), env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
     assert done.stdout.splitlines()[-1] == "pypto-build: 0 compiled, 3 up to date", done.stdout + done.stderr
     assert log.read_text() == ""
-    loaded = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    loaded = imported(done.stderr)
     assert "pypto_build.plan.noop_record" in loaded
     assert sorted(loaded & {"doit", "pypto_build.options", "pypto_build.cli.main", "pypto_build.plan.noop"}) == []
     trees = noop_record.load(ex)["trees"]
