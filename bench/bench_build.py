@@ -195,6 +195,16 @@ def git_state(rev: str | None) -> str:
     return f"working tree at {head}" + (" + uncommitted changes under pypto_build/" if dirty else " (clean)")
 
 
+def snapshot(rev: str, dest: Path) -> Path:
+    """A `git archive` of `rev` extracted into the new folder `dest`; `dest`."""
+    archive = subprocess.run(["git", "archive", "--format=tar", rev], cwd=REPO, capture_output=True)
+    if archive.returncode:
+        raise BenchError(f"git archive {rev}: {archive.stderr.decode(errors='replace').strip()}")
+    dest.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
 def machine_info(work: Path, ninja: str, compiler_version: str, rev: str | None, pkg_file: str) -> dict:
     try:
         affinity = len(os.sched_getaffinity(0))
@@ -1049,12 +1059,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True)
     env = bench_env(work)
     if args.rev:
-        pkg_root = work / "snapshot"
-        pkg_root.mkdir()
-        archive = subprocess.run(["git", "archive", "--format=tar", args.rev], cwd=REPO, capture_output=True)
-        if archive.returncode:
-            raise BenchError(f"git archive {args.rev}: {archive.stderr.decode(errors='replace').strip()}")
-        subprocess.run(["tar", "-x", "-C", str(pkg_root)], input=archive.stdout, check=True)
+        pkg_root = snapshot(args.rev, work / "snapshot")
         env["PYTHONPATH"] = os.pathsep.join([str(pkg_root), *filter(None, [env.get("PYTHONPATH")])])
     else:
         pkg_root = REPO

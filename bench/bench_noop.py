@@ -44,15 +44,6 @@ def entry_script(snapshot: Path, dest: Path) -> Path:
     return dest
 
 
-def snapshot(rev: str, dest: Path) -> Path:
-    archive = subprocess.run(["git", "archive", "--format=tar", rev], cwd=bb.REPO, capture_output=True)
-    if archive.returncode:
-        raise bb.BenchError(f"git archive {rev}: {archive.stderr.decode(errors='replace').strip()}")
-    dest.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
-    return dest
-
-
 def installed(work: Path) -> Path:
     """A venv with the working tree installed as a user installs it (a wheel, not editable: no editable
     finder at start-up), its dependencies taken from this interpreter's environment by a plain .pth line."""
@@ -89,7 +80,7 @@ def measure(args) -> dict:
     if args.installed:
         tools["this tree, installed from a wheel"] = (runner, [str(installed(work))], work / "pypto-installed")
     if args.against:
-        old = snapshot(args.against, work / "against")
+        old = bb.snapshot(args.against, work / "against")
         old_env = {**env, "PYTHONPATH": os.pathsep.join([str(old), *filter(None, [env.get("PYTHONPATH")])])}
         old_runner = bb.Runner(old_env, work)
         _, p = old_runner.run([sys.executable, "-c", "import pypto_build; print(pypto_build.__file__)"])
