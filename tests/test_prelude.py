@@ -155,6 +155,8 @@ def test_switching_preludes_off_or_on_rebuilds_nothing(pto_isa, tmp_path, monkey
     out = subprocess.run([sys.executable, "-m", "pypto_build", "build", "--no-pch", str(a)], capture_output=True,
                          text=True)
     assert out.returncode == 0 and "prelude:" not in out.stdout + out.stderr
+    monkeypatch.delenv("PYPTO_BUILD_PCH")           # and on again: the kernel built without one is kept
+    assert build(a).compiled == []
 
 
 def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_isa, tmp_path):
