@@ -12,7 +12,8 @@ folder (the orchestration is built with `-g`, so its bytes name its source's pat
   `KernelCompiler`, PTO-ISA resolver, cache names and stamp transaction): the orchestration and every kernel
   on a thread pool (`--pypto-workers`, default 2; PyPTO's own pool is min(64, 1 + kernels) threads), in this
   process (no interpreter start-up counted). Then, on that directory: pypto_build's first build (it compiles
-  every unit once, by design, and must leave PyPTO's files as they were) and the no-op after it.
+  every unit once, by design, and must leave PyPTO's files as they were) and the no-op after it, each no-op
+  timed beside what any no-op of that directory costs here at least (`floor`).
 * pypto_build: a cold `build -j 2` of a fresh directory, then one-edit builds (a comment added to
   `kernels/aiv/rms_recip.cpp`) interleaved with a hand compile of that kernel with simpler's exact argv.
 
@@ -49,6 +50,12 @@ OUR_SETTINGS = ("PYPTO_BUILD_CACHE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_LA
                 "PYPTO_BUILD_PCH")
 TARGETS = {"cold": 0.5, "edit": 0.8, "first": 0.5, "noop": 0.060}
 QUIET_LOAD = 0.25           # other load (cores) at most, in every step, for figures that are not preliminary
+FLOOR = ("import sys\n"            # the no-op record's load and its trees' comparison alone; prints the trees
+         "from pypto_build.plan.noop_record import load, trees_unchanged\n"
+         "record = load(sys.argv[1])\n"
+         "if not (record and record.get('trees') and trees_unchanged(record, split=True)):\n"
+         "    sys.exit(3)\n"
+         "print('\\n'.join(tree[0] for tree in record['trees']))\n")
 
 
 def missing() -> str | None:
@@ -180,7 +187,8 @@ class Bench:
         env["XDG_CACHE_HOME"] = str(work / "user-cache")     # the precompiled preludes' store: emptied by `fresh`
         self.runner = Runner(env, work)
         self.root = simpler_root()
-        self.times: dict[str, list] = {k: [] for k in ("pypto", "cold", "edit", "hand", "first", "noop")}
+        self.times: dict[str, list] = {k: [] for k in ("pypto", "cold", "edit", "hand", "first", "noop", "python",
+                                                       "floor", "git")}
         self.cpu: dict[str, list[float]] = {k: [] for k in self.times}     # CPU-seconds of ours and our children
         self.checks: list[str] = []          # one line per failed check; none: every binary identical
         self.counts: dict[str, int] = {}
@@ -220,9 +228,21 @@ class Bench:
         if changed or not same_stamp:
             self.checks.append(f"first build of PyPTO's directory: PyPTO's files changed: {changed or 'none'}; "
                                f"the stamp's bytes {'equal' if same_stamp else 'differ'}")
-        for _ in range(self.noops):                                            # (5) the no-op
+        for i in range(self.noops):                                            # (5) the no-op, and its floor
             self.pb("noop", "build", "-q", str(folder))
+            if i:       # the first no-op decides by content and writes the record the floor reads
+                self.floor(folder)
         return theirs
+
+    def floor(self, folder: Path) -> None:
+        """What any no-op of `folder` costs here at least, timed beside it: the interpreter's start
+        (`python -c pass`); the no-op record's load and the stat comparison of the git checkouts it watches
+        (pypto_build's own functions in a bare process, imports included; it must find them unchanged); and
+        git's own check of those checkouts' tracked files (`git diff-files --quiet`, in C, one after another)."""
+        self.timed("python", lambda: self.runner.run([sys.executable, "-c", "pass"]))
+        _, p = self.timed("floor", lambda: self.runner.run([sys.executable, "-c", FLOOR, str(folder.resolve())]))
+        roots = p.stdout.splitlines()
+        self.timed("git", lambda: [self.runner.run(["git", "-C", root, "diff-files", "--quiet"]) for root in roots])
 
     def our_side(self, folder: Path) -> dict[str, bytes]:
         self.fresh(folder)
@@ -320,6 +340,11 @@ def render(bench: Bench, args: argparse.Namespace, command: str, elapsed: float)
             vs("first", "pypto", TARGETS["first"]) + " of PyPTO's cold"),
         row("pypto_build: no-op `build` on that directory", "noop",
             f"target ≤ {TARGETS['noop'] * 1000:.0f} ms: {'met' if noop <= TARGETS['noop'] else 'not met'}"),
+        *([row("beside each no-op but the first: `python -c pass` (the interpreter's start)", "python"),
+           row("beside it: the no-op record's load and the stat comparison of the checkouts it watches, alone "
+               "(a bare process running pypto_build's functions)", "floor"),
+           row("beside it: `git diff-files --quiet` in those checkouts (git's own check of their tracked files, "
+               "in C)", "git")] if "floor" in s else []),
         "",
     ]
     if bench.checks:
