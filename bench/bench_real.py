@@ -39,7 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
-from bench_build import Runner, bench_env, cpu_model, fmt, load_avg, machine_busy, own_cpu, stats  # same folder
+from bench_build import (BenchError, Runner, bench_env, cpu_model, fmt, load_avg, machine_busy,  # same folder
+                         own_cpu, stats)
 from real_dir import PLATFORM, RUNTIME, simpler_root, write_real_dir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,7 +186,11 @@ class Bench:
         for name in OUR_SETTINGS:                    # a cache would restore, a launcher distribute: neither here
             env.pop(name, None)
         env["XDG_CACHE_HOME"] = str(work / "user-cache")     # the precompiled preludes' store: emptied by `fresh`
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])  # runs in `work`
         self.runner = Runner(env, work)
+        _, p = self.runner.run([sys.executable, "-c", "import pypto_build; print(pypto_build.__file__)"])
+        if Path(p.stdout.strip()).resolve().parent.parent != REPO:
+            raise BenchError(f"the timed processes import pypto_build from {p.stdout.strip()}, not from {REPO}")
         self.root = simpler_root()
         self.times: dict[str, list] = {k: [] for k in ("pypto", "cold", "edit", "hand", "first", "noop", "python",
                                                        "floor", "git")}
