@@ -1,9 +1,9 @@
 """The stat signatures a git checkout's watch compares (`git_watch`), in one function both readers share.
 
-`git_watch.state` digests them for the kept list of watched files; the no-op record keeps them
-whole, and both its readers — `noop.check` (the pipeline) and `noop_record.quick` (the console
-script, before anything loads) — compare them with what this returns now (`unchanged`). Light: `os`,
-`array` and `core/racy` only.
+The no-op record keeps them whole (`noop.record`, which digests them too, to tell when a kept list of
+watched files still holds), and both its readers — `noop.check` (the pipeline) and `noop_record.quick`
+(the console script, before anything loads) — compare them with what this returns now (`unchanged`).
+Light: `os`, `array` and `core/racy` only.
 """
 from __future__ import annotations
 
