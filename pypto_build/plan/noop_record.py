@@ -163,9 +163,11 @@ def quick(directory: str) -> dict | None:
         module = key_module(plain["platform"])         # where the platform finds what its key names
         if module is None or module.places(env) != plain["places"]:
             return None
-        started = [start_version(exe) for _named, exe, _said in plain["compilers"]]    # running while the
-        same = False                                                                  # git trees are compared
+        started: list[tuple[int, int, float] | None] = []      # running while the git trees are compared;
+        same = False                                            # ended and reaped whatever happens
         try:
+            for _named, exe, _said in plain["compilers"]:
+                started.append(start_version(exe))
             same = trees_unchanged(record, split=True)
         finally:
             texts = [finish_version(run, read=same) for run in started]
