@@ -319,4 +319,4 @@ class Request:
     def caches(self) -> Caches:
         """The pipeline's second stage: the caches this run restores from and stores to."""
         from .cache import open_caches
-        return open_caches(self.cache_dir, self.remote, preludes=self.preludes)
+        return open_caches(self.cache_dir, self.remote, preludes=self.preludes, fresh=self.recompile)

@@ -17,6 +17,7 @@ from pypto_build.api import build
 from pypto_build.cache import PreludeStore
 from pypto_build.compile import prelude
 from pypto_build.compile.prelude_actions import take
+from pypto_build.core.hashing import file_digest
 from pypto_build.core.shared_flag import SharedFlag
 from pypto_build.testing import synth
 from pypto_build.testing.loopback import distccd, distccd_path
@@ -159,18 +160,43 @@ def test_switching_preludes_off_or_on_rebuilds_nothing(pto_isa, tmp_path, monkey
     assert build(a).compiled == []
 
 
+def _build_cli(a: Path) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_a_gch_changed_in_place_is_never_used_and_is_built_again(pto_isa, tmp_path):
+    a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
+    build(a)
+    reference = binaries(a)
+    store = Path(os.environ["XDG_CACHE_HOME"]) / "pypto_build" / "preludes"
+    for gch in store.glob("*/prelude.h.gch"):       # the same size, other bytes (GCC would still take some)
+        with open(gch, "r+b") as handle:
+            handle.seek(4096)
+            handle.write(b"\0" * 64)
+    for k in (a / "kernels").glob("*/*.cpp"):
+        edit(k)
+    out = _build_cli(a)
+    assert "rejected" not in out.stderr, out.stderr
+    ran = [t for t in build(a).names("ran")]
+    assert all("(last compiled with prelude:" in v for k, v in how(a).items() if k.startswith("compile:"))
+    assert binaries(a) == reference and not ran
+
+
 def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_isa, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
     reference = binaries(a)
     store = Path(os.environ["XDG_CACHE_HOME"]) / "pypto_build" / "preludes"
-    for gch in store.glob("*/prelude.h.gch"):       # still whole (same size), but no longer a PCH GCC takes
-        with open(gch, "r+b") as handle:
-            handle.write(b"notapch!")
+    for gch in store.glob("*/prelude.h.gch"):       # whole by its record, but no longer a PCH GCC takes
+        gch.write_bytes(b"notapch!" * 100)
+        meta = json.loads((gch.parent / "entry.json").read_text())
+        meta.update(size=800, digest=file_digest(str(gch)))
+        (gch.parent / "entry.json").write_text(json.dumps(meta))
     for k in (a / "kernels").glob("*/*.cpp"):
         edit(k)
-    out = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
+    out = _build_cli(a)
     said = [line for line in out.stderr.splitlines() if "rejected the precompiled header" in line]
     assert len(said) == 1, out.stderr
     kernels = {k: v for k, v in how(a).items() if k.startswith("compile:")}
@@ -184,9 +210,7 @@ def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_isa, tmp_pat
     for _ in range(2):
         for k in (a / "kernels").glob("*/*.cpp"):
             edit(k)
-        again = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True)
-        assert again.returncode == 0, again.stderr
-        said.append(again.stderr.count("rejected the precompiled header"))
+        said.append(_build_cli(a).stderr.count("rejected the precompiled header"))
     assert said in ([1, 0], [0, 0]), said
     assert all("(last compiled with prelude:" in v for k, v in how(a).items() if k.startswith("compile:"))
     assert binaries(a) == reference
@@ -246,13 +270,13 @@ def test_the_leading_directives_skip_comments_and_stop_at_code():
                                              "#include <pto/pto-inst.hpp>", '#include "tensor.h"',
                                              '#include "intrinsic.h"']
     assert prelude.directives("#pragma once\n#include <x>\n") == []        # only includes and macro directives
-    assert prelude.directives("#define A \\\n  1\n#include <x>\nint y;") == ["#define A \\\n  1", "#include <x>"]
+    assert prelude.directives("#define A \\\n  1\n#include <x>\nint y;") == ["#define A   1", "#include <x>"]
 
 
 def test_a_kernel_is_read_only_as_far_as_its_directives_go(tmp_path):
     k = tmp_path / "k.cpp"
     k.write_text("// licence\n" * 2000 + "#include <a>\n#define X \\\n  1\nint x;\n" + "int y;\n" * 10000)
-    assert prelude.head_of(k) == ["#include <a>", "#define X \\\n  1"]     # past the first 4 KiB, whole lines
+    assert prelude.head_of(k) == ["#include <a>", "#define X   1"]     # past the first 4 KiB, whole lines
     k.write_text("#include <a>\n" * 10000)                                   # longer than HEAD_BYTES: none
     assert prelude.head_of(k) == []
     k.write_text("#include <a>\n#include <b>")                               # the file ends inside them
@@ -291,13 +315,17 @@ def _fake_build(calls: list, header_dep: Path):
     return build_
 
 
+def _make(store: PreludeStore, key: str, text: str, calls: list, dep: Path, **kw):
+    """`store.make` with the headers a probe would find now: `dep`."""
+    return store.make(key, text, {str(dep): file_digest(str(dep))}, _fake_build(calls, dep), **kw)
+
+
 def test_the_store_builds_a_key_once_under_concurrent_runs_and_checks_its_headers(tmp_path):
     dep = tmp_path / "dep.h"
     dep.write_text("one")
     store, calls = PreludeStore(tmp_path / "store"), []
     found = []
-    threads = [threading.Thread(target=lambda: found.append(store.make("ab" * 8, "#include <x>\n",
-                                                                        _fake_build(calls, dep))))
+    threads = [threading.Thread(target=lambda: found.append(_make(store, "ab" * 8, "#include <x>\n", calls, dep)))
                for _ in range(4)]
     for t in threads:
         t.start()
@@ -310,9 +338,16 @@ def test_the_store_builds_a_key_once_under_concurrent_runs_and_checks_its_header
     assert store.current("ab" * 8) == entry
     dep.write_text("two")                           # an edited header: the entry no longer answers
     assert store.current("ab" * 8) is None
-    again = store.make("ab" * 8, "#include <x>\n", _fake_build(calls, dep))
+    again = _make(store, "ab" * 8, "#include <x>\n", calls, dep)
     assert len(calls) == 2 and again.name != entry.name and os.path.isdir(entry.path)     # never changed in place
-    with open(Path(again.path, "prelude.h.gch"), "r+b") as handle:                # a torn .gch: not whole
+    with open(Path(again.path, "prelude.h.gch"), "r+b") as handle:                # changed in place, same size
+        handle.write(b"y")
+    assert store.current("ab" * 8) is None                                      # its digest is checked on use
+    fixed = _make(store, "ab" * 8, "#include <x>\n", calls, dep)
+    assert len(calls) == 3 and fixed.name == again.name and store.current("ab" * 8) == fixed     # built again
+    assert _make(store, "ab" * 8, "#include <x>\n", calls, dep) == fixed and len(calls) == 3
+    assert _make(store, "ab" * 8, "#include <x>\n", calls, dep, fresh=True) == fixed and len(calls) == 4
+    with open(Path(fixed.path, "prelude.h.gch"), "r+b") as handle:                # a torn .gch: not whole
         handle.truncate(10)
     assert store.current("ab" * 8) is None
 
@@ -321,11 +356,11 @@ def test_the_store_is_bounded_and_evicts_the_least_recently_used(tmp_path):
     dep = tmp_path / "dep.h"
     dep.write_text("h")
     store = PreludeStore(tmp_path / "store", max_bytes=2500)     # two entries of ~1 KB fit, not three
-    first = store.make("01" * 8, "a\n", _fake_build([], dep))
-    second = store.make("02" * 8, "b\n", _fake_build([], dep))
+    first = _make(store, "01" * 8, "a\n", [], dep)
+    second = _make(store, "02" * 8, "b\n", [], dep)
     os.utime(Path(second.path, "entry.json"), ns=(1, 1))           # used long ago
     assert store.current("01" * 8) is not None                       # used just now
-    third = store.make("03" * 8, "c\n", _fake_build([], dep))
+    third = _make(store, "03" * 8, "c\n", [], dep)
     assert store.holds(first.name) and store.holds(third.name) and not store.holds(second.name)
     assert not any(p.name.startswith(".tmp-") for p in (tmp_path / "store").iterdir())
 
@@ -335,7 +370,7 @@ def test_the_store_size_comes_from_its_variable_and_a_bad_one_is_refused_in_one_
     dep.write_text("h")
     monkeypatch.setenv("PYPTO_BUILD_PCH_SIZE", "2500")             # two entries of ~1 KB fit, not three
     store = PreludeStore(tmp_path / "store")
-    made = [store.make(f"0{i}" * 8, f"{i}\n", _fake_build([], dep)) for i in (1, 2, 3)]
+    made = [_make(store, f"0{i}" * 8, f"{i}\n", [], dep) for i in (1, 2, 3)]
     assert store.max_bytes == 2500 and [store.holds(e.name) for e in made] == [False, True, True]
     a = synth.write_l2(tmp_path / "a", kernels=2)
     bad = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True,

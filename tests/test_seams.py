@@ -145,7 +145,7 @@ def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
     compiles = groups[stages.COMPILE] + groups[stages.ORCH]
     assert sorted(f"{d['actions'][0][1][0].task}" for d in compiles) == sorted(graph.compile_tasks)
     assert [d["actions"][0][1][3:] for d in compiles] == [[".pypto_build/state/fake", caches.directory, None, None,
-                                                           None, None, None]] \
+                                                           None, None, None, False]] \
         * len(compiles)        # the platform's state folder, the caches, no launcher, no precompiled prelude
     (replay,) = groups[stages.REPLAY]
     assert replay["actions"][0][1][1:] == [RunConfig(platform="fake", enable_dump_args=1), 9.0, True]  # the graph's; -q

@@ -6,7 +6,7 @@ compile entries (`compile_key`, `restore_compile`, `store_compile`,
 (`open_remote`, `Remote`, `settings`, `RemoteSettings`). Modules: `store` (the content-addressed
 local store), `compiles` (compile keys and header manifests), `remote`,
 `remote_http`, `remote_config` (the Bazel-HTTP protocol), `preludes` (the store of precompiled preludes:
-`PreludeStore`, `prelude_store_dir`).
+`PreludeStore`, `prelude_store_dir`, `entry_name`).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ _EXPORTS = {
     "RemoteSettings": "remote_config",
     "PreludeStore": "preludes",
     "prelude_store_dir": "preludes",
+    "entry_name": "preludes",
 }
 
 __all__ = [*_EXPORTS]

@@ -107,14 +107,16 @@ class Caches:
     directory: str | None = None
     remote: Remote | None = None
     preludes: str | None = None     # the store of precompiled preludes (None: off)
+    fresh_preludes: bool = False    # build each prelude used again (`--recompile`)
 
 
 def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | None = None,
-                preludes: bool = False) -> Caches:
+                preludes: bool = False, fresh: bool = False) -> Caches:
     """The caches of a run as its `options.Request` holds them: the local directory `cache_dir` and the
     remote — its settings (opened here, once: pinged; an unreachable server is dropped with one warning)
     or a `Remote` some leader already opened (`pypto-build ci`, used as it is) — and, with `preludes`, the
-    store of precompiled preludes beside them (`preludes.prelude_store_dir`). Nothing is read from the
+    store of precompiled preludes beside them (`preludes.prelude_store_dir`; `fresh`: each prelude a run uses
+    is built again, as `--recompile` asks). Nothing is read from the
     environment here but where the user's cache folder is: the request did that."""
     if cache_dir:
         check_environment(cache=True)   # the cache size: one line, before anything is written
@@ -127,7 +129,7 @@ def open_caches(cache_dir: str | None = None, remote: RemoteSettings | Remote | 
     if preludes:
         from .preludes import prelude_store_dir
         store = prelude_store_dir(directory)
-    return Caches(directory, remote, store)
+    return Caches(directory, remote, store, fresh and store is not None)
 
 
 def open_cache(directory: str | None, remote: Remote | None = None):

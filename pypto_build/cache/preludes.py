@@ -3,17 +3,21 @@
 Layout under the store's directory (`prelude_store_dir`: `<cache dir>/preludes` when an artefact cache is
 configured, else `$XDG_CACHE_HOME/pypto_build/preludes`, by default `~/.cache/pypto_build/preludes`)::
 
-    <key>.json        which entry answers the prelude `key` now (written atomically)
+    <key>.json        what answers the prelude `key` now (written atomically): {"entry": name}, or
+                      {"entry": null, "name": name, "why": ...} when the headers named `name` cannot make an exact one
     <entry>/          an entry, never changed once made: prelude.h, prelude.h.gch, entry.json
                       (the key, the .gch's size and digest, every header the compiler read with its digest)
     locks/<key>       flocked while `key` is built: a second run (or directory) waits, then finds it made
     .lock             flocked while entries are counted and the oldest removed (at most `$PYPTO_BUILD_PCH_SIZE`,
                       default 2 GiB, in all), or all of them (`clean`)
-    .tmp-*            an entry being built (renamed into place when whole; a killed builder's is swept)
+    .tmp-*            an entry being built, or a resolution probe (renamed into place when whole; a killed
+                      builder's is swept)
 
-An entry is named by its key and its headers' digests, so an edited header makes another entry, never
-changes one in use. `current` trusts an entry only when its files are whole and every header it read still
-has its digest: GCC itself checks neither (it accepts a PCH made from headers since edited).
+An entry is named (`entry_name`) by its key and every header the compiler reads for it, by the path it found
+each at (so a header found elsewhere in the search path now, or through a retargeted symbolic link, names
+another entry) and its digest (so an edited header makes another entry, never changes one in use). `entry`
+trusts one only when its files are whole — the .gch by its digest, every time — and every header still has
+its digest: GCC itself checks neither (it accepts a PCH made from headers since edited).
 """
 from __future__ import annotations
 
@@ -65,22 +69,34 @@ class PreludeStore:
         self.directory = Path(directory)
         self.max_bytes = settings.pch_size() if max_bytes is None else max_bytes
 
-    def current(self, key: str) -> Entry | None:
-        """The entry that answers `key`, when whole and made from headers that are unchanged; else None."""
+    def ref(self, key: str) -> dict:
+        """What `<key>.json` says answers `key` (empty: nothing)."""
         try:
             ref = json.loads(read_text(self.directory / f"{key}.json"))
-            return self.entry(ref["entry"], key)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (OSError, ValueError):
+            return {}
+        return ref if isinstance(ref, dict) else {}
+
+    def current(self, key: str) -> Entry | None:
+        """The entry that answers `key`, when whole and made from headers that are unchanged; else None."""
+        name = self.ref(key).get("entry")
+        return self.entry(name, key) if isinstance(name, str) else None
+
+    def refuse(self, key: str, name: str, why: str) -> None:
+        """Record that the headers `name` stands for make no exact prelude of `key` (`why`): its kernels compile
+        the plain way until they change."""
+        with flocked(self.directory / "locks" / key):
+            atomic.write_text(self.directory / f"{key}.json", json.dumps({"entry": None, "name": name, "why": why}))
 
     def entry(self, name: str, key: str) -> Entry | None:
         """Entry `name` of `key` when whole and current (see `current`)."""
         folder = self.directory / name
         try:
             meta = json.loads(read_text(folder / META))
-            if meta["key"] != key or text_digest(key, *_pairs(meta["headers"])) != name:
+            if meta["key"] != key or entry_name(key, meta["headers"]) != name:
                 return None
-            if os.stat(folder / PCH).st_size != meta["size"] or not (folder / HEADER).is_file():
+            if (os.stat(folder / PCH).st_size != meta["size"] or file_digest(os.fspath(folder / PCH)) != meta["digest"]
+                    or not (folder / HEADER).is_file()):
                 return None
             headers = {str(p): str(d) for p, d in meta["headers"].items()}
             if any(file_digest(p) != d for p, d in headers.items()):
@@ -121,42 +137,50 @@ class PreludeStore:
         shutil.rmtree(aside, ignore_errors=True)
         return True
 
-    def make(self, key: str, text: str, build: Callable[[Path, Path], list[str]]) -> Entry:
-        """The current entry of `key`, built when there is none: `build(header, pch)` compiles the header (whose
-        text is `text`) into `pch` and returns the headers it read (resolved). Under the key's lock, so
-        concurrent runs build it once; whatever `build` raises leaves nothing behind."""
+    def make(self, key: str, text: str, headers: Mapping[str, str], build: Callable[[Path, Path], list[str]],
+             *, fresh: bool = False) -> Entry:
+        """The entry of `key` for `headers` (each header the compiler finds, by the path it found it at, and its
+        digest: the resolution probed just before), built when the store has none whole (`fresh`: built again
+        anyway, `--recompile`), and named by `<key>.json` from then on. `build(header, pch)` compiles the header
+        (whose text is `text`) into `pch` and returns the headers it read, which must be `headers` (else the
+        file system moved meanwhile: OSError). Under the key's lock, so concurrent runs build it once; whatever
+        `build` raises leaves nothing behind."""
+        name = entry_name(key, headers)
         with flocked(self.directory / "locks" / key):
-            found = self.current(key)
-            if found is not None:
-                return found
-            self._sweep()
-            scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.directory))
-            try:
-                atomic.write_text(scratch / HEADER, text)
-                headers = [h for h in build(scratch / HEADER, scratch / PCH)
-                           if not h.startswith(os.path.realpath(scratch) + os.sep)]
-                digests = {h: file_digest(h) for h in headers}
-                name = text_digest(key, *_pairs(digests))
-                size = os.stat(scratch / PCH).st_size
-                with open(scratch / PCH, "rb") as gch:
-                    os.fsync(gch.fileno())
-                atomic.write_text(scratch / META, json.dumps({"key": key, "size": size, "headers": digests,
-                                                               "digest": file_digest(os.fspath(scratch / PCH))}))
-                final = self.directory / name
-                try:
-                    os.rename(scratch, final)
-                except OSError:
-                    if not (final / META).is_file():       # not an identical entry made meanwhile: a real error
-                        raise
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+            found = None if fresh else self.entry(name, key)
+            if found is None:
+                self._build(key, name, text, headers, build)
+                found = self.entry(name, key)
+                if found is None:
+                    raise OSError(f"{self.directory / name}: the precompiled prelude just made is not whole or a "
+                                  "header it read changed meanwhile")
             atomic.write_text(self.directory / f"{key}.json", json.dumps({"entry": name}))
-            made = self.entry(name, key)
-            if made is None:
-                raise OSError(f"{final}: the precompiled prelude just made is not whole or a header it read changed "
-                              "meanwhile")
         self.evict(keep=name)
-        return made
+        return found
+
+    def _build(self, key: str, name: str, text: str, headers: Mapping[str, str],
+               build: Callable[[Path, Path], list[str]]) -> None:
+        """Build entry `name` in a temp folder and rename it into place whole (replacing an older one)."""
+        self._sweep()
+        scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.directory))
+        try:
+            atomic.write_text(scratch / HEADER, text)
+            read = [h for h in build(scratch / HEADER, scratch / PCH)
+                    if not h.startswith(os.fspath(scratch) + os.sep)]
+            digests = {h: file_digest(h) for h in read}
+            if digests != dict(headers):
+                raise OSError("the headers it read are not the ones found just before (changed meanwhile); "
+                              "build again")
+            size = os.stat(scratch / PCH).st_size
+            with open(scratch / PCH, "rb") as gch:
+                os.fsync(gch.fileno())
+            atomic.write_text(scratch / META, json.dumps({"key": key, "size": size, "headers": digests,
+                                                           "digest": file_digest(os.fspath(scratch / PCH))}))
+            final = self.directory / name
+            self._remove(final)                             # a rebuilt one (--recompile) or a damaged one
+            os.rename(scratch, final)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def evict(self, keep: str = "") -> int:
         """Remove the least recently used entries (never `keep`) until the store holds at most `max_bytes`;
@@ -213,6 +237,11 @@ class PreludeStore:
             for e in os.scandir(self.directory):
                 if e.name.startswith(".tmp-") and e.stat(follow_symlinks=False).st_mtime < cutoff:
                     shutil.rmtree(e.path, ignore_errors=True)
+
+
+def entry_name(key: str, headers: Mapping[str, str]) -> str:
+    """The entry of `key` made from `headers` (path as the compiler found it -> digest)."""
+    return text_digest(key, *_pairs(headers))
 
 
 def _pairs(headers: Mapping[str, str]) -> list[str]:

@@ -29,7 +29,7 @@ from ..core.oserrors import FREE_SPACE, one_line_failures
 from ..core.racy import fs_now
 from ..builddir.stamp import binary_context_lock, remove_stamp, write_stamp
 from .plan import CompileUnit
-from .prelude_actions import drop, from_store, rejected, take
+from .prelude_actions import drop, rejected, take, with_prelude
 
 if TYPE_CHECKING:
     from ..cache import Remote
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 @one_line_failures
 def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None, state: str, cache_dir: str | None = None,
                 remote: Remote | None = None, launcher: Launcher | None = None, prelude: PreludeUnit | None = None,
-                store: str | None = None, dropped: SharedFlag | None = None):
+                store: str | None = None, dropped: SharedFlag | None = None, began: bool = True):
     """Compile one unit into a temp file, then move it onto its output.
 
     Returns the values recorded for the next up-to-date check: argv, compiler
@@ -51,8 +51,9 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
     a known identity) a matching binary is restored instead of compiled, and a
     fresh one is stored. `state`: the platform's state folder, where the states of headers outside the
     build directory are kept (`header_sets`). `prelude`: the precompiled prelude planned for it, in the
-    store `store` (`prelude_actions`: taken only when exact; never part of its identity); `dropped`: the run's
-    flag raised (and said) once a precompiled header was rejected or failed a compile.
+    store `store` (`prelude_actions`: taken only when exact; never part of its identity; `began`: its kernel
+    began with it when planned); `dropped`: the run's flag raised (and said) once a precompiled header was
+    rejected or failed a compile.
     """
     sub = Path(unit.cwd or unit.sub_rel)      # the compiler's working directory; argv paths are relative to it
     remove_stamp(Path(unit.stamp_path))            # the sub-build is in flux until every unit is built
@@ -76,7 +77,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
     tmp_dep = atomic.temp_path_for(out, ".d.tmp")
     tmp_obj = atomic.temp_path_for(out, ".tmp.o") if splits(unit, launcher) else tmp_out
     start_ns = fs_now(out)                # a header with a later ctime may differ from what was read
-    use = take(unit, prelude, store, launcher, dropped)
+    use = take(unit, prelude, store, launcher, dropped, began)
     command = compile_command(unit, tmp_out, tmp_dep, tmp_obj, launcher, prelude=use.flags if use else ())
     try:
         done = _run_tool(unit, command.compile, sub, env=launcher.env() if command.launched else None)
@@ -106,7 +107,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
                 return TaskFailed(_failure(unit, str(exc), str(exc), fix="", command=command.compile))
         try:
             deps = read_depfile(tmp_dep, command.target)
-            deps = from_store(use, deps, os.fspath(sub)) if deps is not None else None
+            deps = with_prelude(use, deps, os.fspath(sub)) if deps is not None else None
         except DepfileError as exc:
             out.unlink(missing_ok=True)
             return TaskFailed(_failure(unit, f"the compiler's dependency file cannot be read exactly ({exc}), so "

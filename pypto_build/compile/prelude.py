@@ -17,6 +17,7 @@ exactly its text compiles with it; nothing here runs or writes.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
@@ -39,6 +40,15 @@ HEAD_BYTES = 64 * 1024          # a prelude starts within a kernel's first 64 Ki
 # `#error`, ...) ends it, as does the first line of code.
 _ALLOWED = ("include", "define", "undef", "if", "ifdef", "ifndef", "elif", "else", "endif")
 _OPEN, _CLOSE = ("if", "ifdef", "ifndef"), "endif"
+# What a prelude's own directives may not name: each has another value in prelude.h (built in the store, from
+# line 1) than in the kernel, or asks the file system relative to the file (`__has_include("x")`).
+DYNAMIC = ("__LINE__", "__FILE__", "__FILE_NAME__", "__BASE_FILE__", "__INCLUDE_LEVEL__", "__COUNTER__", "__DATE__",
+           "__TIME__", "__TIMESTAMP__", "__has_include", "__has_include_next")
+_DYNAMIC_RE = re.compile(r"\b(?:%s)\b" % "|".join(DYNAMIC))
+_SPACE = " \t\f\v"
+_SPLICE_RE = re.compile(r"\\[ \t\f\v]*\n")               # GCC joins a backslash, spaces, a newline
+_UNREAD_RE = re.compile(r"\?\?[=/'()!<>-]|\r(?!\n)")       # a trigraph (-trigraphs, -std=c++NN) or a lone CR
+_INCLUDE_RE = re.compile(r"[ \t\f\v]*#[ \t\f\v]*include[ \t\f\v]*")
 _PATH_FLAGS = (*INCLUDE_FLAGS, "--sysroot", "-B")         # where the compiler finds headers
 
 
@@ -90,47 +100,102 @@ class Preludes:
 
 
 def directives(text: str) -> list[str]:
-    """The leading directives of a source: each one a line as written (a continued one with its continuation
-    lines), skipping blank lines and comments, up to the first line that is neither (or a directive a prelude
-    may not hold); ends early when a `/* */` comment shares a line with code."""
-    return _leading(text)[0]
+    """The leading directives of a source as the preprocessor reads them: each a logical line (continuations
+    joined, every comment one space), skipping blank lines, up to the first line that is not one, a directive
+    a prelude may not hold, or one that names what differs between a prelude and the kernel (`DYNAMIC`)."""
+    return _leading(text, whole=True)[0]
 
 
-def _leading(text: str) -> tuple[list[str], bool]:
-    """`directives(text)`, and whether they ended before the text did (a line that is not one was read)."""
+def _leading(text: str, whole: bool) -> tuple[list[str], bool]:
+    """`directives(text)`, and whether they ended before the text did (`whole`: `text` is all of the file, so
+    its last line is complete; else more may follow and a run that reached the end has not ended)."""
+    lines, stopped = _logical_lines(text, whole)
     found: list[str] = []
-    lines = text.splitlines()
-    i, in_comment = 0, False
-    while i < len(lines):
-        line = lines[i].strip()
-        if in_comment:
-            if "*/" in line:
-                in_comment = False
-                if line.split("*/", 1)[1].strip():
-                    return found, True
-            i += 1
+    for line in lines:
+        stripped = line.strip(_SPACE)
+        if not stripped:
             continue
-        if not line or line.startswith("//"):
-            i += 1
-            continue
-        if line.startswith("/*"):
-            rest = line[2:]
-            if "*/" in rest:
-                if rest.split("*/", 1)[1].strip():
-                    return found, True
-            else:
-                in_comment = True
-            i += 1
-            continue
-        if not line.startswith("#") or _name(line) not in _ALLOWED or "/*" in line:
+        if not stripped.startswith("#") or _name(stripped) not in _ALLOWED or _DYNAMIC_RE.search(stripped):
             return found, True
-        whole = [lines[i]]
-        while whole[-1].endswith("\\") and i + 1 < len(lines):
+        found.append(stripped)
+    return found, stopped
+
+
+def _logical_lines(text: str, whole: bool) -> tuple[list[str], bool]:
+    """The logical lines of `text` as translation phases 1-3 make them: `\\`-newline joined (spaces between
+    them too, as GCC allows), each comment one space, string and character literals and `#include <...>`
+    names kept whole. Stops (True) at what it does not read exactly — a trigraph, a lone CR, a literal with
+    a prefix or that does not close on its line, a digit separator, a comment marker or quote in a header
+    name — keeping only the lines before it. An unfinished last line is dropped unless `whole`."""
+    s, stopped = _spliced(text)
+    lines: list[str] = []
+    cur: list[str] = []
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c == "\n":
+            lines.append("".join(cur))
+            cur = []
             i += 1
-            whole.append(lines[i])
-        found.append("\n".join(whole))
-        i += 1
-    return found, False
+        elif s.startswith("//", i):
+            end = s.find("\n", i)
+            if end < 0:
+                i = n
+                break
+            cur.append(" ")
+            i = end
+        elif s.startswith("/*", i):
+            end = s.find("*/", i + 2)
+            if end < 0:
+                return lines, stopped       # the comment goes on past what was read
+            cur.append(" ")
+            i = end + 2
+        elif c in "\"'":
+            before = cur[-1][-1:] if cur else ""
+            end = _literal_end(s, i)
+            if end is None or before.isalnum() or before == "_":
+                return lines, True          # R"(...)", u8"", 1'000, or an open literal: not read here
+            cur.append(s[i:end])
+            i = end
+        elif c == "<" and _INCLUDE_RE.fullmatch("".join(cur)):
+            end, eol = s.find(">", i), s.find("\n", i)
+            name = s[i:end + 1]
+            if end < 0 or 0 <= eol < end or any(m in name for m in ('"', "'", "//", "/*")):
+                return lines, True
+            cur.append(name)
+            i = end + 1
+        else:
+            cur.append(c)
+            i += 1
+    if cur and (whole and not stopped):
+        lines.append("".join(cur))
+    return lines, stopped
+
+
+def _spliced(text: str) -> tuple[str, bool]:
+    """`text` with CR-LF as LF and every backslash-newline removed (phase 2), cut before the first trigraph or
+    lone CR (True: cut there)."""
+    cut = _UNREAD_RE.search(text)
+    if cut is not None:
+        text = text[:cut.start()]
+        text = text[:text.rfind("\n") + 1]          # only whole lines before it
+    return _SPLICE_RE.sub("", text.replace("\r\n", "\n")), cut is not None
+
+
+def _literal_end(s: str, i: int) -> int | None:
+    """The index after the string or character literal that starts at `s[i]`, or None when it does not close
+    on its line."""
+    quote, j = s[i], i + 1
+    while j < len(s):
+        if s[j] == "\\":
+            j += 2
+        elif s[j] == quote:
+            return j + 1
+        elif s[j] == "\n":
+            return None
+        else:
+            j += 1
+    return None
 
 
 def _name(line: str) -> str:
@@ -184,7 +249,7 @@ def head_of(path: str | os.PathLike) -> list[str]:
                 text = data.decode("utf-8", errors="surrogateescape")
                 if not whole:
                     text = text[:text.rfind("\n") + 1]    # never a directive cut short
-                found, ended = _leading(text)
+                found, ended = _leading(text, whole)
                 if ended or whole:
                     return found
                 if size >= HEAD_BYTES:

@@ -1,27 +1,40 @@
 """Precompiled preludes, run: building one into the store (`run_prelude`, `PreludeCheck`) and a kernel's
 compile taking it (`take`, `Use`).
 
-A prelude never changes a byte and never fails a build. Its unit builds the header with the kernels' own
-argv plus `-x c++-header` (and `-MD`, to learn the headers it reads); a kernel takes it with
-`-Winvalid-pch -include <entry>/prelude.h -fpch-deps` (so the kernel's depfile still lists every header).
-A kernel compiles the plain way — and its values say why — when: a launcher runs it (distcc preprocesses
-here and sends the text: the header would not travel), its leading directives no longer begin with exactly
-the prelude's, a file beside it answers one of the prelude's `#include "..."`, the store has no whole entry
-made from the headers as they are now, or a header of the entry is in the build directory. GCC rejecting
-the header (`-Winvalid-pch`) or a compile that fails with it compiles the kernel again, plainly; the run
-says so once.
+A prelude never changes a byte and never fails a build: a kernel compiled with one is the plain compile's
+object, byte for byte, or the kernel compiles plainly and its values say why. What makes that so:
+- the directives are read as the preprocessor reads them and stop at what differs in prelude.h
+  (`prelude.directives`); a file beside the kernel answering a quoted include takes none (`quoted_beside`);
+- the headers are found again by the compiler itself (`-M`, `probe`) whenever a kernel of the prelude is to
+  compile: the entry is named by every header it found, at the path it found it (`entry_name`), so a header
+  that now shadows another, a retargeted symbolic link or an edited header names another entry;
+- an entry is built only when exact (`_build`): no header uses `__DATE__`, `__TIME__`, `__TIMESTAMP__`,
+  `__BASE_FILE__` or `__INCLUDE_LEVEL__` (their values in the store's build are not the kernel's), and the
+  directives are idempotent — read twice they define the same macros and yield no more tokens than once
+  (the kernel reads them again after the precompiled state): otherwise it is recorded as refused, with why;
+- a kernel adds only `-Winvalid-pch -include <entry>/prelude.h`, which no object records (`-fpch-deps` would,
+  in `-g`'s producer string: the entry's headers are added to the kernel's dependencies instead), and only
+  for an entry this run's check found exact and whose .gch still has its digest;
+- `--recompile` builds each prelude it uses again.
+A kernel compiles the plain way when a launcher runs it (distcc preprocesses here and sends the text), its
+leading directives did not begin with exactly the prelude's when planned or no longer do, or the store has no
+whole entry. GCC rejecting the header (`-Winvalid-pch`) or a compile that fails with it compiles the kernel
+again, plainly; the run says so once.
 """
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import PreludeStore
-from ..core import procs
+from ..cache import PreludeStore, entry_name
+from ..core import atomic, procs
 from ..core.confine import inside
-from ..core.filestate import first_changed, make_state
+from ..core.hashing import file_digest
 from ..core.oserrors import one_line_failures
 from ..core.stages import CHECK_SIGNATURE
 from ..errors import one_line, warn
@@ -35,43 +48,107 @@ if TYPE_CHECKING:
     from .plan import CompileUnit
     from .prelude import PreludeUnit
 
-PCH_FLAGS = ("-Winvalid-pch", "-include")           # then the entry's prelude.h, then -fpch-deps
+PCH_FLAGS = ("-Winvalid-pch", "-include")           # then the entry's prelude.h
 REJECTED = "[-Winvalid-pch]"                          # how GCC tags a precompiled header it would not use
 _TARGET = "prelude"
+# Header text whose value in the store's build of the prelude is not the kernel's compile's.
+BUILD_SPECIFIC = ("__DATE__", "__TIME__", "__TIMESTAMP__", "__BASE_FILE__", "__INCLUDE_LEVEL__")
+_BUILD_SPECIFIC_RE = re.compile(rb"\b(?:%s)\b" % b"|".join(w.encode() for w in BUILD_SPECIFIC))
 
 
 class _Unbuilt(Exception):
-    """The prelude did not compile on its own (its kernels compile the plain way)."""
+    """The prelude did not compile on its own, or its headers could not be listed (its kernels compile plainly)."""
+
+
+class _Inexact(Exception):
+    """The prelude would not give the plain compile's bytes (recorded in the store as refused: said once)."""
 
 
 @one_line_failures
 @local_work
-def run_prelude(unit: PreludeUnit, store: str):
-    """Make sure the store holds `unit`'s entry, built from the headers as they are now. Its values name the
-    entry and hold the states of those headers (`PreludeCheck`); a prelude that cannot be built is said (once:
-    the task runs once a run) and recorded without an entry: its kernels compile the plain way, the build goes
-    on."""
+def run_prelude(unit: PreludeUnit, store: str, fresh: bool = False):
+    """Make sure the store names `unit`'s entry for the headers as the compiler finds them now (`fresh`: built
+    again, `--recompile`). A prelude that cannot be built, or not exactly, is said and recorded without an
+    entry: its kernels compile the plain way, the build goes on."""
+    where = PreludeStore(store)
     try:
-        entry = PreludeStore(store).make(unit.key, unit.text, lambda header, pch: _build(unit, header, pch))
+        headers = probe(unit, store)
+        try:
+            entry = where.make(unit.key, unit.text, headers, lambda header, pch: _build(unit, header, pch, headers),
+                               fresh=fresh)
+        except _Inexact as exc:
+            where.refuse(unit.key, entry_name(unit.key, headers), str(exc))
+            warn(f"{unit.task}: no precompiled prelude ({exc}); its kernels compile the plain way")
+            return {"key": unit.key, "store": store, "entry": None, "why": str(exc)}
     except (OSError, _Unbuilt) as exc:
         warn(f"{unit.task}: the precompiled prelude could not be built ({one_line(exc, 300)}); its kernels "
              "compile the plain way")
         return {"key": unit.key, "store": store, "entry": None, "why": one_line(exc, 300)}
-    return {"key": unit.key, "store": store, "entry": entry.name,
-            "headers": {path: make_state(path) for path in entry.headers}}
+    return {"key": unit.key, "store": store, "entry": entry.name}
 
 
-def _build(unit: PreludeUnit, header: Path, pch: Path) -> list[str]:
-    """Compile `header` into `pch` with the kernels' argv; the headers it read (resolved, the header too)."""
+def probe(unit: PreludeUnit, store: str) -> dict[str, str]:
+    """Every header the compiler reads for the prelude now (`-M`, from a prelude.h alone in a folder, as the
+    entry is built): path as found -> digest. _Unbuilt when it cannot say."""
+    with _scratch(store) as folder:
+        header = folder / "prelude.h"
+        atomic.write_text(header, unit.text)
+        depfile = folder / "prelude.d"
+        proc = _run(unit, "-M", "-MF", procs.path_arg(os.fspath(depfile)), "-MT", _TARGET,
+                    procs.path_arg(os.fspath(header)))
+        return {h: file_digest(h) for h in _deps(unit, depfile, folder)} if proc else {}
+
+
+def _build(unit: PreludeUnit, header: Path, pch: Path, headers: dict[str, str]) -> list[str]:
+    """Compile `header` into `pch` with the kernels' argv, when exact (else _Inexact); the headers it read."""
+    _exact(unit, header, headers)
     depfile = header.with_suffix(".d")
-    argv = (*unit.argv, "-x", "c++-header", procs.path_arg(os.fspath(header)), "-o", procs.path_arg(os.fspath(pch)),
-            "-MD", "-MF", procs.path_arg(os.fspath(depfile)), "-MT", _TARGET)
-    proc = procs.run(argv, cwd=unit.cwd, timeout=unit.timeout)
+    _run(unit, "-o", procs.path_arg(os.fspath(pch)), "-MD", "-MF", procs.path_arg(os.fspath(depfile)), "-MT",
+         _TARGET, procs.path_arg(os.fspath(header)))
+    if not pch.is_file() or pch.stat().st_size == 0:
+        raise _Unbuilt("the compiler wrote no precompiled header")
+    return _deps(unit, depfile, header.parent)
+
+
+def _exact(unit: PreludeUnit, header: Path, headers: dict[str, str]) -> None:
+    """_Inexact unless the prelude gives the plain compile's bytes: no header names what has another value in
+    the store's build (`BUILD_SPECIFIC`), and its directives read a second time (as the kernel reads them
+    after the precompiled state) define the same macros and yield no more tokens."""
+    for path in headers:
+        with open(path, "rb") as handle:
+            found = _BUILD_SPECIFIC_RE.search(handle.read())
+        if found:
+            raise _Inexact(f"{path} uses {found.group().decode()}, whose value would be the prelude's build's")
+    with _scratch(os.fspath(header.parent.parent)) as twice_dir:
+        twice = twice_dir / header.name
+        atomic.write_text(twice, unit.text + unit.text)
+        outputs = []
+        for source in (header, twice):
+            for mode in (("-dM",), ("-P",)):
+                out = source.with_suffix(f".{mode[0][1:]}.i")
+                _run(unit, "-E", *mode, "-o", procs.path_arg(os.fspath(out)), procs.path_arg(os.fspath(source)))
+                data = out.read_bytes()
+                # the macros in any order (GCC lists them as its table holds them); the tokens, however spaced
+                outputs.append(sorted(data.splitlines()) if mode == ("-dM",) else data.split())
+                out.unlink()
+    if outputs[:2] != outputs[2:]:
+        what = "macros" if outputs[0] != outputs[2] else "tokens"
+        raise _Inexact(f"its directives read twice give other {what} than once (a header without an include "
+                       "guard, or a directive that depends on one after it)")
+
+
+def _run(unit: PreludeUnit, *words: str) -> procs.Completed:
+    """The kernels' compiler with their argv, as a C++ header, and `words`; _Unbuilt when it fails."""
+    proc = procs.run((*unit.argv, "-x", "c++-header", *words), cwd=unit.cwd, timeout=unit.timeout)
     if proc.timed_out or proc.returncode != 0:
         said = [ln for ln in proc.output.splitlines() if "error" in ln] or proc.output.splitlines() or [proc.how]
         raise _Unbuilt(f"{proc.how}: {said[0]}")
-    if not pch.is_file() or pch.stat().st_size == 0:
-        raise _Unbuilt("the compiler wrote no precompiled header")
+    return proc
+
+
+def _deps(unit: PreludeUnit, depfile: Path, folder: Path) -> list[str]:
+    """The headers a `-M`/`-MD` run listed, each as the compiler found it (absolute, `..` kept where a link
+    makes it matter), without the scratch folder's own files."""
     try:
         deps = read_depfile(depfile, _TARGET)
     except DepfileError as exc:
@@ -80,31 +157,58 @@ def _build(unit: PreludeUnit, header: Path, pch: Path) -> list[str]:
         depfile.unlink(missing_ok=True)
     if deps is None:
         raise _Unbuilt("the compiler wrote no dependency file")
-    return list(dict.fromkeys(os.path.realpath(os.path.join(unit.cwd, d)) for d in deps))
+    found = []
+    for dep in deps:
+        path = os.path.join(unit.cwd, dep)
+        short = os.path.normpath(path)
+        path = short if os.path.realpath(short) == os.path.realpath(path) else path
+        if not inside(os.path.realpath(path), os.path.realpath(folder)):
+            found.append(path)
+    return list(dict.fromkeys(found))
+
+
+class _scratch:
+    """A fresh temp folder in the store (removed after)."""
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+
+    def __enter__(self) -> Path:
+        os.makedirs(self.store, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix=".tmp-probe-", dir=self.store))
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 class PreludeCheck:
-    """A prelude is up to date iff its entry was made for its key in this store, is still there, and every
-    header it read is unchanged."""
+    """A prelude is up to date iff the store names, for its key, the entry of the headers the compiler finds
+    now (whole), or records that those headers make no exact one; never under `--recompile` (`fresh`). Asked
+    only when one of its kernels is to compile (a setup task): the probe costs one preprocessor run."""
 
     __signature__ = CHECK_SIGNATURE
 
-    def __init__(self, key: str, store: str):
-        self.key, self.store = key, store
+    def __init__(self, unit: PreludeUnit, store: str, fresh: bool = False):
+        self.unit, self.store, self.fresh = unit, store, fresh
         self.reason = ""
 
     def __call__(self, task, values) -> bool:
-        values = values or {}
-        if values.get("key") != self.key or values.get("store") != self.store:
-            self.reason = "never built" if "key" not in values else "another prelude or store"
-        elif not values.get("entry"):
-            self.reason = f"could not be built last time ({values.get('why', '')})"
-        elif not PreludeStore(self.store).answers(self.key, values["entry"]):
-            self.reason = "its entry left the store (or GCC rejected it)"
-        else:
-            self.reason = first_changed(values.get("headers") or {}) or ""
-            self.reason = f"header {self.reason}" if self.reason else ""
+        self.reason = "--recompile builds it again" if self.fresh else self._stale()
         return not self.reason
+
+    def _stale(self) -> str:
+        try:
+            name = entry_name(self.unit.key, probe(self.unit, self.store))
+        except (OSError, _Unbuilt) as exc:
+            return f"its headers cannot be listed ({one_line(exc, 200)})"
+        where = PreludeStore(self.store)
+        ref = where.ref(self.unit.key)
+        if ref.get("entry") is None and ref.get("name") == name:
+            return ""                                       # refused for these headers: said when it was
+        if ref.get("entry") != name:
+            return "never built for the headers as they are found now"
+        return "" if where.entry(name, self.unit.key) is not None else "its entry left the store (or is damaged)"
 
     def __repr__(self) -> str:
         return self.reason or "prelude current"
@@ -120,6 +224,7 @@ class Use:
     store: str = ""
     key: str = ""
     entry: str = ""
+    headers: tuple[str, ...] = ()       # the entry's headers (absolute): dependencies of the kernel too
 
     @property
     def how(self) -> str:
@@ -131,8 +236,9 @@ class Use:
 
 
 def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, launcher: Launcher | None,
-         dropped: SharedFlag | None = None) -> Use | None:
-    """Whether `unit` compiles with `prelude` (None: the graph planned none for it). `dropped`: raised once a
+         dropped: SharedFlag | None = None, began: bool = True) -> Use | None:
+    """Whether `unit` compiles with `prelude` (None: the graph planned none for it). `began`: its kernel began
+    with it when planned (so this run's check of the prelude ran before it). `dropped`: raised once a
     compile of this run found a precompiled header GCC rejects or fails with (the rest compile plainly: each
     try would cost a second compile)."""
     if prelude is None or not store:
@@ -143,19 +249,22 @@ def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, laun
     if launcher is not None:
         return plain(f"{launcher.name} runs the compile (it preprocesses here: a precompiled header would not "
                      "travel)")
-    if not begins_with(head_of(unit.source), prelude.directives):
+    if not began or not begins_with(head_of(unit.source), prelude.directives):
         return plain(f"its leading directives do not begin with {prelude.task}'s")
     beside = quoted_beside(prelude.directives, unit.source)
     if beside is not None:
         return plain(f'"{beside}" beside it answers the prelude\'s #include')
-    entry = PreludeStore(store).current(prelude.key)
+    where = PreludeStore(store)
+    entry = where.current(prelude.key)
     if entry is None:
-        return plain(f"{prelude.task} is not in the store (or a header it read has changed since)")
+        why = where.ref(prelude.key).get("why")
+        return plain(f"{prelude.task}: {why}" if why else
+                     f"{prelude.task} is not in the store (or a header it read has changed since)")
     root = os.path.realpath(".")                # actions run in the build root
-    if any(inside(h, root) for h in entry.headers):
+    if any(inside(os.path.realpath(h), root) for h in entry.headers):
         return plain(f"{prelude.task} reads a header of the build directory")
-    return Use((*PCH_FLAGS, entry.header, "-fpch-deps"), task=prelude.task, store=store, key=prelude.key,
-               entry=entry.name)
+    return Use((*PCH_FLAGS, entry.header), task=prelude.task, store=store, key=prelude.key, entry=entry.name,
+               headers=tuple(entry.headers))
 
 
 def rejected(use: Use | None, output: str) -> bool:
@@ -174,9 +283,12 @@ def drop(use: Use, why: str, dropped: SharedFlag | None, *, forget: bool) -> Use
     return use.plain(why)
 
 
-def from_store(use: Use | None, deps: list[str], sub: str) -> list[str]:
-    """The depfile's names without the store's files (the entry's prelude.h, the header it was made from)."""
+def with_prelude(use: Use | None, deps: list[str], sub: str) -> list[str]:
+    """The kernel's dependencies: the depfile's names without the store's files (the entry's prelude.h), and the
+    headers the entry was made from (without `-fpch-deps` the depfile lists only what the kernel's own text
+    includes)."""
     if not use or not use.flags:
         return deps
     stores = (os.path.abspath(use.store), os.path.realpath(use.store))
-    return [d for d in deps if not any(inside(os.path.abspath(os.path.join(sub, d)), s) for s in stores)]
+    kept = [d for d in deps if not any(inside(os.path.abspath(os.path.join(sub, d)), s) for s in stores)]
+    return list(dict.fromkeys([*kept, *use.headers]))

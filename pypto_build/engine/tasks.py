@@ -43,7 +43,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     splices = _pto_tasks(groups, graph) if graph.pto.units else {}
     folder = current_state_folder(graph.layout.root, graph.platform.name)     # the platform's own state
     sets = SetChecker(folder)             # headers outside the build dir: each shared set checked once per run
-    dropped = _prelude_tasks(groups, graph, caches.preludes)
+    dropped = _prelude_tasks(groups, graph, caches.preludes, caches.fresh_preludes)
     for p in graph.plans:
         context_digest, why = p.context.digest, p.context.unknown
         for unit in p.units:
@@ -52,15 +52,16 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
             compiler_id = compiler.identity
             launcher = unit_launcher(graph.launcher, compiler)
             prelude = graph.preludes.of(unit.task) if caches.preludes else None
+            began = graph.preludes.begins(unit.task)
             groups[base].append({
                 "task_dep": splices.get(unit.sub_rel, []) if unit.kind == "kernel" else [],
                 # built before the kernel only when the kernel is to compile (doit's setup tasks), and never for
                 # a launcher's compile (it compiles plainly: prelude_actions.take)
-                "setup": [prelude.task] if prelude and launcher is None and graph.preludes.begins(unit.task) else [],
+                "setup": [prelude.task] if prelude and launcher is None and began else [],
                 "name": name,
                 "doc": f"{unit.kind} {unit.source} -> {unit.output}",
                 "actions": [(run_compile, [unit, compiler_id, context_digest, folder, caches.directory, caches.remote,
-                                          launcher, prelude, caches.preludes, dropped])],
+                                          launcher, prelude, caches.preludes, dropped, began])],
                 "file_dep": [unit.source],
                 "targets": [unit.output],
                 "uptodate": [UnitCheck(unit.argv_key, compiler_id, context_digest, why, unit.output, sets)],
@@ -95,9 +96,9 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
     return groups
 
 
-def _prelude_tasks(groups: dict[str, list[dict]], graph: Graph, store: str | None) -> SharedFlag | None:
-    """`prelude:` per precompiled prelude (in the store `store`; None: off); the run's flag raised once a
-    precompiled header was dropped (made before any -j worker forks)."""
+def _prelude_tasks(groups: dict[str, list[dict]], graph: Graph, store: str | None, fresh: bool) -> SharedFlag | None:
+    """`prelude:` per precompiled prelude (in the store `store`; None: off; `fresh`: each built again); the run's
+    flag raised once a precompiled header was dropped (made before any -j worker forks)."""
     if not store or not graph.preludes.units:
         return None
     from ..compile.prelude_actions import PreludeCheck, run_prelude
@@ -108,8 +109,8 @@ def _prelude_tasks(groups: dict[str, list[dict]], graph: Graph, store: str | Non
         groups[stages.PRELUDE].append({
             "name": u.task.partition(":")[2],
             "doc": f"precompiled prelude of {sum(1 for _, t in graph.preludes.used_by if t == u.task)} kernels",
-            "actions": [(run_prelude, [u, store])],
-            "uptodate": [PreludeCheck(u.key, store)],
+            "actions": [(run_prelude, [u, store, fresh])],
+            "uptodate": [PreludeCheck(u, store, fresh)],
         })
     return dropped
 
