@@ -151,7 +151,7 @@ def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
     assert replay["actions"][0][1][1:] == [RunConfig(platform="fake", enable_dump_args=1), 9.0, True]  # the graph's; -q
     assert replay["task_dep"] == [stages.task(stages.STAMP, ".")]
     default = task_dicts(graph)                                 # no caches, the default run settings
-    assert all(d["actions"][0][1][4:] == [None] * 6 for d in default[stages.COMPILE])
+    assert all(d["actions"][0][1][4:] == [None] * 6 + [False] for d in default[stages.COMPILE])
 
 
 def test_confinement_answers_by_name_or_by_resolved_path(tmp_path):
