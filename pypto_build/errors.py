@@ -88,7 +88,8 @@ class MetaError(UserError, ValueError):
 
 class ArgumentError(UserError, TypeError, ValueError):
     """A program or a function was called with arguments that do not fit: those its sidecar declares (count,
-    dtype, shape, contiguity, device; raised before any kernel runs) or the function's own. A TypeError and a
+    dtype, shape, contiguity, device, an Out/InOut tensor sharing memory with another; raised before any
+    kernel runs) or the function's own. A TypeError and a
     ValueError too, as Python says a wrong call."""
 
 

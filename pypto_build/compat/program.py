@@ -144,7 +144,8 @@ class CompiledProgram:
         Pass every parameter (returns None), or only the non-`Out` ones: the
         outputs are then allocated and returned (one tensor, or a tuple). The
         arguments are checked against compiled_meta.json first (count, dtype,
-        shape, contiguous, CPU): a misfit raises ArgumentError, nothing is built or run.
+        shape, contiguous, CPU, no Out/InOut tensor sharing memory with another): a
+        misfit raises ArgumentError, nothing is built or run.
         `config` (a RunConfig) with swimlane / dump-args writes those under
         dfx_outputs/ as replay does.
         """

@@ -80,8 +80,8 @@ class DistributedCompiledProgram:
     def __call__(self, *tensors: Sequence, config=None) -> None:
         """Build what changed, then run on the platform the build chose (the recorded one, or host where simpler
         cannot run it); outputs are written into `tensors` in place. The tensors are checked against
-        distributed_meta.json first (count, dtype, shape, contiguous, CPU): a misfit raises ArgumentError,
-        nothing is built or run."""
+        distributed_meta.json first (count, dtype, shape, contiguous, CPU, no Out/InOut tensor sharing memory
+        with another): a misfit raises ArgumentError, nothing is built or run."""
         from ..api import build
         from ..builddir.layout import BuildKind
         from ..run import execute

@@ -34,8 +34,8 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
            allow_unapplied_pto: bool = False, quiet: bool = False) -> ReplayResult:
     """Build what changed, run the program on `tensors` (outputs written in place), optionally validate.
 
-    `tensors` are checked against the directory's sidecar first (count, dtype, shape, contiguous, CPU):
-    a misfit raises ArgumentError before anything is built or run. The program runs in a child process
+    `tensors` are checked against the directory's sidecar first (count, dtype, shape, contiguous, CPU, no
+    Out/InOut tensor sharing memory with another): a misfit raises ArgumentError before anything is built or run. The program runs in a child process
     (a crash, an exit or a hang past `run_timeout` raises ProgramFailed; nothing is left running); the
     caller's tensors receive the outputs. With
     `validate`, outputs named in golden.py's `__outputs__` are compared with `compute_golden`

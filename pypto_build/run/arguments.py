@@ -12,8 +12,14 @@ Checked: the count; a tensor for each tensor parameter and a number for each sca
 tensor's dtype (where torch has the declared type: not fp4, int4/uint4, hf4/hf8, task_id), rank and
 static dims (a negative declared dim takes any size); contiguity; and a CPU device — the host runtime
 runs the kernels on the tensors' own memory, and simpler's Worker (simulators and NPUs) copies CPU
-tensors in and out, as PyPTO's runtime does. torch is never imported here: while it is not loaded, no
-argument can be a tensor.
+tensors in and out, as PyPTO's runtime does. Then aliasing: an `Out` or `InOut` tensor may share no
+byte with any other tensor argument (the same tensor, or overlapping views of one buffer; a contiguous
+tensor occupies [data_ptr, data_ptr + numel * element_size)). A program is compiled for distinct
+buffers: given one tensor twice it would read what it already overwrote (and the entry points would
+not even agree: replay()'s child gets the tensors by pickle, which keeps one tensor given twice shared
+but splits views of one buffer). In tensors may alias each other (read-only); `InOut` is how a program
+updates a tensor in place. torch is never imported here: while it is not
+loaded, no argument can be a tensor (the objects are inspected duck-typed).
 """
 from __future__ import annotations
 
@@ -27,24 +33,26 @@ from ..builddir.sidecars import ParamMeta, ProgramMeta, known_torch_dtype
 __all__ = ["Misfit", "check_arguments", "require_fit"]
 
 _NOTHING_RAN = "nothing ran"
+_WRITTEN = ("Out", "InOut")
 
 
 @dataclass(frozen=True)
 class Misfit:
-    """Why the arguments do not fit: one parameter (`index`), or their number (`param` None)."""
+    """Why the arguments do not fit: one parameter (`index`), their number (`param` None), or a written
+    parameter's tensor sharing memory with another's (`other`: that one's index; `problem` then says it
+    of both: "are the same tensor")."""
 
     index: int
     param: ParamMeta | None
     problem: str            # what was given, as a phrase: "is float16 [16]", "has shape [8]", "is on cuda:0"
     fix: str
+    other: int | None = None
 
     @property
     def declared(self) -> str:
         """The parameter as the sidecar declares it: `fp32 [16]`, `a scalar (int32)` ("" for the count)."""
         p = self.param
-        if p is None:
-            return ""
-        return f"a scalar ({p.dtype})" if p.shape is None else f"{p.dtype} {list(p.shape)}"
+        return "" if p is None else _declared(p)
 
 
 def check_arguments(params: Sequence[ParamMeta], args: Sequence, *,
@@ -67,7 +75,7 @@ def check_arguments(params: Sequence[ParamMeta], args: Sequence, *,
                    _tensor_problem(p, value, tensor_type, torch))
         if problem is not None:
             return Misfit(i, p, *problem)
-    return None
+    return _aliasing(params, args, tensor_type)
 
 
 def require_fit(meta: ProgramMeta | None, args: Sequence, *, outputs_optional: bool = False) -> None:
@@ -80,9 +88,19 @@ def require_fit(meta: ProgramMeta | None, args: Sequence, *, outputs_optional: b
     if misfit.param is None:
         raise ArgumentError(f"{meta.path}: {misfit.problem}; {misfit.fix} ({_NOTHING_RAN})")
     p = misfit.param
+    if misfit.other is not None:
+        q, n = meta.params[misfit.other], len(meta.params)
+        raise ArgumentError(f"{meta.path} declares argument {p.name!r} ({misfit.index + 1} of {n}) as "
+                            f"{p.direction} {misfit.declared} and {q.name!r} ({misfit.other + 1} of {n}) as "
+                            f"{q.direction} {_declared(q)}, but the tensors given for them "
+                            f"{misfit.problem}; {misfit.fix} ({_NOTHING_RAN})")
     raise ArgumentError(f"{meta.path} declares argument {p.name!r} ({misfit.index + 1} of {len(meta.params)}) as "
                         f"{p.direction} {misfit.declared}, but the one given {misfit.problem}; {misfit.fix} "
                         f"({_NOTHING_RAN})")
+
+
+def _declared(p: ParamMeta) -> str:
+    return f"a scalar ({p.dtype})" if p.shape is None else f"{p.dtype} {list(p.shape)}"
 
 
 def _tensor_problem(p: ParamMeta, value, tensor_type, torch) -> tuple[str, str] | None:
@@ -104,6 +122,43 @@ def _tensor_problem(p: ParamMeta, value, tensor_type, torch) -> tuple[str, str] 
         return (f"is not contiguous (strides {tuple(value.stride())})", "pass .contiguous() (outputs are "
                 "written in place: copy them back into your view afterwards)")
     return None
+
+
+def _aliasing(params: Sequence[ParamMeta], args: Sequence, tensor_type) -> Misfit | None:
+    """The first pair of tensor arguments sharing memory where one of them is written (`Out`/`InOut`), as a
+    Misfit of the written one (the earlier, when both are), or None. Every tensor is contiguous by now."""
+    spans = [(i, _span(value)) for i, (p, value) in enumerate(zip(params, args))
+             if p.shape is not None and isinstance(value, tensor_type)]
+    for k, (i, (start, end)) in enumerate(spans):
+        for j, (other_start, other_end) in spans[k + 1:]:
+            if start >= end or other_start >= other_end or start >= other_end or other_start >= end:
+                continue            # empty, or disjoint: adjacent slices of one buffer are fine
+            if params[i].direction not in _WRITTEN and params[j].direction not in _WRITTEN:
+                continue            # two inputs: both only read
+            writer, other = (i, j) if params[i].direction in _WRITTEN else (j, i)
+            a, b = args[writer], args[other]
+            storage = _storage(a)
+            same = "are the same tensor" if a is b else ("are overlapping views of one buffer"
+                                                         if storage is not None and storage == _storage(b)
+                                                         else "overlap in memory")
+            return Misfit(writer, params[writer], same,
+                          "the program was compiled for distinct buffers (it would read what it already "
+                          f"overwrote): pass distinct tensors (e.g. clone the one for {params[other].name!r}); "
+                          "a program updates a tensor in place through one InOut parameter, given it once",
+                          other)
+    return None
+
+
+def _span(t) -> tuple[int, int]:
+    """The bytes a contiguous tensor occupies: [data_ptr, data_ptr + numel * element_size)."""
+    start = int(t.data_ptr())
+    return start, start + int(t.numel()) * int(t.element_size())
+
+
+def _storage(t) -> int | None:
+    """The address of the tensor's whole storage (views of one buffer share it)."""
+    storage = getattr(t, "untyped_storage", None)
+    return int(storage().data_ptr()) if storage is not None else None
 
 
 def _scalar_problem(value, tensor_type) -> tuple[str, str] | None:

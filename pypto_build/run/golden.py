@@ -91,7 +91,8 @@ class Golden:
 
     def check_inputs(self, pairs: list[tuple[str, object]], meta: ProgramMeta | None) -> None:
         """Inputs against the sidecar's parameters, before a run: what every caller's arguments are held to
-        (`arguments.check_arguments`: count; tensor or scalar; dtype; static dims; contiguous, on the CPU)."""
+        (`arguments.check_arguments`: count; tensor or scalar; dtype; static dims; contiguous, on the CPU;
+        no Out/InOut tensor sharing memory with another)."""
         if meta is None:
             return
         side, params = meta.path.name, meta.params
@@ -103,6 +104,11 @@ class Golden:
                               f"({', '.join(n for n, _ in pairs)}) but {side} declares {len(params)} parameter(s) "
                               f"({', '.join(p.name for p in params)}); fix golden.py (or recompile via ir.compile() "
                               "if the program changed)")
+        if misfit.other is not None:
+            q = params[misfit.other]
+            raise GoldenError(f"{self.path}: inputs {pairs[misfit.index][0]!r} and {pairs[misfit.other][0]!r} "
+                              f"{misfit.problem}, but {side} declares {misfit.param.name!r} as "
+                              f"{misfit.param.direction} and {q.name!r} as {q.direction}; fix golden.py ({misfit.fix})")
         raise GoldenError(f"{self.path}: input {pairs[misfit.index][0]!r} {misfit.problem}, but {side} declares "
                           f"{misfit.param.name!r} as {misfit.declared}; fix golden.py ({misfit.fix})")
 
