@@ -232,3 +232,38 @@ def nginx_cache(tmp_path):
                     "apt-get install nginx-light")
     with serve(tmp_path / "nginx") as running:
         yield running
+
+
+# ---- a PTO-ISA-style tree (the precompiled preludes' tests) ----------------------------------------
+
+PTO_INST = """\
+#pragma once
+#include <vector>
+#include <string>
+#include <map>
+#include "pto/common/type.hpp"
+namespace pto {
+template <typename T> inline T twice(T x) { return x + x; }
+}
+"""
+TYPE_HPP = """\
+#ifndef PTO_COMMON_TYPE_HPP
+#define PTO_COMMON_TYPE_HPP
+namespace pto { inline int three() { return 3; } }
+#endif
+"""
+
+
+@pytest.fixture
+def pto_tree(tmp_path, monkeypatch) -> Path:
+    """A PTO-ISA-style tree (a clean git checkout, as the identity wants) named by PTO_ISA_ROOT."""
+    repo = tmp_path / "pto-isa"
+    (repo / "include/pto/common").mkdir(parents=True)
+    (repo / "include/pto/pto-inst.hpp").write_text(PTO_INST)
+    (repo / "include/pto/common/type.hpp").write_text(TYPE_HPP)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "pto-isa"], cwd=repo, check=True)
+    monkeypatch.setenv("PTO_ISA_ROOT", str(repo))
+    return repo

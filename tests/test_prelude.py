@@ -26,39 +26,6 @@ from pypto_build.toolchain.launcher import Launcher
 needs_distcc = pytest.mark.skipif(distccd_path() is None and os.environ.get("PYPTO_BUILD_REQUIRE_DISTCC") != "1",
                                   reason="distcc not installed (apt-get install distcc)")
 KERNELS = 4                 # two aic (with "../common.h" after the prelude) and two aiv
-PTO_INST = """\
-#pragma once
-#include <vector>
-#include <string>
-#include <map>
-#include "pto/common/type.hpp"
-namespace pto {
-template <typename T> inline T twice(T x) { return x + x; }
-}
-"""
-TYPE_HPP = """\
-#ifndef PTO_COMMON_TYPE_HPP
-#define PTO_COMMON_TYPE_HPP
-namespace pto { inline int three() { return 3; } }
-#endif
-"""
-
-
-@pytest.fixture
-def pto_isa(tmp_path, monkeypatch) -> Path:
-    """A PTO-ISA-style tree (a clean git checkout, as the identity wants) named by PTO_ISA_ROOT."""
-    repo = tmp_path / "pto-isa"
-    (repo / "include/pto/common").mkdir(parents=True)
-    (repo / "include/pto/pto-inst.hpp").write_text(PTO_INST)
-    (repo / "include/pto/common/type.hpp").write_text(TYPE_HPP)
-    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "pto-isa"], cwd=repo, check=True)
-    monkeypatch.setenv("PTO_ISA_ROOT", str(repo))
-    return repo
-
-
 def how(root: Path) -> dict[str, str]:
     """Each unit's `explain --all` line after its task name."""
     out = subprocess.run([sys.executable, "-m", "pypto_build", "explain", "--all", str(root)], capture_output=True,
@@ -74,7 +41,7 @@ def plain_twin(src: Path, dst: Path) -> dict[str, bytes]:
     return binaries(dst)
 
 
-def test_kernels_compile_with_their_prelude_and_the_bytes_are_the_plain_ones(pto_isa, tmp_path):
+def test_kernels_compile_with_their_prelude_and_the_bytes_are_the_plain_ones(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     result = build(a, jobs=2)
     assert len(result.compiled) == KERNELS + 1
@@ -90,7 +57,7 @@ def test_kernels_compile_with_their_prelude_and_the_bytes_are_the_plain_ones(pto
     assert binaries(a) == plain_twin(a, tmp_path / "plain")
 
 
-def test_a_hand_edited_prelude_compiles_plainly_and_the_rest_keep_theirs(pto_isa, tmp_path):
+def test_a_hand_edited_prelude_compiles_plainly_and_the_rest_keep_theirs(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=6)        # three aiv kernels: one edit leaves a majority of two
     build(a)
     edited = a / "kernels/aiv/main_incore_1_aiv.cpp"
@@ -107,7 +74,7 @@ def test_a_hand_edited_prelude_compiles_plainly_and_the_rest_keep_theirs(pto_isa
     assert binaries(a) == binaries(twin)
 
 
-def test_a_tensor_h_beside_the_kernel_is_never_taken_from_the_prelude(pto_isa, tmp_path):
+def test_a_tensor_h_beside_the_kernel_is_never_taken_from_the_prelude(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     # found first by `#include "tensor.h"` (the kernel's own folder), where the prelude's header would not look
     host_tensor = Path(synth.__file__).parents[1] / "platforms/host/headers/include/tensor.h"
@@ -125,7 +92,7 @@ def test_a_tensor_h_beside_the_kernel_is_never_taken_from_the_prelude(pto_isa, t
     assert binaries(a) == plain_twin(a, tmp_path / "plain")
 
 
-def test_the_artefact_cache_is_shared_both_ways(pto_isa, tmp_path):
+def test_the_artefact_cache_is_shared_both_ways(pto_tree, tmp_path):
     cache = tmp_path / "cache"
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     assert len(build(a, cache_dir=cache).compiled) == KERNELS + 1          # with preludes, stored
@@ -145,7 +112,7 @@ def test_the_artefact_cache_is_shared_both_ways(pto_isa, tmp_path):
     assert binaries(c) == binaries(d)
 
 
-def test_switching_preludes_off_or_on_rebuilds_nothing(pto_isa, tmp_path, monkeypatch):
+def test_switching_preludes_off_or_on_rebuilds_nothing(pto_tree, tmp_path, monkeypatch):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
     monkeypatch.setenv("PYPTO_BUILD_PCH", "0")
@@ -166,7 +133,7 @@ def _build_cli(a: Path) -> subprocess.CompletedProcess:
     return out
 
 
-def test_a_gch_changed_in_place_is_never_used_and_is_built_again(pto_isa, tmp_path):
+def test_a_gch_changed_in_place_is_never_used_and_is_built_again(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
     reference = binaries(a)
@@ -184,7 +151,7 @@ def test_a_gch_changed_in_place_is_never_used_and_is_built_again(pto_isa, tmp_pa
     assert binaries(a) == reference and not ran
 
 
-def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_isa, tmp_path):
+def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
     reference = binaries(a)
@@ -217,7 +184,7 @@ def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_isa, tmp_pat
 
 
 @needs_distcc
-def test_under_distcc_kernels_compile_plainly_to_the_same_bytes_and_no_prelude_is_built(pto_isa, tmp_path):
+def test_under_distcc_kernels_compile_plainly_to_the_same_bytes_and_no_prelude_is_built(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)                                          # here, with preludes
     b = tmp_path / "b"
@@ -365,7 +332,7 @@ def test_the_store_is_bounded_and_evicts_the_least_recently_used(tmp_path):
     assert not any(p.name.startswith(".tmp-") for p in (tmp_path / "store").iterdir())
 
 
-def test_the_store_size_comes_from_its_variable_and_a_bad_one_is_refused_in_one_line(pto_isa, tmp_path, monkeypatch):
+def test_the_store_size_comes_from_its_variable_and_a_bad_one_is_refused_in_one_line(pto_tree, tmp_path, monkeypatch):
     dep = tmp_path / "dep.h"
     dep.write_text("h")
     monkeypatch.setenv("PYPTO_BUILD_PCH_SIZE", "2500")             # two entries of ~1 KB fit, not three
@@ -379,7 +346,7 @@ def test_the_store_size_comes_from_its_variable_and_a_bad_one_is_refused_in_one_
     assert not (a / ".pypto_build").exists()
 
 
-def test_cache_stats_and_clean_cover_the_preludes_with_or_without_an_artefact_cache(pto_isa, tmp_path):
+def test_cache_stats_and_clean_cover_the_preludes_with_or_without_an_artefact_cache(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
     store = Path(os.environ["XDG_CACHE_HOME"]) / "pypto_build" / "preludes"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import binaries, edit
-from test_prelude import KERNELS, how, plain_twin, pto_isa  # noqa: F401 — pto_isa is a fixture
+from test_prelude import KERNELS, how, plain_twin
 from pypto_build.api import build
 from pypto_build.compile import prelude
 from pypto_build.testing import synth
@@ -55,7 +55,7 @@ def same_as_plain(root: Path, tmp_path: Path, name: str = "plain") -> dict[str, 
     return got
 
 
-def test_a_comment_continued_into_a_define_is_a_comment(pto_isa, tmp_path):
+def test_a_comment_continued_into_a_define_is_a_comment(pto_tree, tmp_path):
     a = lead(synth.write_l2(tmp_path / "a", kernels=KERNELS), "// a note \\\n#define TAG 3\n")
     assert prelude.directives("// a note \\\n#define TAG 3\n#include <x>\n") == ["#include <x>"]
     build(a)
@@ -68,7 +68,7 @@ def test_a_comment_continued_into_a_define_is_a_comment(pto_isa, tmp_path):
     "#if __LINE__ < 4\n#define TAG 1\n#endif\n",
     "#ifdef LATE\n#define TAG 4\n#endif\n#define LATE 1\n",     # read twice (the kernel after the prelude) it differs
 ], ids=["has_include", "line", "order"])
-def test_directives_whose_value_differs_in_the_prelude_stay_out_of_it(pto_isa, tmp_path, directives):
+def test_directives_whose_value_differs_in_the_prelude_stay_out_of_it(pto_tree, tmp_path, directives):
     a = lead(synth.write_l2(tmp_path / "a", kernels=KERNELS), "#include <vector>\n" + directives)
     for k in kernels(a):
         (k.parent / "beside.h").write_text("// here\n")
@@ -76,7 +76,7 @@ def test_directives_whose_value_differs_in_the_prelude_stay_out_of_it(pto_isa, t
     same_as_plain(a, tmp_path)
 
 
-def test_directives_read_twice_giving_more_are_refused_and_said(pto_isa, tmp_path, monkeypatch):
+def test_directives_read_twice_giving_more_are_refused_and_said(pto_tree, tmp_path, monkeypatch):
     a = lead(synth.write_l2(tmp_path / "a", kernels=KERNELS), "#include <vector>\n#include <twice.h>\n")
     inc = tmp_path / "inc"
     inc.mkdir()
@@ -90,7 +90,7 @@ def test_directives_read_twice_giving_more_are_refused_and_said(pto_isa, tmp_pat
 
 @pytest.mark.parametrize("macro", ["__BASE_FILE__", "__TIMESTAMP__", "__DATE__ \" \" __TIME__",
                                    "__INCLUDE_LEVEL__ ? \"n\" : \"0\""])
-def test_a_header_whose_text_depends_on_its_build_is_not_precompiled(pto_isa, tmp_path, monkeypatch, macro):
+def test_a_header_whose_text_depends_on_its_build_is_not_precompiled(pto_tree, tmp_path, monkeypatch, macro):
     inc = tmp_path / "inc"
     inc.mkdir()
     (inc / "when.h").write_text(f"#pragma once\ninline const char *when() {{ return {macro}; }}\n")
@@ -108,7 +108,7 @@ def test_a_header_whose_text_depends_on_its_build_is_not_precompiled(pto_isa, tm
     assert not any(b".tmp-" in data for data in same_as_plain(a, tmp_path).values())
 
 
-def test_debug_information_records_no_flag_of_the_prelude(pto_isa, tmp_path, monkeypatch):
+def test_debug_information_records_no_flag_of_the_prelude(pto_tree, tmp_path, monkeypatch):
     monkeypatch.setenv("CXXFLAGS", "-g")
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
@@ -116,7 +116,7 @@ def test_debug_information_records_no_flag_of_the_prelude(pto_isa, tmp_path, mon
     assert not any(b"-fpch-deps" in data for data in same_as_plain(a, tmp_path).values())
 
 
-def test_a_header_that_now_shadows_another_makes_another_prelude(pto_isa, tmp_path, monkeypatch):
+def test_a_header_that_now_shadows_another_makes_another_prelude(pto_tree, tmp_path, monkeypatch):
     inc_a, inc_b = tmp_path / "incA", tmp_path / "incB"
     inc_a.mkdir()
     inc_b.mkdir()
@@ -135,7 +135,7 @@ def test_a_header_that_now_shadows_another_makes_another_prelude(pto_isa, tmp_pa
     assert binaries(a) == first
 
 
-def test_a_retargeted_include_link_makes_another_prelude_and_another_cache_entry(pto_isa, tmp_path, monkeypatch):
+def test_a_retargeted_include_link_makes_another_prelude_and_another_cache_entry(pto_tree, tmp_path, monkeypatch):
     for version in (1, 2):
         (tmp_path / f"inc-v{version}").mkdir()
         (tmp_path / f"inc-v{version}" / "x.h").write_text(f"#ifndef X_H\n#define X_H\n#define TAG {version}\n#endif\n")
@@ -158,17 +158,17 @@ def test_a_retargeted_include_link_makes_another_prelude_and_another_cache_entry
     assert binaries(b) == v2
 
 
-def test_what_the_artefact_cache_stored_with_preludes_is_what_a_plain_build_makes(pto_isa, tmp_path):
+def test_what_the_artefact_cache_stored_with_preludes_is_what_a_plain_build_makes(pto_tree, tmp_path):
     cache = tmp_path / "cache"
     a = lead(synth.write_l2(tmp_path / "a", kernels=KERNELS), "// x \\\n#define TAG 5\n#include <vector>\n")
     build(a, cache_dir=cache)
     b = tmp_path / "b"
     shutil.copytree(a, b, ignore=shutil.ignore_patterns(".pypto_build", "*.so", "binary_context.json"))
-    restored = build(b, cache_dir=cache, preludes=False)
+    build(b, cache_dir=cache, preludes=False)
     assert binaries(b) == plain_twin(a, tmp_path / "plain")
 
 
-def test_the_cli_says_why_a_kernel_compiled_plainly(pto_isa, tmp_path, monkeypatch):
+def test_the_cli_says_why_a_kernel_compiled_plainly(pto_tree, tmp_path, monkeypatch):
     inc = tmp_path / "inc"
     inc.mkdir()
     (inc / "when.h").write_text("#pragma once\ninline const char *when() { return __TIME__; }\n")

@@ -2,8 +2,9 @@
 
 Every PTO-ISA kernel PyPTO generates begins with the same few directives (`#include <cstdint>`, the `__gm__` /
 `__aicore__` macros, `#include <pto/pto-inst.hpp>`, `#include "tensor.h"`), and parsing what they include is
-~40 % of its compile. A *prelude* is such a run of directives: its text is the directive lines only (comments
-and blank lines between them are not part of it). For the kernels of one command line (same compiler, same
+~40 % of its compile. A *prelude* is such a run of directives, read as the preprocessor reads them (`directives`:
+continued lines joined, comments a space): its text is those logical lines only. The run stops where a prelude
+built elsewhere would differ (`DYNAMIC`) and, early, at what this reader does not read exactly. For the kernels of one command line (same compiler, same
 argv but the source and output, same working directory when a path in it is relative) the prelude is the
 longest run of leading directives that all of them but one in ten (at least one may differ), and at least
 two, begin with — so the most kernels take it, and a kernel whose prelude was edited by hand leaves it as it
