@@ -320,3 +320,28 @@ def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(i
     taken = [t for t, line in said.items() if "last compiled with prelude:" in line]
     assert len(taken) == 7 and "plainly: its leading directives do not begin with" in said["compile:aic/v_proj"], \
         said
+
+
+@pytest.mark.parametrize("head, taken", [
+    ("// a note \\\n#define PRELUDE_TAG 3\n", 3),                        # the comment swallows the define
+    ("#ifdef LATE\n#define PRELUDE_TAG 4\n#endif\n#define LATE 1\n", 0),  # read twice it defines more: refused
+], ids=["continued-comment", "read-twice"])
+def test_real_kernels_attacked_in_their_directives_keep_the_plain_bytes(install, tmp_path, head, taken):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from real_dir import write_real_dir
+    finally:
+        sys.path.pop(0)
+    with_, plain = tmp_path / "with", tmp_path / "plain"
+    write_real_dir(with_, install.project_root, PRELUDE_KERNELS[:3])
+    tag = '\nextern "C" int prelude_tag() {\n#ifdef PRELUDE_TAG\n  return PRELUDE_TAG;\n#else\n  return -1;\n#endif\n}\n'
+    for k in (with_ / "kernels").glob("*/*.cpp"):
+        text = k.read_text()
+        k.write_text(text.replace("#include <cstdint>", head + "#include <cstdint>", 1) + tag)
+    shutil.copytree(with_, plain)
+    assert cli("build", "-j", "2", str(with_)).returncode == 0
+    assert cli("build", "-j", "2", "--no-pch", str(plain)).returncode == 0
+    ours = {p.relative_to(with_): p.read_bytes() for p in with_.rglob("cache/*.bin")}
+    assert len(ours) == 3 and ours == {p.relative_to(plain): p.read_bytes() for p in plain.rglob("cache/*.bin")}
+    said = cli("explain", "--all", str(with_)).stdout
+    assert said.count("last compiled with prelude:") == taken, said
