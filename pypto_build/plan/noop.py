@@ -2,10 +2,12 @@
 
 After a full build that ended with every unit current, `record()` writes
 `.pypto_build/noop.marshal` (noop_record.py: its format, and the console script's quick answer): a key
-(package, platform, options, environment, the compiler as resolved with its `--version`, ptoas as
-resolved) and the stat signature of every file and directory the decision read — sources, headers
-(system ones too), outputs, stamps, `.pto` units, manifests, the sidecars the platform is chosen
-from, the compiler and ptoas binaries, the package's own files. `check()` compares those stats and the
+(package, platform, options, environment — with the variables the compiler reads, `compile_env` —, the
+compiler as resolved with its `--version`, ptoas as resolved) and the stat signature of every file and
+directory the decision read — sources, headers (system ones too), outputs, stamps, `.pto` units,
+manifests, the sidecars the platform is chosen from, the compiler and ptoas binaries, the programs the
+compiler's driver runs and the directories they were found by (`Compiler.watch`: another `as` earlier
+on PATH changes one of them), the package's own files. `check()` compares those stats and the
 key; any difference or a missing file sends the run down the normal path, which re-decides by
 content. A file that changed after the run that records started (by ctime, `racy.changed_since`) is
 never recorded: its stat may not be what the decision saw. Every run that goes through doit removes
@@ -52,6 +54,7 @@ from ..pto import find_ptoas, identity_files, pto_options
 from ..core.racy import changed_since
 from ..core.hashing import bytes_digest
 from ..toolchain.compiler import PACKAGE_DIR, probe_compiler
+from ..toolchain.compile_env import env_part
 from ..toolchain.git_watch import TreeWatch, signatures_of, watch_tree
 
 if TYPE_CHECKING:
@@ -84,13 +87,14 @@ def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: di
         ptoas_path = find_ptoas(ptoas, env).path
     git_env = sorted(f"{k}={v}" for k, v in env.items() if k.startswith("GIT_"))
     parts = [__version__, platform, repr(rebuild_from_pto), *(f"{k}={env.get(k, '')}" for k in ENV_KEYS),
-             *git_env, toolchain, str(ptoas_path)]
+             *git_env, *env_part(env), toolchain, str(ptoas_path)]
     return json.dumps(parts)
 
 
 def tool_paths(compilers: list[str], ptoas_path: str | None) -> list[str]:
     """Files outside the build dir whose change must defeat the fast path: the binaries the key names
-    (ptoas with the binary its launcher runs) and the package's own files."""
+    (`compilers`: each compiler with what its driver's programs were found by, `Compiler.watch`; ptoas with
+    the binary its launcher runs) and the package's own files."""
     paths = list(compilers)
     if ptoas_path:
         try:
@@ -209,8 +213,8 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     ptoas_path = graph.pto.lookup.path if graph.pto.lookup else find_ptoas(pto.ptoas).path
     platform = graph.platform
     run_key = key(platform.name, pto.enabled, pto.ptoas, toolchain=platform.toolchain_key(), ptoas_path=ptoas_path)
-    compilers = list(dict.fromkeys(platform.compiler_for(kind).path for kind in ("kernel", "orchestration")))
-    paths += tool_paths(compilers, ptoas_path)
+    used = [platform.compiler_for(kind) for kind in ("kernel", "orchestration")]
+    paths += tool_paths(list(dict.fromkeys(p for c in used for p in (c.path, *c.watch))), ptoas_path)
     current = sum(1 for n in names if n.startswith(stages.UNITS))
     return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines, "current": current,
                                                       "quick": plain(graph, ptoas_path)}, graph.planned_ns,

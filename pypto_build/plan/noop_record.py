@@ -5,9 +5,10 @@ and `quick` (cli/quick.py, before argparse, dataclasses, json or subprocess load
 one read and no parser to import. It is one installation's private state: a record of another FORMAT
 or Python, or one that does not load, is "not a no-op", never an answer. This module imports only
 `os`, `sys`, `marshal`, `select`, `stat` and `time` (and light ones of ours: `watch_stats`, `which`,
-`errors`, and a platform's `noop_key` module when it answers).
+`errors`, `compile_env`, and a platform's `noop_key` module when it answers).
 
-The record holds the stat signature of every path the decision read (`paths`, `sigs`: `unchanged`) and,
+The record holds the stat signature of every path the decision read (`paths`, `sigs`: `unchanged`; the
+programs the compiler's driver runs and the directories it and PATH found them by among them) and,
 for each git checkout whose clean HEAD is an identity (`trees`), the watch `git_watch` took of it — its
 root, its watched paths, git's own files and their `lstat` signatures then — which both readers compare
 with `trees_unchanged` (`watch_stats.unchanged`: one function for both; the quick answer's in two processes).
@@ -16,7 +17,8 @@ with `trees_unchanged` (`watch_stats.unchanged`: one function for both; the quic
 holds what a plain `build DIR` decides from (its `quick` part, written only when a plain request under that
 environment takes this run's platform and `.pto` settings with no launcher to find and no other
 setting to judge, `noop.plain`): the root, the package, the user, the environment variables the decision
-reads (`PYPTO*`, `PTO*`, `CXX*`, `GIT_*`, `PATH`, `HOME`, `XDG_CONFIG_HOME`), the platform and where it
+reads (`PYPTO*`, `PTO*`, `CXX*`, `GIT_*`, `PATH`, `HOME`, `XDG_CONFIG_HOME`, and those the compiler reads,
+`compile_env.COMPILE_ENV`: `CPATH`, `COMPILER_PATH`, ...), the platform and where it
 finds what its key names (`noop_keys`: `PTO_ISA_ROOT` resolved on host; simpler's install and PTO-ISA tree
 on a2a3sim / a5sim), each compiler it probes as PATH resolves it through every link with its `--version`
 text, ptoas as PATH resolves it, and whether simpler is importable when the platform choice depends on
@@ -34,6 +36,7 @@ import time
 
 from ..builddir.state_dir import STATE_DIR
 from ..core.which import which
+from ..toolchain.compile_env import COMPILE_ENV
 from ..errors import UserError
 from ..toolchain.watch_stats import unchanged as unchanged_trees
 from . import invalidation
@@ -41,7 +44,8 @@ from . import invalidation
 NAME = "noop.marshal"
 FORMAT = 2
 ENV_PREFIXES = ("PYPTO", "PTO", "CXX", "GIT_")      # with ENV_NAMES: every variable a plain build's decision
-ENV_NAMES = ("PATH", "HOME", "XDG_CONFIG_HOME")     # reads (the last two and GIT_*: where git's config is)
+ENV_NAMES = ("PATH", "HOME", "XDG_CONFIG_HOME",     # reads (HOME, XDG_CONFIG_HOME and GIT_*: where git's config
+             *COMPILE_ENV)                          # is; COMPILE_ENV: what the compiler reads, in its identity)
 VERSION_TIMEOUT_S = 10.0    # a `--version` that outlasts it: the full path asks again, under its own deadline
 VERSION_CAP = 1 << 16       # more than this on stdout is not a `--version` text: the full path decides
 PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -119,8 +123,8 @@ def said(record: dict) -> list[str]:
 
 
 def environment(env: os._Environ | dict) -> dict[str, str]:
-    """The variables a plain build's decision reads (the quick part compares them all): those the key names,
-    with every `PYPTO*`, `PTO*` and `CXX*` one."""
+    """The variables a plain build's decision reads (the quick part compares them all): those the key names
+    (the compiler's, `COMPILE_ENV`, among them), with every `PYPTO*`, `PTO*` and `CXX*` one."""
     return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
 
 

@@ -2,8 +2,9 @@
 
 `Compiler.identity` is the resolved path, a digest of the binary and its
 `--version` text, so replacing or upgrading the compiler recompiles
-everything. What each platform compiles with (its argv) is the platform's
-(`platforms/`).
+everything; a platform then extends it with the environment the compiler reads
+and the programs its driver runs (`driver.keyed`). What each platform compiles
+with (its argv) is the platform's (`platforms/`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import search_dirs
+from .compile_env import PROBE_DROPS
 from ..core import settings
 from ..errors import ToolchainError, one_line
 from ..core.hashing import file_digest, text_digest
@@ -31,11 +33,13 @@ class Compiler:
     """A resolved C++ compiler command (`$CXX` may carry a launcher or flags)."""
 
     command: tuple[str, ...]   # as configured, first word resolved to an absolute path; no launcher
-    identity: str              # digest of path + binary + --version
+    identity: str              # digest of path + binary + --version (+ environment and programs: `driver.keyed`)
     version: str               # first line of --version
     probe: str = ""            # digest of path + words + --version: the identity but the binary's content
     launcher: tuple[str, ...] = ()  # the launcher words `$CXX` started with (`distcc`): not in the identity
     named: str = ""            # the first word as configured (`g++`): what a launcher is given to run
+    watch: tuple[str, ...] = ()     # the paths the programs its driver runs were found by (`driver.keyed`: the
+                                    # program files, the directories searched): the no-op record stats them
 
     @property
     def path(self) -> str:
@@ -140,7 +144,8 @@ def _ask_search_dirs(compiler: Compiler, cxxflags: tuple[str, ...]) -> tuple[tup
     argv = [*compiler.command, *cxxflags, "-x", "c++", "-E", "-v", "-"]
     with tempfile.TemporaryDirectory(prefix="pypto-build-probe-") as scratch:
         try:
-            out = run(argv, cwd=scratch, timeout=VERSION_TIMEOUT_S)
+            out = run(argv, cwd=scratch, timeout=VERSION_TIMEOUT_S,       # no -M: DEPENDENCIES_OUTPUT would write
+                      env={k: v for k, v in os.environ.items() if k not in PROBE_DROPS})
         except OSError as exc:
             raise ToolchainError(f"{compiler.path}: cannot run '-E -v' to list its include directories ({exc}); "
                                  "check $CXX") from None

@@ -17,6 +17,7 @@ from .places import HOST_STAMP, host_binary, host_external_binary
 from ...toolchain.identity import BinaryContext, Revision, clean_git_revision, host_runtime_revision
 from ...core.procs import path_arg
 from ...toolchain.compiler import PACKAGE_DIR, Compiler, extra_flags, host_compiler, system_include_dirs
+from ...toolchain.driver import keyed
 from ..base import Command, Platform, UnitSource
 from .noop_key import places
 from ..noop_keys import toolchain_key
@@ -57,7 +58,8 @@ class HostPlatform(Platform):
         if pto_root is not None and not (pto_root / "include").is_dir():
             raise ToolchainError(f"PTO_ISA_ROOT={pto}: no include/ directory there; point PTO_ISA_ROOT at a "
                                  "pto-isa checkout or unset it")
-        compiler, flags = host_compiler(env), extra_flags(env)
+        flags = extra_flags(env)
+        compiler = keyed(host_compiler(env), flags, env)      # with the environment and programs it compiles with
         return cls(compiler, flags, pto_root, system_include_dirs(compiler, flags))
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:

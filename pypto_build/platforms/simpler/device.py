@@ -20,6 +20,7 @@ from typing import ClassVar, Mapping
 from .cann import Cann, locate_cann
 from ...errors import ToolchainError
 from ...toolchain.compiler import Compiler, system_include_dirs
+from ...toolchain.driver import keyed
 from ..base import PostStep, UnitSource
 from .argv import (arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv, orchestration_argv,
                    orchestration_compiler)
@@ -36,6 +37,7 @@ class SimplerDevicePlatform(SimplerSimPlatform):
     """A device platform of simpler, located: the install, CANN, and the host g++ (host_build_graph)."""
 
     cann: Cann | None = None
+    cross: Compiler | None = None     # CANN's aarch64 g++ (tensormap_and_ringbuffer's orchestrations)
     runtime_label: ClassVar[str] = "simpler"
 
     @classmethod
@@ -44,15 +46,15 @@ class SimplerDevicePlatform(SimplerSimPlatform):
         install = find_simpler()
         if install.pto_isa_root is None:
             raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
-        ccec = Compiler((os.fspath(cann.ccec),), cann.identity, cann.version, cann.identity)
+        ccec = keyed(Compiler((os.fspath(cann.ccec),), cann.identity, cann.version, cann.identity), (), env)
         host = bare_compiler(HOST_CXX, "host_build_graph orchestrations", cls.name, env)
-        cross = Compiler((os.fspath(cann.cross_gxx),), cann.identity, cann.version, cann.identity)
+        cross = keyed(Compiler((os.fspath(cann.cross_gxx),), cann.identity, cann.version, cann.identity), (), env)
         dirs = tuple(dict.fromkeys(d for c in (ccec, host, cross) for d in system_include_dirs(c, ())))
-        return cls(install, ccec, host, compiler_is_gcc(host.path), dirs, cann)
+        return cls(install, ccec, host, compiler_is_gcc(host.path), dirs, cann, cross)
 
     def _cross(self) -> Compiler:
-        assert self.cann is not None
-        return Compiler((os.fspath(self.cann.cross_gxx),), self.cann.identity, self.cann.version, self.cann.identity)
+        assert self.cann is not None and self.cross is not None
+        return self.cross
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         if kind == "kernel":

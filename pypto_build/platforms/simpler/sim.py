@@ -21,6 +21,7 @@ from ...errors import ToolchainError
 from ...toolchain.identity import BinaryContext
 from ...builddir.stamp import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
+from ...toolchain.driver import keyed
 from ..base import Command, Platform, PostStep, UnitSource
 from .argv import RUNTIMES, arch_of, compile_cwd, compiler_is_gcc, orchestration_argv, sim_kernel_argv
 from .places import kernel_payload_path, orchestration_path
@@ -123,7 +124,7 @@ def bare_compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) ->
     if shutil.which(cxx, path=env.get("PATH")) is None:
         raise ToolchainError(f"{cxx} not found on PATH: simpler compiles {platform} {what} with {cxx}; install it "
                              f"(or put a {cxx} on PATH), or pass --platform host")
-    return resolve_compiler(cxx, path=env.get("PATH"))
+    return keyed(resolve_compiler(cxx, path=env.get("PATH")), (), env)
 
 
 @dataclass(frozen=True)
