@@ -108,11 +108,12 @@ def test_a_header_whose_text_depends_on_its_build_is_not_precompiled(pto_tree, t
     assert not any(b".tmp-" in data for data in same_as_plain(a, tmp_path).values())
 
 
-def test_debug_information_records_no_flag_of_the_prelude(pto_tree, tmp_path, monkeypatch):
-    monkeypatch.setenv("CXXFLAGS", "-g")
+@pytest.mark.parametrize("flag, taken", [("-g", True), ("-g3", False)])
+def test_debug_information_records_no_flag_or_file_of_the_prelude(pto_tree, tmp_path, monkeypatch, flag, taken):
+    monkeypatch.setenv("CXXFLAGS", flag)
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
-    assert all("with prelude:" in v for v in hows(a))
+    assert all(("with prelude:" in v) == taken for v in hows(a)), hows(a)
     assert not any(b"-fpch-deps" in data for data in same_as_plain(a, tmp_path).values())
 
 

@@ -54,6 +54,8 @@ _TARGET = "prelude"
 # Header text whose value in the store's build of the prelude is not the kernel's compile's.
 BUILD_SPECIFIC = ("__DATE__", "__TIME__", "__TIMESTAMP__", "__BASE_FILE__", "__INCLUDE_LEVEL__")
 _BUILD_SPECIFIC_RE = re.compile(rb"\b(?:%s)\b" % b"|".join(w.encode() for w in BUILD_SPECIFIC))
+# -g3 (-ggdb3, ...) records every macro definition with the file it came from: prelude.h's, in the store
+_MACRO_DEBUG_RE = re.compile(r"-g(?:gdb|stabs\+?|xcoff\+?|vms)?3")
 
 
 class _Unbuilt(Exception):
@@ -112,8 +114,12 @@ def _build(unit: PreludeUnit, header: Path, pch: Path, headers: dict[str, str]) 
 
 def _exact(unit: PreludeUnit, header: Path, headers: dict[str, str]) -> None:
     """_Inexact unless the prelude gives the plain compile's bytes: no header names what has another value in
-    the store's build (`BUILD_SPECIFIC`), and its directives read a second time (as the kernel reads them
-    after the precompiled state) define the same macros and yield no more tokens."""
+    the store's build (`BUILD_SPECIFIC`), the debug information records no macro (`-g3`: it would name
+    prelude.h), and its directives read a second time (as the kernel reads them after the precompiled state)
+    define the same macros and yield no more tokens."""
+    macros = next((w for w in unit.argv if _MACRO_DEBUG_RE.fullmatch(w)), None)
+    if macros:
+        raise _Inexact(f"{macros} records each macro definition with the file it came from, the prelude's")
     for path in headers:
         with open(path, "rb") as handle:
             found = _BUILD_SPECIFIC_RE.search(handle.read())
