@@ -4,10 +4,11 @@ Every front end builds through `run()`: the API (`build`, `validate`, `replay` a
 the program objects), the `pypto-build` verbs and their doit commands, `ci`,
 `watch`, `example` and `debug/run.py` (`pypto-build doit <command>` plans through the same
 `Request` stages, then runs doit's own command: engine/loader.py). `run` chooses
-the platform once, lets the no-op record answer when it may, plans, opens the
-caches, runs the engine (`engine.run_build`: `--recompile` and the other forcing
-are applied there, once) and collects what happened. What stops it is raised as
-errors.py says it; the front ends turn that into their exit status (exits.py).
+the platform once, lets the no-op record answer when it may (only after the refusals
+the rest of the run would make: `noop.refuse`), plans, opens the caches, runs the
+engine (`engine.run_build`: `--recompile` and the other forcing are applied there,
+once) and collects what happened. What stops it is raised as errors.py says it; the
+front ends turn that into their exit status (exits.py).
 """
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def run(root: Path | str, request: Request, *, graph: Graph | None = None, progr
             from .plan import noop
             from .platforms import cannot_serve, choose
             choice = choose(root, request.platform, cannot_serve=cannot_serve)      # chosen once, used by plan
-            hit = noop.check(root, lambda: noop.key(choice.name, request.pto.enabled, request.pto.ptoas))
+            hit = noop.check(root, lambda: noop.key(choice.name, request.pto.enabled, request.pto.ptoas),
+                             lambda: noop.refuse(root, choice.name, request))      # as the full path would
             if hit is not None:
                 return _noop_result(root, choice.name, hit, None if request.quiet else progress)
         graph = request.plan(root, choice)

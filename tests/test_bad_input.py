@@ -23,12 +23,14 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pypto_build.testing import synth
 from pypto_build.api import build
+from pypto_build.core.racy import FINE_NS
 from pypto_build.platforms.host.places import HOST_OUTPUTS
 
 from bad_input_corpus import CASES, FIX_RE, NO_RUN_EXTRA, STATE, Case, python_without
@@ -135,6 +137,36 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, pristine, tmp_pat
     assert snapshot(target, with_state=case.planning) == before, "a file in the directory changed"
     if not had_state:
         assert not (target / STATE).exists(), "state folder created for bad input"
+
+
+@pytest.fixture(scope="session")
+def built(pristine, tmp_path_factory) -> dict[str, Path]:
+    """The pristine directories, every one built (the multi-orch parent too): each case's copy of one is built
+    once more, writing the no-op record, before its breakage (`test_a_noop_record_changes_no_answer`)."""
+    multi = tmp_path_factory.mktemp("bad_input_built") / "multi"
+    subprocess.run(["cp", "-a", str(pristine["multi"]), str(multi)], check=True)
+    build(multi)
+    return {**pristine, "multi": multi}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_noop_record_changes_no_answer(case, pristine, built, tmp_path):
+    """Every case again on a copy a clean build has just left with its no-op record (issue 32, item 4): the
+    same exit status and the same first line on stderr as the case without one. A plain `build` is then
+    first the console script's quick answer's, then the pipeline's `noop.check`, to refuse or to leave."""
+    (tmp_path / "plain").mkdir()
+    want = run_case(case, prepare(case, pristine, tmp_path / "plain"), pristine=pristine)
+    copy = tmp_path / "recorded" / case.base
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-a", str(built[case.base]), str(copy)], check=True)
+    time.sleep(2 * FINE_NS / 1e9)       # the copy settled: the clean build may record it
+    assert cli("pypto-build", "build", "-q", str(copy)).returncode == 0
+    assert (copy / STATE / "noop.marshal").is_file()
+    target = case.breaks(copy)
+    out = run_case(case, copy if target is None else target, pristine=pristine)
+    first = [next((line for line in o.stderr.splitlines() if line.strip()), "") for o in (want, out)]
+    assert out.returncode == want.returncode, out.stdout + out.stderr
+    assert first[1].replace(str(tmp_path / "recorded"), str(tmp_path / "plain")) == first[0]
 
 
 DEBUG_CASES = ["kc_syntax_error", "meta_param_dtype_unknown", "multi_orch_replay", "state_db_garbage",

@@ -16,12 +16,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.confine import confine, confine_tree, forget_resolved_dirs
+from ..core.confine import confine, forget_resolved_dirs
 from ..errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
 from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, is_build_dir, present_markers,
                       next_level_names as _next_level_names)
+from .state_checks import confine_state
 from .state_dir import STATE_DIR
 from ..core.safeio import read_bytes
 
@@ -158,7 +159,7 @@ def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
             if mentioned is not None:
                 unreferenced = [n for n in names if n not in mentioned]
                 names = [n for n in names if n in mentioned]
-    confine_tree(root, root / STATE_DIR, "state folder")
+    confine_state(root)
     subs = []
     for name in (*names, *unreferenced):       # a leftover that escapes is refused too: replay could load it
         rel = "." if name == "." else f"next_levels/{name}"

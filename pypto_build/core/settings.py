@@ -165,3 +165,10 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
         pch_size(env)
     if cache:
         cache_size(env)
+
+
+def check_planning(known: tuple[str, ...], env: Mapping[str, str] | None = None, *, preludes: bool = True) -> None:
+    """What planning judges before it reads a build directory (`graph.load_graph`), and the no-op record's
+    answer before it answers (`noop.refuse`): every variable a build reads and `$PYPTO_BUILD_PLATFORM`."""
+    check_environment(env, preludes=preludes)
+    platform(known, env)

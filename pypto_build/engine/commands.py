@@ -23,6 +23,7 @@ from doit.doit_cmd import DoitMain
 from doit import reporter as doit_reporters
 from doit.runner import ERROR as TASK_RAISED
 
+from .. import options
 from ..plan import invalidation
 from ..toolchain import local_slots
 from ..errors import FAILED
@@ -63,7 +64,8 @@ class BuildDirCommand(OneLineOptions):
                 rc = supervise(functools.partial(super().execute, params, args),
                                watch=bool(params.get("num_process")), where=str(self.loader.root))
                 if rc == 0 and self.adopts and not args:
-                    noop.record_graph(self.loader.graph, self.task_list)
+                    plain = functools.partial(options.request, {})       # what `pypto-build build DIR` asks
+                    noop.record_graph(self.loader.graph, self.task_list, plain)
                 return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
         except NotWritable as refused:          # raised taking the lock: nothing was written
             return self.read_only(params, args, refused)

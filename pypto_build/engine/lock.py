@@ -9,8 +9,9 @@ otherwise `kill -9` of the leader alone leaves orphans holding the lock.
 A reader (explain, --dry-run) takes the shared lock on a read-only descriptor
 and creates nothing, so it works on a read-only directory; a run there is
 answered read-only when nothing needs to run, else stops with one line
-(`NotWritable`) before anything is written. A FIFO or device named `lock` is
-refused (opened without blocking, never read or locked).
+(`NotWritable`) before anything is written. A FIFO, device or directory named
+`lock` is refused (`state_checks.check_lock`: never read or locked; opened without
+blocking, its type checked again on the descriptor).
 """
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ import errno
 import fcntl
 import os
 import signal
-import stat
 import sys
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import UserError
-from ..core.safeio import refusal
+from ..builddir.state_checks import LOCK, check_lock
 
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
@@ -75,8 +75,9 @@ def not_writable(root: Path, exc: OSError) -> NotWritable:
 
 def _open(state_dir: Path, shared: bool) -> int | None:
     """The lock file's descriptor (None: a reader on a directory with no lock file, so nothing to wait for)."""
-    path = state_dir / "lock"
-    flags = os.O_NONBLOCK | os.O_CLOEXEC         # a FIFO opens at once (and is refused below)
+    path = state_dir / LOCK
+    flags = os.O_NONBLOCK | os.O_CLOEXEC         # a FIFO swapped in after the check opens at once (refused below)
+    check_lock(path)                             # here too a directory, which would not open for writing
     try:
         if shared:
             fd = os.open(path, os.O_RDONLY | flags)
@@ -91,10 +92,11 @@ def _open(state_dir: Path, shared: bool) -> int | None:
         if exc.errno in _NOT_WRITABLE and not shared:
             raise not_writable(state_dir.parent, exc) from None
         raise
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    try:
+        check_lock(path, os.fstat(fd).st_mode)   # swapped since: the descriptor is what counts
+    except UserError:
         os.close(fd)
-        raise UserError(refusal(path, mode, "remove it (pypto_build creates it again)"))
+        raise
     return fd
 
 

@@ -11,15 +11,15 @@ The database is doit's own sqlite format, read and written by our backend
 (`sqlitedb.StateDB`). Before sqlite touches the database or its journal, their
 types are checked: a FIFO there would block sqlite's first read forever. Readers
 (explain, --dry-run) open the database read-only (`mode=ro`), so they work on a
-read-only directory and can never change it. Every failure is one line that
-says what to do: free space, copy the directory somewhere writable, or remove
-the damaged database file (never the whole state folder: it holds the host binaries).
+read-only directory and can never change it (the type checks are `builddir/state_checks`'s,
+which the no-op answer makes too). Every failure is one line that says what to do: free space,
+copy the directory somewhere writable, or remove the damaged database file (never the whole
+state folder: it holds the host binaries).
 """
 from __future__ import annotations
 
 import os
 import sqlite3
-import stat
 from pathlib import Path
 
 from .file_checker import XXHChecker
@@ -28,26 +28,10 @@ from .sqlitedb import ReadOnlyStateDB, StateDB
 from ..errors import UserError, one_line
 from ..compile.header_sets import sets_dir
 from ..builddir.state_dir import STATE_DB, STATE_DIR, state_folder
+from ..builddir.state_checks import SIDE_FILES, check_state_files, start_afresh
 from ..core.oserrors import describe_sqlite
-from ..core.safeio import refusal
 
-SIDE_FILES = ("-journal", "-wal", "-shm")     # sqlite's companions of the database file
-
-
-def check_state_files(dep_file: Path) -> None:
-    """Refuse a database (or journal) that is a FIFO, socket or device: sqlite would block or worse."""
-    for path in (dep_file, *(Path(f"{dep_file}{side}") for side in SIDE_FILES)):
-        try:
-            mode = os.stat(path).st_mode
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise UserError(f"{path}: the build state cannot be read ({one_line(exc.strerror)}); "
-                            f"{start_afresh(path)}") from None
-        if not stat.S_ISREG(mode):
-            after = ("the build state starts afresh: sources and binaries are kept, every unit rebuilds once"
-                     if path == dep_file else "sqlite creates it again when it needs one")
-            raise UserError(refusal(path, mode, f"remove it ({after})"))
+__all__ = ["SIDE_FILES", "check_state_files", "open_state", "start_afresh", "take_over"]
 
 
 def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tuple[str, ...] = ()) -> ContentDependency:
@@ -69,13 +53,6 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
             raise UserError(line) from None
         raise UserError(f"{dep_file}: the build state is unreadable ({one_line(exc)}); "
                         f"{start_afresh(dep_file)}") from None
-
-
-def start_afresh(path: Path) -> str:
-    """The fix for a damaged state database (or companion file): remove that file only — the rest of the state
-    folder holds the host binaries, the backups of hand-edited kernels and the kept golden results."""
-    return (f"remove {path} (only that file: keep the rest of {STATE_DIR}/, which holds the host binaries "
-            "and the backups of hand-edited kernels) to start afresh; every unit then compiles once")
 
 
 def take_over(root: Path, platform: str) -> str | None:

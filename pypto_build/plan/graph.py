@@ -19,7 +19,6 @@ from ..builddir.layout import BuildKind, Layout, load_layout
 from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR
 from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
-from ..core.settings import check_environment
 from ..platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, implementation
 from ..compile.plan import SubBuildPlan, plan
 from ..compile.prelude import Preludes, plan_preludes
@@ -99,8 +98,7 @@ def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto:
     compiles; `preludes`: plan precompiled preludes (where the platform offers them: `compile/prelude.py`).
     """
     started = time.time_ns()
-    check_environment(preludes=preludes)    # a bad value: one line, before anything is read or written
-    settings.platform(PLATFORMS)
+    settings.check_planning(PLATFORMS, preludes=preludes)   # a bad value: one line, before anything is read
     layout = load_layout(root, include_stale=include_stale)
     choice = (None if isinstance(platform, Platform) else platform if isinstance(platform, Choice)
               else choose(root, platform, cannot_serve=cannot_serve))

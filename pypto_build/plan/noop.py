@@ -7,11 +7,14 @@ compiler as resolved with its `--version`, ptoas as resolved) and the stat signa
 directory the decision read — sources, headers (system ones too), outputs, stamps, `.pto` units,
 manifests, the sidecars the platform is chosen from, the compiler and ptoas binaries, the programs the
 compiler's driver runs and the directories they were found by (`Compiler.watch`: another `as` earlier
-on PATH changes one of them), the package's own files. `check()` compares those stats and the
-key; any difference or a missing file sends the run down the normal path, which re-decides by
-content. A file that changed after the run that records started (by ctime, `racy.changed_since`) is
-never recorded: its stat may not be what the decision saw. Every run that goes through doit removes
-the record first, so it never outlives the state it summarises. `plain()` adds what the quick
+on PATH changes one of them), the package's own files, the state folder's folders and its state
+database. `check()` compares those stats and the key; any difference or a missing file sends the run
+down the normal path, which re-decides by content. Before it answers, `refuse()` raises what the normal
+path would refuse (settings, the state folder: by the same functions). A file that changed after the
+run that records started (by ctime, `racy.changed_since`) is never recorded: its stat may not be what
+the decision saw (the state folder's own paths excepted: only runs write them, each removing the record
+first, so they are recorded as the run left them). Every run that goes through doit removes the record
+first, so it never outlives the state it summarises. `plain()` adds what the quick
 answer compares, when a plain `build DIR` would decide as this run did (on every platform that keeps
 a record, with its watched checkouts).
 
@@ -38,9 +41,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core import atomic, safeio, settings
@@ -48,7 +51,8 @@ from . import invalidation, noop_record
 from ..core import stages
 from ..errors import ToolchainError, UserError, warn
 from ..builddir.markers import KERNEL_CONFIG
-from ..builddir.state_dir import STATE_DIR, current_state_folder
+from ..builddir import state_checks
+from ..builddir.state_dir import STATE_DB, STATE_DIR, current_state_folder
 from ..platforms import choice_inputs, toolchain_key_now
 from ..pto import find_ptoas, identity_files, pto_options
 from ..core.racy import changed_since
@@ -106,11 +110,13 @@ def tool_paths(compilers: list[str], ptoas_path: str | None) -> list[str]:
     return paths
 
 
-def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
+def check(root: Path, make_key: Callable[[], str | None], refusals: Callable[[], None] | None = None
+          ) -> dict | None:
     """The recorded summary when nothing changed since the last full build, else None.
 
     `make_key` runs last (it starts the compiler's `--version`), only when every stat still matches.
-    An `invalidate_binary_cache()` mark waiting for the next build is never a no-op.
+    An `invalidate_binary_cache()` mark waiting for the next build is never a no-op. Before the summary
+    is answered, `refusals` (the pipeline's: `refuse`) raises what the full path would refuse.
     """
     if invalidation.pending(root) is not None:
         return None
@@ -123,24 +129,47 @@ def check(root: Path, make_key: Callable[[], str | None]) -> dict | None:
         run_key = make_key()
     except (OSError, ValueError):       # the full path says what is wrong
         return None
-    return data if run_key is not None and data.get("key") == run_key else None
+    if run_key is None or data.get("key") != run_key:
+        return None
+    if refusals is not None:
+        refusals()
+    return data
+
+
+def refuse(root: Path, platform: str, request: Any) -> None:
+    """Raise what a full `request` (`options.Request`) of `root` for `platform` refuses on its way to "nothing to
+    do", in its order and by the same functions: the settings planning judges (`settings.check_planning`),
+    the state folder leading out of the directory through a link (`state_checks.confine_state`), the cache's
+    size (with a cache: `open_caches`), a lock file that is no regular file (`check_lock`: the lock), a state
+    database or companion that is none (`check_state_files`: `take_over`, `open_state`). What the directory's
+    files would make planning refuse needs no check here: the recording run planned them, and their stats
+    still match."""
+    from ..platforms import PLATFORMS
+    settings.check_planning(PLATFORMS, preludes=request.preludes)
+    state_checks.confine_state(root)
+    if request.cache_dir:
+        settings.cache_size()
+    state_checks.check_lock(Path(root) / STATE_DIR / state_checks.LOCK)
+    state_checks.check_state_files(Path(root) / current_state_folder(root, platform) / STATE_DB)
 
 
 def record(root: Path, run_key: str | None, paths: list[str], summary: dict, since_ns: int,
-           checkouts: tuple[Path, ...] = ()) -> bool:
+           checkouts: tuple[Path, ...] = (), own: Iterable[str] = ()) -> bool:
     """Write the record if every path exists and none changed since `since_ns` (the run's start), with the
-    watch of each git checkout in `checkouts`; else remove it."""
+    watch of each git checkout in `checkouts`; else remove it. `own`: paths of the state folder only runs
+    write (under the directory lock, each removing the record first), compared as the others but recorded
+    as this run left them."""
     root = Path(root)
     invalidate(root)
     if run_key is None:
         return False
-    names, sigs = [], []
-    for path in dict.fromkeys(paths):
+    names, sigs, own = [], [], set(own)
+    for path in dict.fromkeys([*paths, *own]):
         try:
             st = os.stat(path if os.path.isabs(path) else os.path.join(root, path))
         except OSError:
             return False
-        if changed_since(st, since_ns):
+        if path not in own and changed_since(st, since_ns):
             return False
         names.append(path)
         sigs.append(noop_record.signature(st))
@@ -173,8 +202,9 @@ def invalidate(root: Path) -> None:
     Path(noop_record.path(root)).unlink(missing_ok=True)
 
 
-def record_graph(graph: Graph, tasks: list) -> bool:
-    """After a full, clean build of `graph` (doit's `tasks`): let the next identical run skip doit."""
+def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | None = None) -> bool:
+    """After a full, clean build of `graph` (doit's `tasks`): let the next identical run skip doit (and, given
+    `plain_request` — what a plain `build DIR` asks here, `options.request`, made — the console script too)."""
     from ..compile import header_sets
     if graph is None or graph.unknown_identities() or not graph.platform.noop_record:
         return False
@@ -201,6 +231,9 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     if outside is None:
         return False                           # a record is gone: its units rebuild next run
     paths += outside
+    state = state_dirs(graph.layout.root)       # with the database: what sqlite would say of it, unread here
+    own = [*(state or ()), *([f"{folder}/{STATE_DB}"] if os.path.lexists(graph.layout.root / folder / STATE_DB)
+                             else [])]
     for u in graph.pto.units:
         paths += [u.pto, u.raw, u.record]
     names = [t.name for t in tasks if t.actions and t.name.startswith(stages.BUILD)
@@ -216,9 +249,30 @@ def record_graph(graph: Graph, tasks: list) -> bool:
     used = [platform.compiler_for(kind) for kind in ("kernel", "orchestration")]
     paths += tool_paths(list(dict.fromkeys(p for c in used for p in (c.path, *c.watch))), ptoas_path)
     current = sum(1 for n in names if n.startswith(stages.UNITS))
+    quick = plain(graph, ptoas_path, state, plain_request) if state is not None and plain_request else None
     return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines, "current": current,
-                                                      "quick": plain(graph, ptoas_path)}, graph.planned_ns,
-                  platform.watched_checkouts())
+                                                      "quick": quick}, graph.planned_ns,
+                  platform.watched_checkouts(), own)
+
+
+def state_dirs(root: Path) -> list[str] | None:
+    """Every folder below `root`'s state folder (relative to `root`), for the record to compare: an entry added,
+    removed or replaced in one changes its stat signature. None when the state folder holds anything but
+    folders and regular files (a link, a FIFO...): then only the full path answers, judging them."""
+    found, todo = [], [STATE_DIR]
+    while todo:
+        rel = todo.pop()
+        try:
+            with os.scandir(Path(root) / rel) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(f"{rel}/{entry.name}")
+                        found.append(todo[-1])
+                    elif not entry.is_file(follow_symlinks=False):
+                        return None
+        except OSError:
+            return None
+    return sorted(found)
 
 
 def _watch_trees(root: Path, checkouts: tuple[Path, ...], since_ns: int) -> list[tuple[TreeWatch, str, bytes]] | None:
@@ -263,12 +317,16 @@ def _keep_watches(root: Path, trees: list[tuple[TreeWatch, str, bytes]]) -> None
     atomic.write_text(Path(root) / STATE_DIR / WATCHES, json.dumps({"trees": rows}), sweep=True)
 
 
-def plain(graph: Graph, ptoas_path: str | None) -> dict | None:
+def plain(graph: Graph, ptoas_path: str | None, state: list[str], plain_request: Callable[[], Any]
+          ) -> dict | None:
     """What the console script's quick answer compares (noop_record.quick), when a plain `build DIR` under this
     environment decides as this run did: the same platform (and whether simpler was importable, when the
     choice depends on it), the same `.pto` settings, the platform's places and compilers as its key has them
-    (`noop_keys`: each compiler one word, found on PATH), no launcher, no remote cache, no PTOAS_ROOT, every
-    setting a request judges accepted. Else None: the full path answers."""
+    (`noop_keys`: each compiler one word, found on PATH), no launcher, no remote cache, no PTOAS_ROOT, and
+    nothing a plain build refuses: its request as the command line makes it (`plain_request`), then `refuse`
+    (every setting judged by the same functions; the quick answer compares the environment, so it judges
+    the same). With the state folder's folders (`state`: the top ones, which the quick answer alone lists).
+    Else None: the full path answers."""
     from ..platforms import choose, key_module, simpler_missing, toolchain_key
     env = os.environ
     platform = graph.platform
@@ -277,7 +335,7 @@ def plain(graph: Graph, ptoas_path: str | None) -> dict | None:
             or env.get("PTOAS_ROOT")):
         return None
     try:
-        settings.seconds(*settings.RUN_TIMEOUT)             # judged by every request
+        refuse(graph.layout.root, platform.name, plain_request())     # what `pypto-build build DIR` would refuse
         same_pto = pto_options() == graph.pto.options
         served, refused = (choose(graph.layout.root, None, cannot_serve=lambda *_, why=why: why)
                            for why in (None, "refused"))
@@ -295,4 +353,5 @@ def plain(graph: Graph, ptoas_path: str | None) -> dict | None:
     return {"root": str(graph.layout.root), "package": str(PACKAGE_DIR), "user": noop_record.user(),
             "env": noop_record.environment(env), "platform": platform.name, "places": places,
             "compilers": [[p.named, p.exe, p.version] for p in probes], "ptoas": ptoas_path,
-            "simpler_missing": missing if served.name != refused.name else None}
+            "simpler_missing": missing if served.name != refused.name else None,
+            "state_dirs": sorted({rel.split("/")[1] for rel in state})}

@@ -15,8 +15,8 @@ with `trees_unchanged` (`watch_stats.unchanged`: one function for both; the quic
 
 `quick` answers only where the full path would answer the same. Besides the stats and the key, the record
 holds what a plain `build DIR` decides from (its `quick` part, written only when a plain request under that
-environment takes this run's platform and `.pto` settings with no launcher to find and no other
-setting to judge, `noop.plain`): the root, the package, the user, the environment variables the decision
+environment takes this run's platform and `.pto` settings with no launcher to find and is refused
+nothing, `noop.plain`): the root, the package, the user, the environment variables the decision
 reads (`PYPTO*`, `PTO*`, `CXX*`, `GIT_*`, `PATH`, `HOME`, `XDG_CONFIG_HOME`, and those the compiler reads,
 `compile_env.COMPILE_ENV`: `CPATH`, `COMPILER_PATH`, ...), the platform and where it
 finds what its key names (`noop_keys`: `PTO_ISA_ROOT` resolved on host; simpler's install and PTO-ISA tree
@@ -24,6 +24,15 @@ on a2a3sim / a5sim), each compiler it probes as PATH resolves it through every l
 text, ptoas as PATH resolves it, and whether simpler is importable when the platform choice depends on
 it. All of it is compared again and each `--version` is run again (started before the git trees are
 compared, so the two overlap); any difference falls back to the full path, which decides by content.
+
+Neither reader answers where the full path refuses. `noop.check` makes the full path's refusals first, by
+the same functions (`noop.refuse`: the settings, the state folder's links, the lock and the state database).
+`quick` needs none of them: its part is written only when a plain request under that environment passes
+`noop.refuse`, and it answers only under that same environment (so its settings are judged alike); the
+state folder is opened without following a link, the record read through that descriptor (never through a
+link), and its top must hold only regular files and the folders the record names (`plain_state`), each of
+them and every folder below, with the state database, compared by stat with the rest (`paths`). Anything
+else — a link, a FIFO, a folder named `lock` — returns None: the full path refuses it in its own line.
 """
 from __future__ import annotations
 
@@ -42,7 +51,7 @@ from ..toolchain.watch_stats import unchanged as unchanged_trees
 from . import invalidation
 
 NAME = "noop.marshal"
-FORMAT = 2
+FORMAT = 3
 ENV_PREFIXES = ("PYPTO", "PTO", "CXX", "GIT_")      # with ENV_NAMES: every variable a plain build's decision
 ENV_NAMES = ("PATH", "HOME", "XDG_CONFIG_HOME",     # reads (HOME, XDG_CONFIG_HOME and GIT_*: where git's config
              *COMPILE_ENV)                          # is; COMPILE_ENV: what the compiler reads, in its identity)
@@ -65,11 +74,13 @@ def encode(fields: dict) -> bytes:
     return marshal.dumps({"format": FORMAT, "python": sys.hexversion, **fields})
 
 
-def load(root: str | os.PathLike) -> dict | None:
-    """`root`'s record when this FORMAT and this Python wrote it, else None. Only a regular file is read
-    (opened without blocking, its type checked on the descriptor: a FIFO in its place is no record)."""
+def load(root: str | os.PathLike, state: int | None = None) -> dict | None:
+    """`root`'s record (`state`: its state folder's open descriptor, then `root` is unused) when this FORMAT and
+    this Python wrote it, else None. Only a regular file is read, never through a link (opened without blocking
+    or following one, its type checked on the descriptor: a FIFO in its place is no record)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        fd = os.open(path(root), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path(root), flags) if state is None else os.open(NAME, flags, dir_fd=state)
     except OSError:
         return None
     try:
@@ -141,10 +152,21 @@ def quick(directory: str) -> dict | None:
     """
     try:
         root = os.path.realpath(directory)
-        record = load(root)
+        state = os.open(os.path.join(root, STATE_DIR), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None             # no state folder, or a link: the full path judges it
+    try:
+        record = load(root, state)
         plain = record.get("quick") if record else None
+        if not plain or not plain_state(state, plain["state_dirs"]):
+            return None
+    except (OSError, KeyError, TypeError):
+        return None
+    finally:
+        os.close(state)
+    try:
         env = os.environ
-        if (not plain or plain["root"] != root or plain["package"] != PACKAGE or plain["user"] != user()
+        if (plain["root"] != root or plain["package"] != PACKAGE or plain["user"] != user()
                 or plain["env"] != environment(env) or invalidation.pending(root) is not None
                 or not unchanged(root, record)):
             return None
@@ -178,6 +200,20 @@ def quick(directory: str) -> dict | None:
         return record if same and texts == [text for _named, _exe, text in plain["compilers"]] else None
     except (OSError, ValueError, KeyError, TypeError, ImportError, UserError):
         return None         # ImportError, UserError: simpler's install cannot be looked up (the full path says why)
+
+
+def plain_state(state: int, dirs: list[str]) -> bool:
+    """Whether the state folder (`state`, opened without following a link) holds at its top only regular files
+    and the folders `dirs` the record names: no link, FIFO or device, no folder it did not see. Each of those
+    folders, and every one below them, is in the record's `paths` (`noop.state_dirs`): an entry added, removed
+    or replaced in one changes its signature, so the record was written over a state folder of folders and
+    regular files only, which stays so while the stats match."""
+    with os.scandir(state) as entries:
+        for entry in entries:
+            if not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)
+                    and entry.name in dirs):
+                return False
+    return True
 
 
 def start_version(exe: str) -> tuple[int, int, float] | None:
