@@ -355,6 +355,28 @@ def test_stopping_the_tool_while_a_compiler_runs_leaves_no_process(tmp_path, han
     assert_gone(recorded_pids(hang_cxx))
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_the_tool_while_planning_asks_the_compiler_leaves_no_process(tmp_path, hang_cxx, monkeypatch,
+                                                                              signum):
+    root = synth.write_l2(tmp_path / "d", kernels=1)
+    monkeypatch.setenv("HANG_CXX_AT", "print")          # the driver's programs: asked while planning
+    run = subprocess.Popen([sys.executable, "-m", "pypto_build", "build", str(root)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(lambda: recorded_pids(hang_cxx) or run.poll() is not None, "planning to ask the compiler")
+        assert run.poll() is None
+        os.kill(run.pid, signum)
+        _out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == 130, err.decode()
+    assert "Traceback" not in err.decode()
+    assert_gone(recorded_pids(hang_cxx))
+    assert not (root / ".pypto_build").exists()
+
+
 def test_a_flooding_compiler_fails_in_one_line_with_its_output_capped(tmp_path, monkeypatch):
     root = synth.write_l2(tmp_path / "d", kernels=1)
     monkeypatch.setenv("CXX", str(FLOOD_CXX))

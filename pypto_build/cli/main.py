@@ -382,4 +382,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help()
         return USER
-    return guarded(lambda: _BY_NAME[args.verb].run(args), debug=args.debug)
+    from ..engine import sigterm_as_interrupt
+    with sigterm_as_interrupt():        # from the start: a program planning runs is ended with its group too
+        return guarded(lambda: _BY_NAME[args.verb].run(args), debug=args.debug)
