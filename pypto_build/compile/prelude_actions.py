@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,13 +91,12 @@ def run_prelude(unit: PreludeUnit, store: str, fresh: bool = False):
 def probe(unit: PreludeUnit, store: str) -> dict[str, str]:
     """Every header the compiler reads for the prelude now (`-M`, from a prelude.h alone in a folder, as the
     entry is built): path as found -> digest. _Unbuilt when it cannot say."""
-    with _scratch(store) as folder:
-        header = folder / "prelude.h"
+    with _scratch(store) as name:
+        folder = Path(name)
+        header, depfile = folder / "prelude.h", folder / "prelude.d"
         atomic.write_text(header, unit.text)
-        depfile = folder / "prelude.d"
-        proc = _run(unit, "-M", "-MF", procs.path_arg(os.fspath(depfile)), "-MT", _TARGET,
-                    procs.path_arg(os.fspath(header)))
-        return {h: file_digest(h) for h in _deps(unit, depfile, folder)} if proc else {}
+        _run(unit, "-M", "-MF", procs.path_arg(os.fspath(depfile)), "-MT", _TARGET, procs.path_arg(os.fspath(header)))
+        return {h: file_digest(h) for h in _deps(unit, depfile, folder)}
 
 
 def _build(unit: PreludeUnit, header: Path, pch: Path, headers: dict[str, str]) -> list[str]:
@@ -126,7 +124,7 @@ def _exact(unit: PreludeUnit, header: Path, headers: dict[str, str]) -> None:
         if found:
             raise _Inexact(f"{path} uses {found.group().decode()}, whose value would be the prelude's build's")
     with _scratch(os.fspath(header.parent.parent)) as twice_dir:
-        twice = twice_dir / header.name
+        twice = Path(twice_dir) / header.name
         atomic.write_text(twice, unit.text + unit.text)
         outputs = []
         for source in (header, twice):
@@ -173,19 +171,10 @@ def _deps(unit: PreludeUnit, depfile: Path, folder: Path) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-class _scratch:
-    """A fresh temp folder in the store (removed after)."""
-
-    def __init__(self, store: str) -> None:
-        self.store = store
-
-    def __enter__(self) -> Path:
-        os.makedirs(self.store, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=".tmp-probe-", dir=self.store))
-        return self.path
-
-    def __exit__(self, *exc) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+def _scratch(store: str) -> tempfile.TemporaryDirectory:
+    """A fresh temp folder in the store, removed after (a killed run's is swept with the store's others)."""
+    os.makedirs(store, exist_ok=True)
+    return tempfile.TemporaryDirectory(prefix=".tmp-probe-", dir=store, ignore_cleanup_errors=True)
 
 
 class PreludeCheck:
