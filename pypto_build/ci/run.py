@@ -147,6 +147,8 @@ def _in_processes(roots: list[Path], jobs: int, args: tuple) -> list[DirResult]:
 
 
 def _child(send, root: Path, *args) -> None:
+    from ..core import pipes
+    pipes.guard()           # a spawned process: its own sys.stderr, our descriptor
     send.send(_one(root, *args))
 
 

@@ -43,7 +43,9 @@ EPILOG = """examples:
 DIR may be any directory inside a build directory (found as git finds its top).
 Staleness is decided by content (xxhash), not mtimes. State lives in DIR/.pypto_build/.
 Exit status: 0 ok; 1 a unit, the program or a validation failed, or a .pto edit could not be applied;
-2 bad input or environment; 3 an internal error (a bug: its traceback is shown); 130 interrupted. Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
+2 bad input or environment; 3 an internal error (a bug: its traceback is shown); 130 interrupted.
+Output to a pipe closed early (`| head -1`) stops nothing: the run goes on quietly to its end and exits
+with its own status. Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
 PYPTO_COMPILER_TIMEOUT (seconds, default 900), PTOAS_ROOT, PYPTO_REBUILD_FROM_PTO=0,
 PYPTO_PTOAS_TIMEOUT (seconds, default 60), PYPTO_RUN_TIMEOUT (seconds a replayed program may run,
 default 1800)."""

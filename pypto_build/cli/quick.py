@@ -4,13 +4,15 @@ A plain `pypto-build build [-q] [-j N] [-k] DIR` that the no-op record answers (
 exactly when the full path would) is answered here, before argparse, the option table, dataclasses or
 json load — a no-op of a large directory is then mostly interpreter start-up and stats. Everything
 else, and every case the record does not answer, is `main.entry()`. This module imports only `gc`, `os`,
-`sys` and noop_record.
+`sys`, core/pipes and noop_record.
 """
 from __future__ import annotations
 
 import gc
 import os
 import sys
+
+from ..core import pipes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:           # annotations only: `typing` would cost the quick answer's start
@@ -30,6 +32,7 @@ def start() -> NoReturn:
     third of it while the modules load). This process only, never a library caller's.
     """
     gc.set_threshold(GC_EVERY)
+    pipes.guard()          # a reader that closes our output stops nothing (core/pipes.py)
     if answered(sys.argv[1:]) is None:
         from .main import entry
         leave(entry())
@@ -42,7 +45,8 @@ def leave(code: object) -> NoReturn:
     Everything a run writes is closed by then (atomic writes, the state committed and closed, the lock
     released, every program it started reaped); what finalisation would still do is free every module's
     objects one by one — ~10 ms after a one-edit rebuild, ~2 ms after a quick answer. Output is flushed
-    first; if that fails (a closed pipe), Python's usual exit reports it. Under a profiler or tracer
+    first (a reader that closed it was met quietly: `pipes.guard`); if that still fails, Python's usual exit
+    reports it. Under a profiler or tracer
     (`python -m cProfile -m pypto_build`, coverage) the usual exit runs, so they can write what they collected.
     """
     if not isinstance(code, int) or sys.getprofile() is not None or sys.gettrace() is not None:

@@ -13,6 +13,8 @@ import os
 import sys
 from typing import Callable, NoReturn
 
+from . import pipes
+
 from ..errors import (FAILED, INTERNAL, INTERRUPTED_STATUS, USER, UserError, WorkerDied, error, exit_status,
                       interrupted, one_line)
 
@@ -42,7 +44,9 @@ def report(exc: BaseException, *, debug: bool = False) -> int:
 
 def guarded(call: Callable[[], int | None], *, debug: bool = False) -> int:
     """`call()`'s exit status; whatever stops it is said by `report`. After an interrupt, or a `-j` worker
-    that died, the process leaves at once (`exit_now`): the state is saved already."""
+    that died, the process leaves at once (`exit_now`): the state is saved already. A reader that closes
+    our stdout or stderr stops nothing (`pipes.guard`)."""
+    pipes.guard()
     try:
         return call() or 0
     except (SystemExit, GeneratorExit):

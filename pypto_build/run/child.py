@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..core import procs
+from ..core import pipes, procs
 from .starter import spawn
 from .reads import Reads
 from ..errors import ArgumentError, ProgramFailed, PyptoBuildError, UserError, ValidationFailed, one_line
@@ -159,6 +159,7 @@ def _child(inbox: Connection, outbox: Connection) -> None:
     from .golden import GoldenError, NothingCompared
     from ..errors import ExecutorError
 
+    pipes.guard()               # what the program prints goes to our stdout: a reader gone stops nothing
     request = pickle.loads(inbox.recv_bytes())
     procs.die_with_parent(request["parent"])
     sys.path[:] = request["sys_path"]

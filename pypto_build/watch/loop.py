@@ -30,13 +30,13 @@ DEBOUNCE_MS = 1600      # ... or after this long, however busy the directory is 
 TICK_MS = 500           # the watcher wakes this often with nothing to report (the first wake: it is live)
 
 
-def watch(root: Path, settings: Settings, *, out: TextIO = sys.stdout, poll: bool | None = None,
+def watch(root: Path, settings: Settings, *, out: TextIO | None = None, poll: bool | None = None,
           stop: threading.Event | None = None, rounds: int | None = None) -> int:
     """Watch the build directory at `root` until Ctrl-C (`stop` set, or `rounds` rounds: for tests)."""
     from ..engine import sigterm_as_interrupt
 
     with sigterm_as_interrupt():        # SIGTERM as Ctrl-C: the run stopped, the summary said, state kept
-        return _watch(root, settings, out, poll, stop, rounds)
+        return _watch(root, settings, out if out is not None else sys.stdout, poll, stop, rounds)   # sys.stdout as it is now
 
 
 def _watch(root: Path, settings: Settings, out: TextIO, poll: bool | None, stop: threading.Event | None,

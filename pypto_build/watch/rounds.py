@@ -61,10 +61,10 @@ class Round:
 class Session:
     """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm starter, the inputs."""
 
-    def __init__(self, root: Path, settings: Settings, out: TextIO = sys.stdout) -> None:
+    def __init__(self, root: Path, settings: Settings, out: TextIO | None = None) -> None:
         from ..run import WarmStarter
 
-        self.root, self.settings, self.out = root, settings, out
+        self.root, self.settings, self.out = root, settings, out if out is not None else sys.stdout
         self.graph = None
         self.plan()
         self.starter = WarmStarter(self.graph.platform.name)
