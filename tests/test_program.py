@@ -183,17 +183,14 @@ def test_env_disables_the_run_script(g2, monkeypatch, value):
     assert reasons and "PYPTO_EMIT_DEBUG_RUNNER" in reasons[0]
 
 
-def test_no_run_script_for_l3_and_multi_orch(tmp_path, capsys):
-    l3 = synth.write_l3(tmp_path / "l3")
-    reasons: list[str] = []
-    assert write_run_script(l3, on_skip=reasons.append) is None
-    assert "distributed (L3)" in reasons[0]
+def test_no_run_script_for_multi_orch(tmp_path, capsys):
+    """(An L3 directory gets one: tests/test_debug_runner.py.)"""
     multi = synth.write_multi_orch(tmp_path / "multi")
     from pypto_build.cli.main import main
     assert main(["emit-runner", str(multi)]) == 2                                 # a UserError: one line, exit 2
     err = capsys.readouterr().err                                                # an error: on stderr
     assert err.startswith("pypto-build: error: no debug/run.py written: ") and "multi-orchestration parent" in err
-    assert not (l3 / "debug").exists() and not (multi / "debug").exists()
+    assert not (multi / "debug").exists()
 
 
 def test_emit_runner_command_prints_the_path(g2, capsys):

@@ -1,5 +1,6 @@
 """`pypto-build example`: copy an example build directory shipped with the package, replay and validate it,
-then edit it once and replay again to show that only what the edit reaches is rebuilt.
+then edit it once and replay again to show that only what the edit reaches is rebuilt. The copy gets the
+`debug/run.py` PyPTO's `ir.compile()` writes (by the emitter, unless PYPTO_EMIT_DEBUG_RUNNER=0).
 
 The plain example ships no `.pto` files, so it passes whatever ptoas is installed (or none). `--pto` adds
 the example's `ptoas/` stage — `.pto` files in the package's stand-in format — and always runs it with the
@@ -11,12 +12,14 @@ import dataclasses
 import os
 import re
 import secrets
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import atomic
+from ..core import atomic, settings
+from ..compat import interpreter, write_run_script
 from .. import pipeline
 from ..core import stages
 from ..errors import FAILED, OK, LayoutError
@@ -60,8 +63,14 @@ def run_example(args) -> int:
     dest = args.dest or Path(example.default_dest)
     fresh = not os.path.lexists(dest)
     if fresh:
+        emit = settings.emit_debug_runner()         # a bad value is refused before anything is copied
         _copy(example, dest)
         print(f"pypto-build: copied the example ({example.what}) to {dest}")
+        if emit:
+            script = write_run_script(dest, ptoas=STANDIN.as_posix() if example.pto else None)
+            if script is not None:
+                print(f"pypto-build: wrote {script}, PyPTO's debug runner (run it: {interpreter()} "
+                      f"{shlex.quote(str(script))})")
     else:
         _check_copy(example, dest)
         if example is PLAIN and (dest / "ptoas").is_dir():

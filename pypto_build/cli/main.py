@@ -281,8 +281,8 @@ VERBS = (
          "the first.", _dir, _history),
     Verb("emit-runner", "write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
          "Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present (validated), else inline "
-         "inputs from compiled_meta.json you can edit, and a _user_compare() hook. PYPTO_EMIT_DEBUG_RUNNER=0 "
-         "disables it.", _emit_runner_arguments, _emit_runner),
+         "inputs from compiled_meta.json (L3: distributed_meta.json) you can edit, and a _user_compare() hook. "
+         "PYPTO_EMIT_DEBUG_RUNNER=0 disables it.", _emit_runner_arguments, _emit_runner),
     Verb("example", "copy the embedded example, replay and validate it, show one edit loop",
          "Copy the example build directory shipped with the package (out = relu(a @ b + bias)) to DEST, replay "
          "it with validation, then edit one kernel and replay again to show that only that kernel recompiles. An "

@@ -24,6 +24,7 @@ _EXPORTS = {
     "write_run_script": "runner",
     "add_emit_runner_arguments": "runner",
     "emit_runner_command": "runner",
+    "interpreter": "runner",
 }
 _MODULES = ('runner_main',)
 

@@ -1,29 +1,33 @@
 """`debug/run.py` as PyPTO's `ir.compile()` writes it, running pypto_build's replay.
 
-`write_run_script(work_dir)` renders the script from `compiled_meta.json` of a
-single-chip (L2) directory: `_inline_inputs()` with one statement per
+`write_run_script(work_dir)` renders the script from the sidecar of a
+single-chip (L2, `compiled_meta.json`) or distributed (L3, `distributed_meta.json`)
+directory: `_inline_inputs()` with one statement per
 parameter, a `_user_compare(...)` hook, and a main that calls
 `pypto_build.compat.runner_main.main` (same flags as `pypto-build replay`, validation
-on by default). `emit_runner_command(args)` is the `pypto-build emit-runner DIR`
-verb. No torch import here: the statements are text.
+on by default). Run by a Python without torch or pypto_build, the script says in
+one line which interpreter to use (the one that wrote it). `emit_runner_command(args)`
+is the `pypto-build emit-runner DIR` verb. No torch import here: the statements are text.
 """
 from __future__ import annotations
 
 import argparse
 import keyword
 import os
+import shlex
+import sys
 from pathlib import Path
 from typing import Callable
 
-from ..core import atomic
+from ..core import atomic, settings
 from ..errors import OK, UserError
-from ..builddir.markers import COMPILED_META
-from ..builddir.sidecars import ParamMeta, ProgramMeta, known_torch_dtype, load_compiled_meta
+from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
+from ..builddir.sidecars import ParamMeta, ProgramMeta, known_torch_dtype, load_sidecar
 
 __all__ = ["write_run_script", "render_run_script", "skip_reason", "inline_statement", "torch_dtype_name",
-           "emit_runner_command", "add_emit_runner_arguments", "ENV_VAR"]
+           "emit_runner_command", "add_emit_runner_arguments", "interpreter", "ENV_VAR"]
 
-ENV_VAR = "PYPTO_EMIT_DEBUG_RUNNER"
+ENV_VAR = settings.EMIT_DEBUG_RUNNER
 _NOTE_DYNAMIC = "  # NOTE: dynamic dim(s) filled with 1 — edit as needed"
 _SCALAR_TODO = "None  # TODO: scalar param — set a ctypes value"
 
@@ -61,21 +65,42 @@ def inline_statement(param: ParamMeta, name: str | None = None) -> str:
     return f"{name} = torch.randn({shape!r}, dtype={dtype}){note}"
 
 
-def _flags_text() -> str:
+def _docstring_safe(text: str) -> str:
+    """`text` as it reads inside the script's (non-raw) docstring."""
+    return text.replace("\\", "\\\\").replace('"""', "'''")
+
+
+def _flags_text(command: str) -> str:
     from .runner_main import make_parser
 
-    parser = make_parser(prog="python {this_file}", validate_default=True)
+    parser = make_parser(prog=command, validate_default=True)
     parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100, max_help_position=32)
-    text = parser.format_help().replace("\\", "\\\\").replace('"""', "'''")
-    return "\n".join(f"  {line}".rstrip() for line in text.splitlines())
+    return "\n".join(f"  {line}".rstrip() for line in _docstring_safe(parser.format_help()).splitlines())
 
 
-def render_run_script(meta: ProgramMeta) -> str:
-    """The text of `debug/run.py` for a validated compiled_meta."""
+def interpreter() -> str:
+    """The command that runs debug/run.py with this process's torch and pypto_build: this Python, after the
+    PYTHONPATH entry pypto_build was imported from when it came from there."""
+    root = str(Path(__file__).resolve().parents[2])
+    entries = [str(Path(e).resolve()) for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    python = shlex.quote(sys.executable or "python3")
+    return f"PYTHONPATH={shlex.quote(root)} {python}" if root in entries else python
+
+
+def render_run_script(meta: ProgramMeta, script: Path | str = "debug/run.py", ptoas: str | None = None) -> str:
+    """The text of `debug/run.py` for a validated sidecar (compiled_meta or distributed_meta); `script` is
+    where it is written (its usage lines name it); `ptoas`, a path inside the build directory, becomes the
+    script's default `--ptoas`."""
+    command = f"python {shlex.quote(str(script))}"
+    usage = _docstring_safe(command)
     names = [_py_name(p.name) for p in meta.params]
     inits = "\n".join(f"    {inline_statement(p, n)}" for p, n in zip(meta.params, names)) or "    pass"
     joined = ", ".join(names)
     platform = meta.platform or "unknown"
+    level = "distributed (L3) program" if meta.distributed_config is not None else "program"
+    defaults = f"_DEFAULTS = ['--ptoas', str(_WORK_DIR / {ptoas!r})]\n" if ptoas else ""
+    sidecar = DISTRIBUTED_META if meta.distributed_config is not None else COMPILED_META
+    needs = f"pypto-build: debug/run.py needs pypto_build and torch: run it with {interpreter()}"
     return f'''#!/usr/bin/env python3
 """Auto-generated debug runner — only ``_inline_inputs`` and ``_user_compare`` are editable.
 
@@ -83,7 +108,7 @@ Rebuild what changed in the parent build directory (content-keyed, by
 pypto_build) and run it, as ``pypto-build replay`` does, on the platform
 the directory records (or ``--platform``'s):
 
-    python {{this_file}}
+    {usage}
 
 When a sibling ``golden.py`` exists (and --validate, the default, is in
 effect), inputs come from ``golden.generate_inputs`` and the outputs are
@@ -91,7 +116,7 @@ validated against ``compute_golden``. Otherwise the inputs declared inline
 in ``_inline_inputs`` are used and ``_user_compare`` is called after the run
 so you can write your own assertions.
 
-The program was compiled for platform {platform}: it runs there through
+The {level} was compiled for platform {platform}: it runs there through
 simpler where simpler is installed, else on pypto_build's host runtime (a
 functional CPU reference, not an NPU model), and the first line says which.
 
@@ -99,12 +124,12 @@ functional CPU reference, not an NPU model), and the first line says which.
 CLI flags (forwarded to ``pypto_build.compat.runner_main.main``; the same as
 ``pypto-build replay``; ``--help`` is authoritative)
 ------------------------------------------------------------------------
-{_flags_text()}
+{_flags_text(command)}
 
 Examples:
-  python {{this_file}} --swimlane            # also write a task timeline to dfx_outputs/
-  python {{this_file}} --no-validate         # skip golden, run _user_compare
-  python {{this_file}} --recompile           # rebuild every binary once
+  {usage} --swimlane            # also write a task timeline to dfx_outputs/
+  {usage} --no-validate         # skip golden, run _user_compare
+  {usage} --recompile           # rebuild every binary once
 
 Generated by pypto_build.compat.runner.
 """
@@ -112,15 +137,21 @@ Generated by pypto_build.compat.runner.
 import sys
 from pathlib import Path
 
-import torch
+try:
+    import torch
 
-from pypto_build.compat.runner_main import main
+    from pypto_build.compat.runner_main import main
+except ModuleNotFoundError as _missing:         # run by a Python without them: say which one has them
+    if (_missing.name or "").partition(".")[0] not in ("torch", "pypto_build"):
+        raise
+    print({needs!r}, f"(not {{sys.executable}}, which has no {{_missing.name}})", file=sys.stderr)
+    sys.exit(2)
 
 _WORK_DIR = Path(__file__).resolve().parent.parent
-
+{defaults}
 
 def _inline_inputs():
-    """Materialise inputs from the shape / dtype info in compiled_meta.json."""
+    """Materialise inputs from the shape / dtype info in {sidecar}."""
 {inits}
     return [{joined}]
 
@@ -140,35 +171,36 @@ def _user_compare({joined}):
 
 
 if __name__ == "__main__":
-    sys.exit(main([str(_WORK_DIR), *sys.argv[1:]], inline_inputs=_inline_inputs, user_compare=_user_compare))
+    sys.exit(main([str(_WORK_DIR), {"*_DEFAULTS, " if ptoas else ""}*sys.argv[1:]], inline_inputs=_inline_inputs, user_compare=_user_compare))
 '''
 
 
 def skip_reason(work_dir: Path) -> str | None:
-    """Why no run.py would be written for `work_dir` (disabled, not single-chip, no sidecar), else None."""
+    """Why no run.py would be written for `work_dir` (disabled, a multi-orch parent, no sidecar), else None.
+    A bad PYPTO_EMIT_DEBUG_RUNNER value raises its SettingError."""
     from ..builddir.layout import BuildKind, classify
 
-    if os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no"):
+    if not settings.emit_debug_runner():
         return f"{ENV_VAR}={os.environ[ENV_VAR]} disables debug/run.py"
     work_dir = Path(work_dir)
     kind, _markers = classify(work_dir)
     if kind is BuildKind.MULTI_ORCH:
         return (f"{work_dir} is a multi-orchestration parent; PyPTO writes no debug/run.py for it (replay one of "
                 "its next_levels/<name>/ sub-builds)")
-    if kind is BuildKind.L3:
-        return (f"{work_dir} is a distributed (L3) build; its debug/run.py would run on PyPTO's distributed "
-                "runtime, which the host runtime does not provide")
-    if not (work_dir / COMPILED_META).is_file():
-        return f"{work_dir / COMPILED_META} not found; the inline inputs are derived from it"
+    sidecar = DISTRIBUTED_META if kind is BuildKind.L3 else COMPILED_META
+    if not (work_dir / sidecar).is_file():
+        return f"{work_dir / sidecar} not found; the inline inputs are derived from it"
     return None
 
 
-def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = None) -> Path | None:
+def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = None,
+                     ptoas: str | None = None) -> Path | None:
     """Write `<work_dir>/debug/run.py` (atomic, mode 0o755); return its path, or None when skipped.
 
-    Skipped (None, reason passed to `on_skip`) when PYPTO_EMIT_DEBUG_RUNNER is
-    0/false/no, for multi-orch parents and L3 builds, and without
-    compiled_meta.json. A malformed sidecar raises its MetaError (ValueError).
+    Written for single-chip (L2) and distributed (L3) builds, from compiled_meta.json or
+    distributed_meta.json. Skipped (None, reason passed to `on_skip`) when PYPTO_EMIT_DEBUG_RUNNER is
+    0/false/no, for multi-orch parents and without the sidecar. A malformed sidecar raises its MetaError
+    (ValueError). `ptoas` (relative to `work_dir`) is the script's default `--ptoas`.
     """
     work_dir = Path(work_dir).resolve()
     reason = skip_reason(work_dir)
@@ -176,17 +208,19 @@ def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = 
         if on_skip is not None:
             on_skip(reason)
         return None
-    meta = load_compiled_meta(work_dir / COMPILED_META)
+    meta = load_sidecar(work_dir)
+    assert meta is not None                     # skip_reason found it
     target = work_dir / "debug" / "run.py"
     from ..core.confine import confine_tree
     confine_tree(work_dir, target, "debug runner")
-    atomic.write_text(target, render_run_script(meta), mode=0o755)
+    atomic.write_text(target, render_run_script(meta, target, ptoas), mode=0o755)
     return target
 
 
 def add_emit_runner_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of `pypto-build emit-runner DIR`."""
-    p.add_argument("dir", type=Path, metavar="DIR", help="single-chip build_output/<jit_dir>/ directory")
+    p.add_argument("dir", type=Path, metavar="DIR",
+                   help="build_output/<jit_dir>/ directory (single-chip or distributed)")
 
 
 def emit_runner_command(args: argparse.Namespace) -> int:
@@ -195,9 +229,9 @@ def emit_runner_command(args: argparse.Namespace) -> int:
     reasons: list[str] = []
     path = write_run_script(args.dir, on_skip=reasons.append)
     if path is not None:
-        print(f"pypto-build: wrote {path} (run it: python {path})")
+        print(f"pypto-build: wrote {path} (run it: {interpreter()} {shlex.quote(str(path))})")
         return OK
-    if os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no"):
+    if not settings.emit_debug_runner():
         print(f"pypto-build: no debug/run.py written: {reasons[0]}")
         return OK
     raise UserError(f"no debug/run.py written: {reasons[0] if reasons else 'skipped'}")

@@ -79,7 +79,7 @@ def _inline(work_dir: Path, args: argparse.Namespace, inline_inputs: Callable[[]
         try:
             user_compare(*tensors)
         except AssertionError as exc:       # the user's comparison said no: a failed validation
-            raise ValidationFailed(str(exc) or "_user_compare: validation failed") from exc
+            raise ValidationFailed(f"_user_compare in debug/run.py failed: {exc or 'AssertionError'}") from exc
     return OK
 
 

@@ -27,6 +27,7 @@ CACHE = "PYPTO_BUILD_CACHE"                        # the artefact cache's direct
 CACHE_SIZE = "PYPTO_BUILD_CACHE_SIZE"
 REMOTE_CACHE = "PYPTO_BUILD_REMOTE_CACHE"          # the remote cache's URL (--remote-cache)
 LAUNCHER = "PYPTO_BUILD_LAUNCHER"                  # the compile launcher (--launcher)
+EMIT_DEBUG_RUNNER = "PYPTO_EMIT_DEBUG_RUNNER"       # PyPTO's: 0 writes no debug/run.py (emit-runner, example)
 PCH = "PYPTO_BUILD_PCH"                            # precompiled preludes: 0 turns them off (--no-pch)
 PCH_SIZE = "PYPTO_BUILD_PCH_SIZE"                  # the store of precompiled preludes' size limit
 DEFAULT_CACHE_BYTES = 5 * 2**30
@@ -126,6 +127,13 @@ def precompiled_preludes(env: Mapping[str, str] | None = None) -> bool:
     case), True when unset, empty or 1 / true / yes / on; anything else is a `SettingError`."""
     return _switch(env, PCH, (*_OFF, "off"), (*_ON, "on"), "set it to 0 (or off) to compile every kernel without "
                    "a precompiled prelude, or to 1 (or on) or unset it to use them")
+
+
+def emit_debug_runner(env: Mapping[str, str] | None = None) -> bool:
+    """Whether `$PYPTO_EMIT_DEBUG_RUNNER` lets debug/run.py be written: False for 0 / false / no (PyPTO's
+    words, any case), True when unset, empty or 1 / true / yes; anything else is a `SettingError`."""
+    return _switch(env, EMIT_DEBUG_RUNNER, _OFF, _ON, "set it to 0 (or false, no) to write no debug/run.py, "
+                   "or to 1 (or true, yes) or unset it to write one")
 
 
 def _switch(env: Mapping[str, str] | None, name: str, off: tuple[str, ...], on: tuple[str, ...], fix: str) -> bool:
