@@ -106,7 +106,8 @@ RUN = (
     Opt("scope_stats", "scope-stats", "flag", "scope statistics (not on the host runtime)"),
     Opt("no_recompile", "no-recompile", "flag", "accepted for PyPTO compatibility (nothing is force-rebuilt "
         "here anyway)"),
-    Opt("log_level", "log-level", "str", "runtime log level (default $PYPTO_RUNTIME_LOG or warn)",
+    Opt("log_level", "log-level", "str", "runtime log level (default $PYPTO_RUNTIME_LOG or warn); "
+        "debug on the host runtime adds each tensor staged and each task dispatched",
         metavar="LEVEL", choices=LOG_LEVELS),
     Opt("log_sync_pypto", "log-sync-pypto", "flag", "accepted for PyPTO compatibility (no C++ logger here)"),
     Opt("run_timeout", "run-timeout", "float", "stop the program after SECONDS (default $PYPTO_RUN_TIMEOUT or "

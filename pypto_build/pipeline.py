@@ -49,8 +49,11 @@ class BuildResult:
     """What one run did: per task its status and reason (`units`), the run's exit status, what planning
     and the `.pto` stage had to say (`warnings`), the kernel files re-spliced from `.pto`, the `.pto`
     units whose edits could not be applied and those never seen edited that ptoas could not compile (their
-    kernels built as they are). `ok`: the run succeeded and every validation it ran to make was made
-    (`not_validated`: the ones skipped, e.g. after `doit ignore`); `failures` the failed tasks."""
+    kernels built as they are), and the compile units that ran but built the very bytes already in place
+    (`identical`: their files were kept, so `ls -l` shows them untouched — after `--recompile` or
+    `invalidate_binary_cache()`, say; also in `compiled`). `ok`: the run succeeded and every validation it
+    ran to make was made (`not_validated`: the ones skipped, e.g. after `doit ignore`); `failures` the
+    failed tasks."""
 
     work_dir: Path
     platform: str
@@ -61,6 +64,7 @@ class BuildResult:
     not_applied: tuple[str, ...] = field(default=())    # .pto units whose edits were not applied
     banner: str = ""        # the run's first line: platform (and why, when not the recorded one), runtime, PTO-ISA
     pto_rejected: tuple[str, ...] = field(default=())   # unedited .pto ptoas could not compile: kernels kept
+    identical: tuple[str, ...] = field(default=())      # compiled units whose bytes were already in place
 
     @property
     def ok(self) -> bool:
@@ -145,7 +149,8 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
     (banner, *said), warned = graph.notices()
     warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
-                         tuple(reporter.not_applied), banner, tuple(reporter.pto_rejected))
+                         tuple(reporter.not_applied), banner, tuple(reporter.pto_rejected),
+                         tuple(sorted(reporter.identical)))
     if reporter.refused:                # the input refused while running (as planning would): a user error
         raise UserError(reporter.refused[0])
     if check and result.failures:

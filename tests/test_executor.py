@@ -199,9 +199,28 @@ def test_logs_fatal_reports_and_unknown_func_id(run_dir):
     with HostExecutor(run_dir, log=lambda level, text: lines.append((level, text))) as ex:
         with pytest.raises(ExecutorError) as info:
             ex.run([v for _, v in inputs])
-    assert lines == [("info", "aicpu_orchestration_entry: n=16")]
+    assert [line for line in lines if line[0] != "debug"] == [("info", "aicpu_orchestration_entry: n=16")]
     assert "func_id 99" in str(info.value) and "does not list" in str(info.value)
     assert dict(inputs)["out"].abs().sum() == 0, "nothing was submitted after the failure"
+
+
+def test_log_level_debug_adds_the_runtimes_own_lines(built_inter):
+    """--log-level debug: each tensor staged and each task dispatched, as `[debug] host runtime: ...` lines."""
+    from pypto_build.builddir.runconfig import RunConfig
+    from pypto_build.platforms.host.run import HostRunner
+
+    inputs, _, _ = inputs_and_expected(built_inter)
+    said: dict[str, list[str]] = {}
+    for level in ("debug", "warn"):
+        said[level] = []
+        HostRunner("host").run_l2(built_inter, [v for _, v in inputs], RunConfig(log_level=level),
+                            names=[n for n, _ in inputs], say=said[level].append)
+    debug = [line for line in said["debug"] if line.startswith("[debug] host runtime: ")]
+    assert any(line.startswith("[debug] host runtime: staged tensor a: ") for line in debug)
+    assert any(line.startswith("[debug] host runtime: staged intermediate#0: ") for line in debug)
+    dispatched = [line for line in debug if line.startswith("[debug] host runtime: dispatch task ")]
+    assert len(dispatched) >= KERNELS and dispatched[0].startswith("[debug] host runtime: dispatch task 0 (")
+    assert not any("[debug]" in line for line in said["warn"]), "the default level shows none of them"
 
 
 def test_orchestration_fatal_report_fails_the_run(run_dir):

@@ -108,3 +108,34 @@ def test_cli_explain_and_dry_run(l2):
     one = subprocess.run(["pypto-build", "explain", str(l2), "orch:main"], capture_output=True, text=True)
     assert one.stdout.splitlines()[0] == "orch:main: up to date"
     assert build(l2).compiled == [K1], "the dry run changed nothing"
+
+
+@pytest.mark.slow
+def test_a_recorded_verdict_says_whether_it_still_holds(built_golden, tmp_path):
+    """explain / build --dry-run DIR, no task named: a kept verdict still holding, then why it no longer does."""
+    from conftest import copy_dir
+    from pypto_build.api import validate
+    from test_golden_trust import with_factor
+
+    g = with_factor(copy_dir(built_golden, tmp_path / "g"),
+                    "def _factor():\n    return float((Path(__file__).parent / 'data' / 'scale.txt').read_text())\n")
+    (g / "data").mkdir(exist_ok=True)
+    (g / "data/scale.txt").write_text("1.0\n")
+    explained = subprocess.run(["pypto-build", "explain", str(g)], capture_output=True, text=True).stdout
+    assert "validate:" not in explained, "never validated: no verdict to speak of"
+    validate(g)
+    explained = subprocess.run(["pypto-build", "explain", str(g)], capture_output=True, text=True).stdout
+    assert "validate:.: the last verdict (PASSED) still holds" in explained.splitlines(), explained
+    (g / "data/scale.txt").write_text("1.00\n")
+    for verb in (["explain"], ["build", "--dry-run"]):
+        out = subprocess.run(["pypto-build", *verb, str(g)], capture_output=True, text=True).stdout.splitlines()
+        assert "validate:.: golden: data/scale.txt changed: the last verdict (PASSED) no longer holds" in out, out
+        assert out[-1] == "pypto-build: 0 would compile, 4 up to date, 1 verdict(s) no longer hold"
+
+
+def test_explain_all_on_host_without_pto_isa_says_why_no_kernel_says_how_it_compiled(l2, monkeypatch):
+    monkeypatch.delenv("PTO_ISA_ROOT", raising=False)
+    out = subprocess.run(["pypto-build", "explain", "--all", str(l2)], capture_output=True, text=True).stdout
+    assert out.splitlines()[-2] == (
+        "pypto-build: no precompiled preludes on host here, so no kernel says how it last compiled: the host "
+        "platform offers them only with PTO_ISA_ROOT set (PTO-ISA's headers) and a GCC kernel compiler"), out

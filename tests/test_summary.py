@@ -55,6 +55,11 @@ def counts(line: str) -> tuple[int, int, int]:
     return int(compiled), int(cached or 0), int(current)
 
 
+def kept(result) -> str:
+    """The summary's last part when units rebuilt the bytes already in place (their files kept), else ""."""
+    return f", {len(result.identical)} recompiled, identical bytes kept" if result.identical else ""
+
+
 def changed(before: dict, after: dict) -> list[str]:
     return sorted(k for k in after if after[k] != before.get(k))
 
@@ -66,14 +71,14 @@ def test_no_stamp_is_claimed_when_a_dirty_pto_isa_tree_writes_none(l3, pto_isa, 
     binaries, stamps = files(l3)
     assert len(stamps) == 2 and set(stamps.values()) == {None}
     assert lines[-1] == f"pypto-build: {len(binaries)} compiled, 0 up to date, 2 sub-build(s) not stamped " \
-                        "(identity unknown)"
+                        "(identity unknown)" + kept(result)
     assert "stamp(s) written" not in "\n".join(lines)
     git(pto_isa, "add", ".")
     git(pto_isa, "commit", "-qm", "two")                     # clean: trusted, so both are stamped
     lines, result = built(l3)
     after, stamps = files(l3)
     assert None not in stamps.values() and lines[-1] == f"pypto-build: {len(after)} compiled, 0 up to date, " \
-                                                          "2 stamp(s) written"
+                                                          "2 stamp(s) written" + kept(result)
 
 
 def test_compiled_and_up_to_date_count_the_binaries_rewritten_and_left_alone(l2):
@@ -125,3 +130,21 @@ def test_the_pto_lines_count_the_kernel_files_spliced_and_name_the_edits_not_app
     assert "[pto->cpp] updated 1 kernel cpp(s)" in lines and len(changed(kernels, now)) == 1
     assert not any("NOT applied" in line for line in lines)
     assert counts(lines[-1]) == (1, 0, 3)
+
+
+def test_a_recompile_to_the_same_bytes_says_the_files_were_kept(l2):
+    """--recompile (or the first build after `invalidate_binary_cache()`) rebuilds the same bytes: the files
+    are left as they were, and the summary and `BuildResult.identical` say why nothing looks rebuilt."""
+    from pypto_build.compat.recipe import invalidate_binary_cache
+
+    binaries, _ = files(l2)
+    lines, result = built(l2, recompile=True)
+    assert lines[-1].endswith(f", {len(binaries)} recompiled, identical bytes kept"), lines[-1]
+    assert counts(lines[-1])[0] == len(binaries) and files(l2)[0] == binaries
+    assert sorted(result.identical) == sorted(result.compiled) and len(result.identical) == len(binaries)
+    invalidate_binary_cache(l2)
+    lines, result = built(l2)
+    assert lines[-1].endswith(f"{len(binaries)} recompiled, identical bytes kept") and files(l2)[0] == binaries
+    inject(synth.kernel_path(l2, 0), "volatile int changed = 9; (void)changed;")
+    lines, result = built(l2)           # new bytes: installed, nothing said about kept files
+    assert "identical" not in lines[-1] and result.identical == () and len(result.compiled) == 1

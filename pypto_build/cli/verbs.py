@@ -63,11 +63,15 @@ def _status(result: pipeline.BuildResult, quiet: bool) -> int:
 def explain_verb(request: Request, root: Path, *, all_tasks: bool = False) -> int:
     """`explain` / `build --dry-run`: every stale unit and why (with --recompile: what it would force)."""
     from ..engine import explain, format_lines
+    from ..engine.explanation import no_preludes_line
 
     units = list(request.tasks)
     # no preludes planned: explain opens no store (what a kernel last compiled with is in its state), so
     # reading every kernel's first lines for them would be for nothing
-    items = explain(replace(request, preludes=False).plan(root), units or None, recompile=request.recompile)
-    for line in format_lines(items, all_tasks=all_tasks or bool(units)):
+    graph = replace(request, preludes=False).plan(root)
+    items = explain(graph, units or None, recompile=request.recompile)
+    lines = format_lines(items, all_tasks=all_tasks or bool(units))
+    note = no_preludes_line(graph, items) if all_tasks else None
+    for line in lines[:-1] + ([note] if note else []) + lines[-1:]:
         print(line)
     return OK

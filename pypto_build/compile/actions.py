@@ -46,7 +46,8 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
 
     Returns the values recorded for the next up-to-date check: argv, compiler
     and context digests, the state of every header the compiler read, and the
-    state of the output. On failure returns TaskFailed with the command and the
+    state of the output (and `kept: identical` when the output already held the very bytes built: its file
+    was left as it was). On failure returns TaskFailed with the command and the
     compiler's message; other outputs are untouched. With an artefact cache (and
     a known identity) a matching binary is restored instead of compiled, and a
     fresh one is stored. `state`: the platform's state folder, where the states of headers outside the
@@ -125,7 +126,7 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
         if isinstance(states, str):
             out.unlink(missing_ok=True)
             return TaskFailed(states)
-        atomic.install(tmp_out, out)          # an identical binary (PyPTO's, say) keeps its file
+        moved = atomic.install(tmp_out, out)  # an identical binary (PyPTO's, say) keeps its file
     finally:
         for leftover in (tmp_out, tmp_dep, tmp_obj):
             leftover.unlink(missing_ok=True)
@@ -133,7 +134,10 @@ def run_compile(unit: CompileUnit, compiler_id: str, context_digest: str | None,
     if cache is not None and all(digest_of(state) is not None for state in (*within.values(), *outside.values())):
         store_compile(cache, base, unit.sub_rel, [*within, *outside], out)
     values = _values(unit, compiler_id, context_digest, state, states)
-    return values if use is None or isinstance(values, TaskFailed) else {**values, "prelude": use.how}
+    if isinstance(values, TaskFailed):
+        return values
+    values = values if moved else {**values, "kept": "identical"}   # the summary says so (the reporter)
+    return values if use is None else {**values, "prelude": use.how}
 
 
 def _run_tool(unit: CompileUnit, argv: Sequence[str], sub: Path, doing: str = "compiling",

@@ -42,13 +42,16 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
 
     root = graph.layout.root
     tasks = [t for t in BuildDirLoader(root, graph=graph, quiet=True).load_tasks(None, [])
-             if t.actions and (t.name.startswith(stages.BUILD) or (only and t.name in only))]
+             if t.actions and (t.name.startswith((*stages.BUILD, _VALIDATE)) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
     why = "--recompile" if recompile else invalidation.pending(root)
     with read_only_state(root, graph.platform.name) as dep:
         out = evaluate(dep, tasks, by_name, forced=set(graph.compile_tasks) if why else set(),
                        forced_by=why or "--recompile")
-    names = list(out)
+        verdicts = _verdicts(dep, [n for n in out if n.startswith(_VALIDATE)])
+    names = [n for n in out if not n.startswith(_VALIDATE) or n in verdicts or (only and n in only)]
+    for n in verdicts:
+        out[n] = _with_verdict(out[n], verdicts[n])
     if only:
         missing = [n for n in only if n not in by_name]
         if missing:
@@ -101,12 +104,28 @@ def evaluate(dep: ContentDependency | None, tasks: list, by_name: dict,
     return out
 
 
-_PROPAGATING = tuple(map(stages.prefix, (stages.SPLICE, stages.STAMP, stages.REPLAY)))
+_VALIDATE = stages.prefix(stages.VALIDATE)
+_PROPAGATING = tuple(map(stages.prefix, (stages.SPLICE, stages.STAMP, stages.REPLAY, stages.VALIDATE)))
+
+
+def _verdicts(dep: ContentDependency | None, names: list[str]) -> dict[str, str]:
+    """The validations among `names` with a recorded verdict, and that verdict (PASSED, ...)."""
+    if dep is None:
+        return {}
+    found = {n: (dep.get_values(n) or {}).get("verdict") if dep.recorded(n) else None for n in names}
+    return {n: str(v) for n, v in found.items() if v}
+
+
+def _with_verdict(e: Explanation, verdict: str) -> Explanation:
+    """A validation's explanation saying whether its last verdict still holds (and, when not, why)."""
+    if e.status == "up-to-date":
+        return Explanation(e.task, e.status, f"the last verdict ({verdict}) still holds")
+    return Explanation(e.task, e.status, f"{e.reason}: the last verdict ({verdict}) no longer holds")
 
 
 def _propagates(name: str) -> bool:
     # A re-run ptoas rewrites the raw output (splice follows); any compile removes the stamp (stamp follows).
-    # Compiles themselves decide by their own inputs once the splice has run.
+    # Compiles themselves decide by their own inputs once the splice has run; a verdict is on the binaries.
     return name.startswith(_PROPAGATING)
 
 
@@ -153,21 +172,35 @@ def _judged(dep, task, by_name: dict) -> Explanation:
     return Explanation(task.name, "run", dep.reasons.get(task.name) or "never built")
 
 
+def no_preludes_line(graph: Graph, items: list[Explanation]) -> str | None:
+    """For `explain --all`: why no built kernel says how it last compiled, when the platform offers no
+    precompiled prelude here (host without PTO_ISA_ROOT, say); None when it offers them or nothing is built."""
+    built = any(e.task.startswith(stages.prefix(stages.COMPILE)) and e.status == "up-to-date" for e in items)
+    if not built or any(e.how for e in items) or graph.platform.precompiled_preludes:
+        return None
+    return (f"pypto-build: no precompiled preludes on {graph.platform.name} here, so no kernel says how it last "
+            f"compiled: {graph.platform.no_preludes_why}")
+
+
 def format_lines(items: list[Explanation], *, all_tasks: bool = False) -> list[str]:
-    """One line per stale task, then the counts a build would print (compile units; other stages after)."""
-    lines = [f"{e.task}: {e.reason if e.status != 'up-to-date' else 'up to date'}"
+    """One line per stale task and per recorded verdict (holding or not), then the counts a build would print
+    (compile units; other stages after; verdicts that no longer hold)."""
+    lines = [f"{e.task}: {e.reason if e.status != 'up-to-date' or e.task.startswith(_VALIDATE) else 'up to date'}"
              + (" (error)" if e.status == "error" else "") + (f" (last compiled {e.how})" if e.how else "")
-             for e in items if all_tasks or e.status != "up-to-date"]
+             for e in items if all_tasks or e.status != "up-to-date" or e.task.startswith(_VALIDATE)]
     units = [e for e in items if e.task.startswith(stages.UNITS)]
     parts = [f"{sum(1 for e in units if e.status == 'run')} would compile",
              f"{sum(1 for e in units if e.status == 'up-to-date')} up to date"]
     others: dict[str, int] = {}
     for e in items:
-        if e.status == "run" and not e.task.startswith(stages.UNITS):
+        if e.status == "run" and not e.task.startswith((*stages.UNITS, _VALIDATE)):
             stage = e.task.split(":")[0]
             others[stage] = others.get(stage, 0) + 1
     if others:
         parts.append("also " + ", ".join(f"{n} {stage}" for stage, n in others.items()))
+    stale = sum(1 for e in items if e.status == "run" and e.task.startswith(_VALIDATE))
+    if stale:
+        parts.append(f"{stale} verdict(s) no longer hold")
     errors = sum(1 for e in items if e.status == "error")
     if errors:
         parts.append(f"{errors} cannot be checked")

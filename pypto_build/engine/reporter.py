@@ -48,6 +48,7 @@ class BuildReporter:
         self.spliced: list[str] = []        # kernel files re-spliced this run
         self.pto_rejected: list[str] = []   # .pto never seen edited that ptoas could not compile: kernels kept
         self.warnings: list[str] = []       # said by units that succeeded (`pypto-build: warning: ...` lines)
+        self.identical: list[str] = []      # compile units that ran and built the bytes in place: file kept
         self.stamped: list[str] = []        # stamp tasks that wrote binary_context.json (run_stamp's values say)
         self.unstamped: list[str] = []      # ... that ran and wrote none (an identity unknown: stale one removed)
         self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
@@ -96,6 +97,8 @@ class BuildReporter:
                 self._line(_not_applied([values["not_applied"]]), always=True)
             return
         self._finish(task.name, "from-cache" if values.get("cache") == "hit" else "ran")
+        if values.get("kept") == "identical" and task.name.startswith(stages.UNITS):
+            self.identical.append(task.name)
         if task.name.startswith(stages.prefix(stages.STAMP)):
             (self.stamped if values.get("stamp") else self.unstamped).append(task.name)
         self.spliced += values.get("spliced") or []
@@ -201,6 +204,8 @@ class BuildReporter:
             parts.append(f"{len(self.stamped)} stamp(s) written")
         if self.unstamped:
             parts.append(f"{len(self.unstamped)} sub-build(s) not stamped (identity unknown)")
+        if self.identical:      # last: `ls -l` shows these files untouched (atomic.install kept them)
+            parts.append(f"{len(self.identical)} recompiled, identical bytes kept")
         return "pypto-build: " + ", ".join(parts)
 
     def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:

@@ -73,6 +73,8 @@ class Platform(ABC):
     noop_record: ClassVar[bool] = False
     # Whether kernels may take a precompiled prelude (compile/prelude.py): GCC kernels against PTO-ISA's headers.
     precompiled_preludes: ClassVar[bool] = False
+    # When it offers none: why, in `explain --all`'s line (no kernel then says how it last compiled).
+    no_preludes_why: ClassVar[str] = "its kernels do not compile with GCC"
 
     def toolchain_key(self) -> str:
         """The no-op key's part for the toolchain as located (compilers resolved, with their `--version`); the

@@ -39,6 +39,8 @@ class HostPlatform(Platform):
     runtimes: ClassVar[tuple[str, ...]] = ("tensormap_and_ringbuffer",)
     noop_record: ClassVar[bool] = True
     runtime_label: ClassVar[str] = "pypto_build host runtime"
+    no_preludes_why: ClassVar[str] = "the host platform offers them only with PTO_ISA_ROOT set (PTO-ISA's " \
+                                     "headers) and a GCC kernel compiler"
 
     @property
     def precompiled_preludes(self) -> bool:        # type: ignore[override]

@@ -95,7 +95,8 @@ class HostExecutor:
     def __init__(self, sub_build_dir: Path, *, log: Callable[[str, str], None] | None = None,
                  on_task: Callable[[str], None] | None = None) -> None:
         """Load `sub_build_dir`'s binaries. `log(level, text)` receives the orchestration's LOG_* lines
-        (level: debug, info, warn, error or always; text: "<function>: <message>"); None = `logging`.
+        (level: debug, info, warn, error or always; text: "<function>: <message>") and the runtime's own
+        debug lines ("host runtime: staged tensor ...", "host runtime: dispatch task ..."); None = `logging`.
         `on_task(what)` is told what runs next (the orchestration, then each task): a crash is then
         pinned to it by whoever watches this process."""
         self._on_task = on_task
@@ -215,12 +216,14 @@ class HostExecutor:
             tensors = [(n, a) for n, a in zip(names, args) if isinstance(a, torch.Tensor)]
             recs, recs_raw = abi.aligned_tensors(len(tensors))
             addr_names: dict[int, str] = {}
+            staged: list[str] = []
             for i, (name, tensor) in enumerate(tensors):
                 try:
                     abi.fill_from_torch(recs[i], tensor)
                 except (ValueError, abi.UnsupportedDType) as exc:
                     raise ExecutorError(f"argument {name!r}: {exc}") from None
                 addr_names.setdefault(int(recs[i].addr), name)
+                staged.append(f"staged tensor {name}: {abi.describe(recs[i])}")
             bits = []
             for name, value in zip(names, args):
                 if not isinstance(value, torch.Tensor):
@@ -239,6 +242,8 @@ class HostExecutor:
                     raise ExecutorError(f"orchestration: {self.orchestration_path}: pto_host_bind_runtime "
                                         f"returned {rc} (-1 = ABI/struct size mismatch, -2 = missing op)")
                 self._check_arg_count(chip_args, len(args), len(tensors), state)
+                for line in staged:         # a broken log sink fails the run as a callback's would
+                    self._guard("log", lambda _s, line=line: self._debug(line) or 0, 0)
                 if self._on_task is not None:
                     self._on_task(f"the orchestration {self.orchestration_path.name}")
                 start = time.perf_counter_ns()
@@ -330,6 +335,7 @@ class HostExecutor:
                 described.append(("scalar", raw))
         if self._on_task is not None:
             self._on_task(f"{label} from {kernel.path.name}")
+        self._debug(f"dispatch {label} on {core_name}: {n} tensor(s), {m} scalar(s)")
         start = time.perf_counter_ns()
         kernel.entry(kargs)
         end = time.perf_counter_ns()
@@ -357,6 +363,7 @@ class HostExecutor:
                                     f"its shape holds {tensor.numel() * tensor.element_size()}")
             rec.addr = tensor.data_ptr()
             state.names.setdefault(int(rec.addr), f"intermediate#{len(state.intermediates)}")
+            self._debug(f"staged intermediate#{len(state.intermediates)}: {abi.describe(rec)}")
             state.intermediates.append(tensor)
         return 0
 
@@ -385,6 +392,13 @@ class HostExecutor:
                 _LOGGER.log(_PY_LEVELS.get(level, logging.INFO), "[orchestration] %s", text)
             return 0
         self._guard("log", emit, 0)
+
+    def _debug(self, text: str) -> None:
+        """The runtime's own debug line (a tensor staged, a task dispatched): to `log`, else `logging`."""
+        if self._log is not None:
+            self._log("debug", f"host runtime: {text}")
+        elif _LOGGER.isEnabledFor(logging.DEBUG):
+            _LOGGER.debug("[host runtime] %s", text)
 
     # -- lifetime -----------------------------------------------------------
     def close(self) -> None:
