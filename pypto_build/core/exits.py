@@ -13,8 +13,8 @@ import os
 import sys
 from typing import Callable, NoReturn
 
-from ..errors import (FAILED, INTERNAL, INTERRUPTED_STATUS, USER, UserError, WorkerDied, error, exit_status,
-                      interrupted, one_line)
+from ..errors import (FAILED, INTERNAL, INTERRUPTED_STATUS, USER, UserError, WorkerDied, command_line, error,
+                      exit_status, interrupted, one_line)
 
 
 def report(exc: BaseException, *, debug: bool = False) -> int:
@@ -42,9 +42,11 @@ def report(exc: BaseException, *, debug: bool = False) -> int:
 
 def guarded(call: Callable[[], int | None], *, debug: bool = False) -> int:
     """`call()`'s exit status; whatever stops it is said by `report`. After an interrupt, or a `-j` worker
-    that died, the process leaves at once (`exit_now`): the state is saved already."""
+    that died, the process leaves at once (`exit_now`): the state is saved already. Its remedies name
+    command-line flags (`errors.command_line`)."""
     try:
-        return call() or 0
+        with command_line():
+            return call() or 0
     except (SystemExit, GeneratorExit):
         raise
     except BaseException as exc:        # noqa: BLE001 — every way out is said and has its status
