@@ -5,11 +5,14 @@ Every exception pypto_build raises is a `PyptoBuildError`, in one of two branche
 the program or the validation failed: exit 1). `exit_status` is the one place
 that turns what stopped a run into the exit status every front end gives
 (exits.py prints the line). `warn`, `error` and `interrupted` are the one home of
-the `pypto-build: ...` prefixes every front end prints on stderr.
+the `pypto-build: ...` prefixes every front end prints on stderr. `say_fix` words a remedy for the front
+end that runs: a command-line flag under `pypto-build` (`command_line`), the API's parameter otherwise.
 """
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 INTERRUPTED = "pypto-build: interrupted; finished units are kept"
 
@@ -19,6 +22,25 @@ FAILED = 1          # a unit, the program or the validation failed (or was not m
 USER = 2            # the user's input or the environment: one line naming the file, what is wrong, the fix
 INTERNAL = 3        # a bug (an exception outside this tree): its traceback, always
 INTERRUPTED_STATUS = 130    # Ctrl-C or SIGTERM
+
+
+_FRONT_END = ["api"]        # "cli" while a command-line front end runs (`exits.guarded`)
+
+
+@contextmanager
+def command_line() -> Iterator[None]:
+    """Within it, remedies name command-line flags (`say_fix`): every command-line front end runs in it."""
+    _FRONT_END.append("cli")
+    try:
+        yield
+    finally:
+        _FRONT_END.pop()
+
+
+def say_fix(cli: str, api: str) -> str:
+    """A remedy in the words of the front end that runs: `cli` (a flag: `pass --platform host`) under
+    `command_line`, else `api` (the parameter: `pass platform="host"`). Forked workers inherit it."""
+    return cli if _FRONT_END[-1] == "cli" else api
 
 
 def warn(message: str) -> None:

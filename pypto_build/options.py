@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .builddir.runconfig import LOG_LEVELS, RunConfig, RunSpec
 from .core import settings
-from .core.settings import CACHE, LAUNCHER, REMOTE_CACHE, precompiled_preludes
+from .core.settings import LAUNCHER, REMOTE_CACHE, precompiled_preludes
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -286,21 +286,21 @@ class Request:
               keep_going: bool = False, force: Iterable[str] = (), trace: str | os.PathLike | None = None,
               quiet: bool = False, run: RunSpec | None = None) -> Request:
         """The API's keyword arguments (and the flags', through `request`) as a Request, judged here:
-        the `.pto` settings, the launcher, the remote cache's URL and $PYPTO_BUILD_PCH (each a `UserError` in
-        one line). `preludes`: None takes $PYPTO_BUILD_PCH (default on)."""
+        the `.pto` settings, the launcher, the remote cache's URL, the cache's folder and $PYPTO_BUILD_PCH (each
+        a `UserError` in one line). `preludes`: None takes $PYPTO_BUILD_PCH (default on)."""
         found = None
         if launcher or os.environ.get(LAUNCHER, "").strip():
             from .toolchain.launcher import find
             found = find(launcher)                  # not there: one line, even with nothing to build
         remote = None
         if remote_cache or os.environ.get(REMOTE_CACHE):
-            from .cache import settings             # malformed: one line, even with nothing to build
-            remote = settings(remote_cache)
+            from .cache import settings as remote_settings      # malformed: one line, even with nothing to build
+            remote = remote_settings(remote_cache)
         return cls(platform=platform or None,
                    pto=pto or _pto_options(rebuild_from_pto, ptoas, allow_unapplied_pto),
                    include_stale=include_stale, launcher=found,
                    preludes=precompiled_preludes() if preludes is None else bool(preludes),
-                   cache_dir=os.fspath(cache_dir) if cache_dir else os.environ.get(CACHE) or None,
+                   cache_dir=settings.cache_folder(os.fspath(cache_dir) if cache_dir else None),
                    remote=remote, tasks=tuple(tasks or ()), jobs=max(1, int(jobs)), recompile=recompile,
                    keep_going=keep_going, force=tuple(force or ()),
                    trace=os.fspath(trace) if trace is not None else None, quiet=quiet, run=run or RunSpec())

@@ -246,7 +246,8 @@ class Case:
     planning: bool = True                       # refused before anything runs: state folder untouched too
     args: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
-    python: str = ""                            # "no_run_extra": `python -m pypto_build` of a Python without torch
+    python: str = ""                            # "no_run_extra" / "no_simpler": `python -m pypto_build` of a Python
+                                                # without torch / simpler
     status: int | None = None                   # the exit status it must be (None: any failure)
 
 
@@ -382,12 +383,15 @@ def _run_cases() -> list[Case]:
     """Cases that get past planning: a unit runs and fails (the state folder may change)."""
     pto = ("--ptoas", FAKE_PTOAS)
     return [
+        # issue 33 item 7: the sentinel line deleted by hand is named, with where to restore it
         Case("sentinel_begin_missing", "l2", raw_edit_and(lambda t: t.replace(BEGIN, "// ptoas code")), "build",
-             KERNEL1, r"sentinel", planning=False),
+             KERNEL1, rf"the sentinel line '{BEGIN}' is missing from this kernel .*; restore it on its own line just "
+             "above the ptoas-generated code", planning=False),
         Case("sentinel_end_missing", "l2", raw_edit_and(lambda t: t.replace(END, "// entry")), "build", KERNEL1,
-             r"sentinel", planning=False),
-        Case("sentinels_reversed", "l2", raw_edit_and(reverse_sentinels), "build", KERNEL1, r"sentinel",
-             planning=False),
+             rf"the sentinel line '{END}' is missing from this kernel .*; restore it on its own line just above the "
+             "kernel entry point", planning=False),
+        Case("sentinels_reversed", "l2", raw_edit_and(reverse_sentinels), "build", KERNEL1,
+             rf"the sentinel line '{END}' comes before '{BEGIN}' .*; restore their order", planning=False),
         Case("kernel_not_utf8_on_splice", "l2",
              chain(raw_edit_and(lambda t: t), prepend(KERNEL1, b"// \xff\xfe\n")),
              "build", KERNEL1, r"not UTF-8", planning=False),
@@ -451,7 +455,7 @@ def _golden_cases() -> list[Case]:
 def _layout_cases() -> list[Case]:
     return [
         Case("empty_directory", "l2", empty_dir, "build", "{dir}", r"not a build_output directory"),
-        Case("missing_directory", "l2", missing_dir, "build", "{dir}", r"not a directory|does not exist"),
+        Case("missing_directory", "l2", missing_dir, "build", "{dir}", r": does not exist; pass "),
         Case("file_not_directory", "l2", file_not_dir, "replay", "{dir}", r"not a directory"),
         Case("mixed_markers", "l2", write("distributed_meta.json", "{}"), "build", "{dir}",
              r"ambiguous build directory"),
@@ -579,7 +583,7 @@ def _history_and_ci_cases() -> list[Case]:
              r"'first_seen' is 1e\+20, not a time", status=2),
         Case("history_deep_json", "l2", write(HISTORY, DEEP), h, HISTORY, rf"{refused} \(maximum recursion depth",
              status=2),
-        Case("history_missing_directory", "l2", missing_dir, h, "{dir}", r"not a directory", status=2),
+        Case("history_missing_directory", "l2", missing_dir, h, "{dir}", r": does not exist; pass ", status=2),
         Case("history_not_a_build_directory", "l2", empty_dir, h, "{dir}", r"not a build_output directory",
              status=2),
         Case("ci_report_deep_json", "l2", report_file(DEEP), "ci-report", "report.json",
@@ -598,7 +602,58 @@ def _history_and_ci_cases() -> list[Case]:
     ]
 
 
+def link_loop(rel: str) -> Callable[[Path], None]:
+    """Put a symbolic link to itself where the file `rel` is."""
+    def apply(d: Path) -> None:
+        (d / rel).unlink()
+        (d / rel).symlink_to((d / rel).name)
+    return apply
+
+
+def make_dir(rel: str) -> Callable[[Path], None]:
+    """Put an empty directory where the file `rel` is."""
+    def apply(d: Path) -> None:
+        (d / rel).unlink()
+        (d / rel).mkdir()
+    return apply
+
+
+NO_SIMPLER = ("simpler", "_task_interface", "__editable___simpler")     # what a simpler install provides
+PASSWD = "/etc/passwd"          # a file everywhere, never written
+
+
+def _issue_33_cases() -> list[Case]:
+    """Lines that said what was not so, or what the user cannot act on (issue 33 items 2, 6, 7)."""
+    simpler = ("PyPTO's runtime simpler is not installed .*, and a2a3sim runs on it: pass --platform host to run on "
+               "the host runtime, or give no --platform nor \\$PYPTO_BUILD_PLATFORM \\(a directory recording a "
+               "simulator then falls back to the host runtime, as `pypto-build example` does\\); or build simpler "
+               ".*Building simpler locally")
+    typo = lambda d: d / "typo"         # noqa: E731 — a cache folder never made
+    return [
+        Case("platform_sim_without_simpler", "l2", lambda d: None, "replay", "tools/build-simpler.sh", simpler,
+             args=("--platform", "a2a3sim"), python="no_simpler", status=2),
+        Case("platform_sim_without_simpler_validate", "l2", lambda d: None, "validate", "tools/build-simpler.sh",
+             simpler, env={"PYPTO_BUILD_PLATFORM": "a2a3sim"}, python="no_simpler", status=2),
+        Case("cache_dir_is_a_file", "l2", lambda d: os.utime(d / KERNEL1), "build", f"--cache-dir '{PASSWD}'",
+             r"a file, not a folder; pass --cache-dir a folder", args=("--cache-dir", PASSWD), status=2),
+        Case("env_cache_is_a_file", "l2", lambda d: os.utime(d / KERNEL1), "build", f"PYPTO_BUILD_CACHE='{PASSWD}'",
+             r"a file, not a folder; set PYPTO_BUILD_CACHE to a folder", env={"PYPTO_BUILD_CACHE": PASSWD}, status=2),
+        Case("cache_dir_through_a_file", "l2", lambda d: None, "validate", f"--cache-dir '{PASSWD}/x'",
+             r"a path through a file, not a folder", args=("--cache-dir", f"{PASSWD}/x"), status=2),
+        Case("cache_stats_no_cache", "l2", typo, "cache", "{dir}", r"no cache at \S+: nothing was ever stored there",
+             args=("stats", "--cache-dir"), status=2),
+        Case("cache_clean_no_cache", "l2", typo, "cache", "{dir}", r"no cache at \S+", args=("clean", "--cache-dir"),
+             status=2),
+        Case("kernel_source_link_loop", "l2", link_loop(KERNEL1), "build", KERNEL1,
+             r"is a symbolic link loop \(it leads back to itself\)", status=2),
+        Case("kernel_config_is_a_directory", "l2", make_dir("kernel_config.py"), "build", "kernel_config.py",
+             r"kernel_config\.py: is a directory, not a file; remove it and restore", status=2),
+        Case("compiled_meta_is_a_directory", "l2", make_dir("compiled_meta.json"), "validate", "compiled_meta.json",
+             r"is a directory, not a file", status=2),
+    ]
+
+
 CASES = [*_meta_cases(), *_platform_sidecar_cases(), *_dmeta_cases(), *_kernel_config_cases(), *_run_cases(),
          *_golden_cases(), *_layout_cases(), *_environment_cases(), *_option_cases(), *_odd_file_cases(),
-         *_history_and_ci_cases()]
+         *_history_and_ci_cases(), *_issue_33_cases()]
 assert len({c.name for c in CASES}) == len(CASES)

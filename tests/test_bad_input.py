@@ -33,7 +33,7 @@ from pypto_build.api import build
 from pypto_build.core.racy import FINE_NS
 from pypto_build.platforms.host.places import HOST_OUTPUTS
 
-from bad_input_corpus import CASES, FIX_RE, NO_RUN_EXTRA, STATE, Case, python_without
+from bad_input_corpus import CASES, FIX_RE, NO_RUN_EXTRA, NO_SIMPLER, STATE, Case, python_without
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,8 @@ def make_pristine(base: Path) -> dict[str, Path]:
     for root in (l2, l3):
         build(root)
     return {"l2": l2, "l3": l3, "multi": synth.write_multi_orch(base / "multi", kernels=1, golden=True),
-            "no_run_extra": python_without(base / "no-run-extra", *NO_RUN_EXTRA)}
+            "no_run_extra": python_without(base / "no-run-extra", *NO_RUN_EXTRA),
+            "no_simpler": python_without(base / "no-simpler", *NO_SIMPLER)}
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ def test_ci_goes_on_past_failures_and_reports(dirs, tmp_path):
     failed = {c.get("name"): c.find("failure") for c in suite.findall("testcase")}
     assert failed[str(dirs[0])] is None and failed[str(dirs[1])] is None
     assert "Output 'out' does not match golden" in failed[str(dirs[2])].get("message")
-    assert "not a directory" in failed[str(dirs[3])].get("message")
+    assert "does not exist" in failed[str(dirs[3])].get("message")
     data = json.loads(report.read_text())
     by_path = {d["path"]: d for d in data["directories"]}
     good = by_path[str(dirs[0])]

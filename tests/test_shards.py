@@ -199,7 +199,7 @@ def test_failed_directories_merge_to_exit_1(failing, tmp_path):
     assert out.returncode == 1
     assert out.stdout.splitlines()[-1] == ("pypto-build ci-report: 5 directories over 3 shards: 0 passed, "
                                            "5 failed, 0 cache hits")
-    assert out.stderr.count("FAILED build") == 5 and "not a directory" in out.stderr
+    assert out.stderr.count("FAILED build") == 5 and "does not exist" in out.stderr
     data = json.loads((tmp_path / "merged.json").read_text())
     assert sorted(d["key"] for d in data["directories"]) == [f"gone/d{i}" for i in range(5)]
     assert [s["index"] for s in data["shards"]] == [1, 2, 3] and not data["ok"]

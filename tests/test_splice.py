@@ -13,8 +13,9 @@ from pypto_build.testing import synth
 from pypto_build.errors import PyptoBuildError, SpliceError
 from pypto_build.pto.splice import BEGIN, END, find_target, function_names, preprocess, signature_of, splice, split
 
-MESSAGE = ("{}: cannot splice — missing or out-of-order ptoas sentinels. This build_output predates the "
-           ".pto rebuild feature; recompile via ir.compile() to refresh.")
+NEITHER = "neither ptoas sentinel line"
+GONE = "the sentinel line {!r} is missing from this kernel (deleted by hand?)"
+ORDER = f"the sentinel line {END!r} comes before {BEGIN!r}"
 
 
 def units_and_targets(root: Path):
@@ -222,20 +223,24 @@ def test_edits_outside_the_body_survive_a_splice(tmp_path):
     assert split(out, str(path)) == (head, new_body, tail)
 
 
-@pytest.mark.parametrize("text", [
-    "",
-    "no sentinels at all\n",
-    f"{BEGIN}\nbody\n",
-    f"body\n{END}\n",
-    f"{END}\nbody\n{BEGIN}\n",
-    f"{END}\n{BEGIN}\nbody\n{END}\n",  # first END precedes first BEGIN
-    f"{BEGIN[:-1]}\nbody\n{END}\n",
+@pytest.mark.parametrize("text, says", [
+    ("", NEITHER),
+    ("no sentinels at all\n", NEITHER),
+    (f"{BEGIN}\nbody\n", GONE.format(END)),
+    (f"body\n{END}\n", GONE.format(BEGIN)),
+    (f"{END}\nbody\n{BEGIN}\n", ORDER),
+    (f"{END}\n{BEGIN}\nbody\n{END}\n", ORDER),  # first END precedes first BEGIN
+    (f"{BEGIN[:-1]}\nbody\n{END}\n", GONE.format(BEGIN)),
 ])
-def test_missing_or_out_of_order_sentinels(text):
+def test_missing_or_out_of_order_sentinels(text, says):
+    """Each says which sentinel line is missing (or out of order), and how to restore it (issue 33 item 7)."""
     for call in (lambda: split(text, "kernels/aiv/k.cpp"), lambda: splice(text, "b", "kernels/aiv/k.cpp")):
         with pytest.raises(SpliceError) as info:
             call()
-        assert str(info.value) == MESSAGE.format("kernels/aiv/k.cpp")
+        message = str(info.value)
+        assert message.startswith(f"kernels/aiv/k.cpp: {says}"), message
+        assert "; restore " in message and message.endswith("or recompile via ir.compile() to regenerate the kernel")
+        assert "predates" not in message and "\n" not in message
         assert isinstance(info.value, PyptoBuildError)
 
 

@@ -80,7 +80,7 @@ def test_without_ptoas_the_units_are_planned_and_say_where_it_was_looked_for(d, 
     assert plan.skipped_line == f"[pto->cpp] skipped: {missing}"
     monkeypatch.delenv("PTOAS_ROOT")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert pto_plan(d).units[0].missing == "ptoas not found on PATH (set PTOAS_ROOT or PATH, or pass --ptoas)"
+    assert pto_plan(d).units[0].missing == "ptoas not found on PATH (set PTOAS_ROOT or PATH, or pass ptoas=)"  # the API's words
 
 
 def test_a_ptoas_option_that_is_not_a_tool_is_refused(d, tmp_path):

@@ -24,7 +24,7 @@ from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG,
                       next_level_names as _next_level_names)
 from .state_checks import confine_state
 from .state_dir import STATE_DIR
-from ..core.safeio import read_bytes
+from ..core.safeio import read_bytes, unreachable
 
 
 class BuildKind(enum.Enum):
@@ -70,7 +70,8 @@ def classify(root: Path) -> tuple[BuildKind, tuple[str, ...]]:
     """The build kind of `root` from its four marker files."""
     root = Path(root)
     if not root.is_dir():
-        raise LayoutError(f"{root}: not a directory; pass a build_output/<jit_dir>/ directory")
+        what = "not a directory" if root.exists() else unreachable(root)
+        raise LayoutError(f"{root}: {what}; pass a build_output/<jit_dir>/ directory")
     markers = present_markers(root)
     l2 = {KERNEL_CONFIG, COMPILED_META} & set(markers)
     l3 = {DISTRIBUTED_META, HOST_ORCH} & set(markers)

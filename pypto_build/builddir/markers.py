@@ -21,7 +21,8 @@ MARKERS = (COMPILED_META, DISTRIBUTED_META, KERNEL_CONFIG, HOST_ORCH)
 
 
 def present_markers(root: Path) -> tuple[str, ...]:
-    """The marker files of `root`; a FIFO, socket or device under a marker's name is refused (never read)."""
+    """The marker files of `root`; a directory, FIFO, socket or device under a marker's name is refused (never
+    read)."""
     found = []
     for m in MARKERS:
         try:
@@ -30,7 +31,10 @@ def present_markers(root: Path) -> tuple[str, ...]:
             continue
         if stat.S_ISREG(st.st_mode):
             found.append(m)
-        elif not stat.S_ISDIR(st.st_mode):
+        elif stat.S_ISDIR(st.st_mode):
+            raise LayoutError(f"{root / m}: is a directory, not a file; remove it and restore the {m} ir.compile() "
+                              "wrote (or recompile via ir.compile())")
+        else:
             raise LayoutError(refusal(root / m, st.st_mode, "replace it with the file ir.compile() wrote (or "
                                                             "recompile via ir.compile())"))
     return tuple(found)

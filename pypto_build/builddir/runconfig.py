@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
 
 from ..core.hashing import text_digest
 from ..core.settings import RUN_TIMEOUT, seconds
+from ..errors import ArgumentError
 
 LOG_LEVELS = ("debug", "info", "timing", "warn", "error", "null")
 
@@ -31,6 +33,21 @@ class RunConfig:
     def __post_init__(self):
         if self.log_level is not None and self.log_level not in LOG_LEVELS:
             raise ValueError(f"log_level {self.log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
+
+    @classmethod
+    def of(cls, config: Any) -> Any:
+        """A caller's `config=`: None is the default, a mapping of RunConfig's fields is `RunConfig(**it)`
+        (an unknown key: ArgumentError, one line); anything else (a RunConfig, PyPTO's own) as it is."""
+        if config is None:
+            return cls()
+        if not isinstance(config, Mapping):
+            return config
+        names = [f.name for f in fields(cls)]
+        unknown = [repr(k) for k in config if k not in names]
+        if unknown:
+            raise ArgumentError(f"config: {', '.join(unknown)} is not a RunConfig field; pass a RunConfig or a "
+                                f"dict of its fields ({', '.join(names)})")
+        return cls(**config)
 
     @property
     def effective_log_level(self) -> str:
@@ -66,7 +83,8 @@ class RunSpec:
     quiet: bool = False     # -q: the run says only its verdict and the program's own log lines, not its progress
 
     @classmethod
-    def given(cls, config: RunConfig | None = None, timeout: float | None = None) -> RunSpec:
-        """The library's form (`replay()`, `validate()`, `ci`): None means the default."""
-        config = config or RunConfig()
+    def given(cls, config: RunConfig | Mapping[str, Any] | None = None, timeout: float | None = None) -> RunSpec:
+        """The library's form (`replay()`, `validate()`, `ci`): None means the default; a dict of RunConfig's
+        fields is one (`RunConfig.of`)."""
+        config = RunConfig.of(config)
         return cls(config) if timeout is None else cls(config, timeout)

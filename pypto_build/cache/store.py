@@ -354,10 +354,14 @@ class ArtifactCache:
             return freed
 
     def stats(self) -> CacheStats:
-        """Entries and bytes on disk now, with the persisted counters."""
-        with self._locked() as fd:
+        """Entries and bytes on disk now, with the persisted counters (none yet: zeros; a read makes no lock)."""
+        if not os.path.lexists(self.directory / ".lock"):
             entries, _ = self._scan()
-            counters = self._read_counters(fd)
+            counters = dict.fromkeys((*_COUNTERS, "bytes"), 0)
+        else:
+            with self._locked() as fd:
+                entries, _ = self._scan()
+                counters = self._read_counters(fd)
         binaries = [size for _, _, size, path in entries if not _is_index(path)]
         return CacheStats(entries=len(entries), bytes=sum(size for _, _, size, _ in entries),
                           max_bytes=self.max_bytes, binaries=len(binaries),

@@ -202,7 +202,12 @@ def _ci_report(args: argparse.Namespace) -> int:
 def _cache(args: argparse.Namespace) -> int:
     """The artefact cache (when one is configured) and the store of precompiled preludes beside it."""
     from ..cache import ArtifactCache, PreludeStore, human_size, prelude_store_dir
-    cache = ArtifactCache.from_env(args.cache_dir)
+    from ..core.settings import cache_folder
+    where = cache_folder(args.cache_dir)        # a file: one line
+    if where is not None and not os.path.isdir(os.path.expanduser(where)):     # a typo: reported, never made
+        raise UserError(f"no cache at {where}: nothing was ever stored there; check the path (--cache-dir, "
+                        f"$PYPTO_BUILD_CACHE), or build with --cache-dir {where} to make it")
+    cache = ArtifactCache.from_env(where)
     store = PreludeStore(prelude_store_dir(os.path.abspath(cache.directory) if cache else None))
     if cache is None:
         print("pypto-build: no artefact cache configured (--cache-dir DIR or PYPTO_BUILD_CACHE)")
@@ -226,7 +231,9 @@ def _doit(args: argparse.Namespace) -> int:
     rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)
     directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))
     if not directory.is_dir():
-        raise UserError(f"{directory}: not a directory; usage: pypto-build doit <command> DIR [...]")
+        from ..core.safeio import unreachable
+        what = "not a directory" if directory.exists() else unreachable(directory)
+        raise UserError(f"{directory}: {what}; usage: pypto-build doit <command> DIR [...]")
     return BuildDirMain(BuildDirLoader(find_root(directory))).run([args.command, *rest])
 
 

@@ -90,7 +90,7 @@ class DistributedCompiledProgram:
         require_fit(self.meta, tensors)
         built = build(self.output_dir, platform=self.platform, progress=None)
         self.platform = built.platform
-        execute(self.output_dir, list(tensors), replace(config or RunConfig(), platform=built.platform),
+        execute(self.output_dir, list(tensors), replace(RunConfig.of(config), platform=built.platform),
                 kind=BuildKind.L3, names=[p.name for p in self.params], say=lambda _line: None,
                 device_ids=self.device_ids)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Mapping, Sequence, TextIO
 
 from ..run import require_fit
 from ..errors import ArgumentError
@@ -28,7 +28,7 @@ class ReplayResult:
     dfx: list[str] = field(default_factory=list)      # files written under dfx_outputs/
 
 
-def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool = False,
+def replay(work_dir, *tensors, config: RunConfig | Mapping[str, Any] | None = None, recompile: bool = False,
            rebuild_from_pto: bool = True, validate: bool = False, jobs: int = 1,
            progress: TextIO | None | str = "stdout", run_timeout: float | None = None,
            allow_unapplied_pto: bool = False, quiet: bool = False) -> ReplayResult:
@@ -42,7 +42,8 @@ def replay(work_dir, *tensors, config: RunConfig | None = None, recompile: bool 
     run on a copy of the inputs taken before the run (RTOL/ATOL); a mismatch raises
     AssertionError naming the output, a validation that would compare nothing raises
     NothingCompared. Progress goes to `progress` (default: the current sys.stdout; None: silent); with
-    `quiet` (-q) only the verdict, the program's log lines and any `.pto` edit not applied.
+    `quiet` (-q) only the verdict, the program's log lines and any `.pto` edit not applied. `config` is a
+    RunConfig or a dict of its fields.
     """
     from ..api import build
     from ..run import run_program

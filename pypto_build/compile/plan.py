@@ -20,7 +20,7 @@ from ..core.confine import OUTPUT_FIX, confine, real_path, resolves_inside
 from ..builddir.layout import Layout, SubBuild, include_dirs, kernel_source, resolve_in
 from ..builddir.manifest_ast import manifest_error
 from ..builddir.markers import KERNEL_CONFIG
-from ..core.safeio import kind_of
+from ..core.safeio import kind_of, unreachable
 from ..core.settings import COMPILER_TIMEOUT, seconds
 from ..platforms import Command, Platform, UnitSource
 from ..toolchain.compiler import argv_key, source_name_problem
@@ -221,7 +221,7 @@ def _require_file(sub: SubBuild, src: Path, what: str, line: int) -> None:
                              "a source file name that does not start with '@'",
                              "Rename the file and its entry in kernel_config.py")
     if not src.is_file():
-        problem = f"is {kind_of(src.stat().st_mode)}, not a regular file" if src.exists() else "does not exist"
+        problem = f"is {kind_of(src.stat().st_mode)}, not a regular file" if src.exists() else unreachable(src)
         raise manifest_error(sub.config.path, line, f"{what} {shown} {problem}", "an existing source file",
                              "Restore the file, fix the entry, or recompile via ir.compile() to regenerate it")
 

@@ -15,8 +15,8 @@ from typing import Callable, NoReturn
 
 from . import pipes
 
-from ..errors import (FAILED, INTERNAL, INTERRUPTED_STATUS, USER, UserError, WorkerDied, error, exit_status,
-                      interrupted, one_line)
+from ..errors import (FAILED, INTERNAL, INTERRUPTED_STATUS, USER, UserError, WorkerDied, command_line, error,
+                      exit_status, interrupted, one_line)
 
 
 def report(exc: BaseException, *, debug: bool = False) -> int:
@@ -45,10 +45,12 @@ def report(exc: BaseException, *, debug: bool = False) -> int:
 def guarded(call: Callable[[], int | None], *, debug: bool = False) -> int:
     """`call()`'s exit status; whatever stops it is said by `report`. After an interrupt, or a `-j` worker
     that died, the process leaves at once (`exit_now`): the state is saved already. A reader that closes
-    our stdout or stderr stops nothing (`pipes.guard`)."""
+    our stdout or stderr stops nothing (`pipes.guard`). Its remedies name command-line flags
+    (`errors.command_line`)."""
     pipes.guard()
     try:
-        return call() or 0
+        with command_line():
+            return call() or 0
     except (SystemExit, GeneratorExit):
         raise
     except BaseException as exc:        # noqa: BLE001 — every way out is said and has its status

@@ -48,6 +48,23 @@ def refusal(path: str | os.PathLike, mode: int, fix: str = REPLACE) -> str:
     return f"{os.fspath(path)}: is {kind_of(mode)}, not a regular file; {fix}"
 
 
+def unreachable(path: str | os.PathLike) -> str:
+    """Why a path whose stat fails is not there, in words: "does not exist", "is a symbolic link loop", "is a
+    symbolic link to '<target>', which does not exist", ... ("exists" when its stat succeeds)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        link = os.path.islink(path)
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop (it leads back to itself)" if link else "goes through a symbolic link loop"
+        if link and exc.errno == errno.ENOENT:
+            return f"is a symbolic link to {os.readlink(path)!r}, which does not exist"
+        if exc.errno == errno.ENOTDIR:
+            return "does not exist (a folder on its path is a file)"
+        return "does not exist" if exc.errno == errno.ENOENT else f"cannot be read ({exc.strerror})"
+    return "exists"
+
+
 def is_regular(st: os.stat_result) -> bool:
     return stat.S_ISREG(st.st_mode)
 

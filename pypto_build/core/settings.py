@@ -13,9 +13,10 @@ import math
 import os
 import re
 import shlex
+import stat
 from collections.abc import Mapping
 
-from ..errors import UserError
+from ..errors import UserError, say_fix
 
 COMPILER_TIMEOUT = ("PYPTO_COMPILER_TIMEOUT", 900.0)
 PTOAS_TIMEOUT = ("PYPTO_PTOAS_TIMEOUT", 60.0)
@@ -157,6 +158,30 @@ def platform(known: tuple[str, ...], env: Mapping[str, str] | None = None) -> st
         raise SettingError(f"{PLATFORM}={raw!r}: not a platform; set it to one of {', '.join(known)}, or unset it "
                            "to target the platform the directory records")
     return raw
+
+
+def cache_folder(given: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The artefact cache's folder: `given` (--cache-dir, cache_dir=), else $PYPTO_BUILD_CACHE (unset or empty:
+    None). One that exists and is no folder (a file, a path through one) is a `SettingError`, before anything
+    is written; one that does not exist yet is made by the first build that stores."""
+    raw = given or _env(env).get(CACHE) or None
+    if raw is None:
+        return None
+    try:
+        mode = os.stat(os.path.expanduser(raw)).st_mode
+    except (FileNotFoundError, PermissionError):
+        return raw                  # made when first stored to (a permission is said then, in one line)
+    except NotADirectoryError:
+        what = "a path through a file, not a folder"
+    else:
+        if stat.S_ISDIR(mode):
+            return raw
+        what = "a file, not a folder" if stat.S_ISREG(mode) else "not a folder"
+    if given:
+        said, fix = say_fix(f"--cache-dir {raw!r}", f"cache_dir={raw!r}"), say_fix("pass --cache-dir", "pass cache_dir=")
+    else:
+        said, fix = f"{CACHE}={raw!r}", f"set {CACHE} to"
+    raise SettingError(f"{said}: {what}; {fix} a folder for the artefact cache (made when missing)")
 
 
 def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = False, preludes: bool = True) -> None:

@@ -15,7 +15,8 @@ from typing import Callable, Mapping
 
 from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
 from ..core.settings import PLATFORM as PLATFORM_VAR     # $PYPTO_BUILD_PLATFORM
-from .installed import simpler_missing
+from ..errors import say_fix
+from .installed import GET_SIMPLER, simpler_missing
 from .names import DEFAULT_PLATFORM, PLATFORMS
 
 
@@ -108,7 +109,8 @@ def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | No
         return Choice(DEFAULT_PLATFORM, "default")
     if recorded not in PLATFORMS:
         return Choice(DEFAULT_PLATFORM, where or "default", recorded, where,
-                      fallback=f"not a platform PyPTO has ({', '.join(PLATFORMS)}); pass --platform to choose one")
+                      fallback=f"not a platform PyPTO has ({', '.join(PLATFORMS)}); "
+                      + say_fix("pass --platform", "pass platform=") + " to choose one")
     why = cannot_serve(recorded, where or "") if cannot_serve else None
     if why and recorded.endswith("sim"):
         return Choice(DEFAULT_PLATFORM, where or "default", recorded, where, fallback=why)
@@ -119,6 +121,7 @@ def cannot_serve(name: str, recorded_in: str = COMPILED_META) -> str | None:
     """Why a platform recorded in `recorded_in` cannot be built and run here (what to do, in the same line), or
     None. Light (imports nothing of simpler): the no-op path asks it."""
     if name.endswith("sim") and simpler_missing():
-        return (f"simpler (PyPTO's runtime) is not importable here — install it for {name}'s results, or pass "
-                "--platform host to choose the host runtime on purpose")
+        return (f"simpler (PyPTO's runtime) is not importable here — install it for {name}'s results "
+                f"({GET_SIMPLER}), or " + say_fix("pass --platform host", 'pass platform="host"')
+                + " to choose the host runtime on purpose")
     return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import ToolchainError
+from ..errors import ToolchainError, say_fix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 SIMPLER_MODULES = ("simpler", "simpler_setup", "_task_interface")   # what a simpler install provides
 PTO_ISA_TREE = os.path.join("build", "pto-isa")      # simpler's managed PTO-ISA tree, under the project root
+GET_SIMPLER = 'docs/platforms.md, "Building simpler locally": tools/build-simpler.sh'   # simpler is on no registry
 
 
 def simpler_missing() -> str | None:
@@ -25,15 +26,23 @@ def simpler_missing() -> str | None:
         except (ImportError, ValueError):
             found = False
         if not found:
-            return (f"PyPTO's runtime simpler is not installed for {sys.executable} (module {name} not "
-                    "importable): install simpler into this Python (pip install --no-build-isolation "
-                    "<simpler checkout>) or run pypto_build with the Python that has it")
+            return f"PyPTO's runtime simpler is not installed for {sys.executable} (module {name} not importable)"
     return None
 
 
-def install_places() -> tuple[str, str]:
+def refusal(why: str, platform: str | None = None) -> str:
+    """The line refusing a platform asked for on purpose that needs simpler, which is missing (`why`): what the
+    user can do — the host runtime (asked for, or what a recorded simulator falls back to), or simpler built."""
+    host = say_fix('pass --platform host', 'pass platform="host" (build(), validate(), RunConfig)')
+    unset = say_fix("give no --platform", "leave platform None") + " nor $PYPTO_BUILD_PLATFORM"
+    return (f"{why}, and {platform or 'this platform'} runs on it: {host} to run on the host runtime, or "
+            f"{unset} (a directory recording a simulator then falls back to the host runtime, as `pypto-build "
+            f"example` does); or build simpler and install it into this Python ({GET_SIMPLER})")
+
+
+def install_places(platform: str | None = None) -> tuple[str, str]:
     """(project_root, setup_dir) of the simpler install this Python would use, resolved, asking neither git
-    nor simpler (planning and the no-op key ask it); ToolchainError when there is none.
+    nor simpler (planning and the no-op key ask it); ToolchainError when there is none (for `platform`).
 
     `project_root` as `simpler_setup/environment.py` decides it: its folder's `_assets/` when that holds
     `src/` (a wheel), else the folder above it (a checkout); `setup_dir` the folder of
@@ -41,7 +50,7 @@ def install_places() -> tuple[str, str]:
     """
     why = simpler_missing()
     if why:
-        raise ToolchainError(why)
+        raise ToolchainError(refusal(why, platform))
     spec = _spec("simpler_setup")
     assert spec is not None     # simpler_missing() said so
     here = os.path.dirname(os.path.realpath(_module_file("environment", spec)))

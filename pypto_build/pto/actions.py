@@ -17,7 +17,7 @@ from doit.exceptions import TaskFailed
 
 from ..core import atomic, procs
 from ..core.filestate import make_state
-from ..errors import PyptoBuildError, SpliceError, one_line
+from ..errors import PyptoBuildError, SpliceError, one_line, say_fix
 from ..core.hashing import file_digest, text_digest
 from ..core.confine import confine
 from ..toolchain.local_slots import local_work
@@ -44,8 +44,8 @@ def run_ptoas(unit: PtoUnit):
         if unit.allow_unapplied:
             return {"not_applied": unit.pto}
         return TaskFailed(f"{unit.pto}: edited, but {unit.missing}, so the edit cannot reach the kernel files; "
-                          "install ptoas or set PTOAS_ROOT (or --ptoas), or pass --allow-unapplied-pto to build "
-                          "without this edit")
+                          f"install ptoas or set PTOAS_ROOT (or {say_fix('--ptoas', 'ptoas=')}), or pass "
+                          f"{say_fix('--allow-unapplied-pto', 'allow_unapplied_pto=True')} to build without this edit")
     sub = Path(unit.sub_rel)
     raw = Path(unit.raw)
     seen = file_digest(unit.pto)            # the content ptoas is given (read before it runs)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 
 from ..core.atomic import fit_name
-from ..errors import ToolchainError
+from ..errors import ToolchainError, say_fix
 from ..core.confine import OUTPUT_FIX, SOURCE_FIX, confine
 from ..builddir.layout import Layout
 from ..builddir.state_dir import STATE_DIR
@@ -73,7 +73,7 @@ def missing_text(lookup: PtoasLookup) -> str:
         return f"ptoas not found under PTOAS_ROOT={root} (looked for {', '.join(lookup.tried)})"
     if lookup.source == "--ptoas":
         return f"--ptoas {lookup.tried[0] if lookup.tried else '?'} is not an executable file"
-    return "ptoas not found on PATH (set PTOAS_ROOT or PATH, or pass --ptoas)"
+    return f"ptoas not found on PATH (set PTOAS_ROOT or PATH, or pass {say_fix('--ptoas', 'ptoas=')})"
 
 
 def pto_options(rebuild_from_pto: bool | None = None, ptoas: str | None = None,

@@ -18,10 +18,25 @@ __all__ = ["BEGIN", "END", "preprocess", "function_names", "find_target", "split
 BEGIN = "// --- ptoas-generated code ---"
 END = "// --- Kernel entry point ---"
 
-_SPLICE_MESSAGE = (
-    "{path}: cannot splice — missing or out-of-order ptoas sentinels. This build_output predates the "
-    ".pto rebuild feature; recompile via ir.compile() to refresh."
-)
+_WHERE = {BEGIN: "on its own line just above the ptoas-generated code",
+          END: "on its own line just above the kernel entry point (after the ptoas-generated code)"}
+
+
+def _sentinel_problem(path: object, begin: int, end: int) -> str:
+    """Why a kernel wrapper cannot take a ptoas body (`begin`, `end`: where its sentinel lines are, or -1), and
+    how to fix it: a sentinel line deleted by hand is restored; none at all is a kernel that predates them."""
+    cannot = "so the edited .pto's code cannot be spliced in"
+    regenerate = "or recompile via ir.compile() to regenerate the kernel"
+    if begin < 0 and end < 0:
+        return (f"{path}: neither ptoas sentinel line ({BEGIN!r}, {END!r}) is in this kernel (written before PyPTO "
+                f"marked them, or both deleted by hand), {cannot}; restore both, {regenerate}")
+    if begin < 0 or end < 0:
+        gone = BEGIN if begin < 0 else END
+        return (f"{path}: the sentinel line {gone!r} is missing from this kernel (deleted by hand?), {cannot}; "
+                f"restore it {_WHERE[gone]}, {regenerate}")
+    return (f"{path}: the sentinel line {END!r} comes before {BEGIN!r} in this kernel, {cannot}; restore their "
+            f"order ({BEGIN!r} {_WHERE[BEGIN]}, {END!r} {_WHERE[END]}), {regenerate}")
+
 
 # --- 5.4 preprocessing ------------------------------------------------------
 
@@ -191,7 +206,7 @@ def split(text: str, path: str) -> tuple[str, str, str]:
     begin = text.find(BEGIN)
     end = text.find(END)
     if begin < 0 or end < 0 or end <= begin:
-        raise SpliceError(_SPLICE_MESSAGE.format(path=path))
+        raise SpliceError(_sentinel_problem(path, begin, end))
     cut = begin + len(BEGIN)  # END cannot start inside BEGIN, so cut <= end
     middle = text[cut:end]
     if middle.startswith("\n"):

@@ -43,7 +43,7 @@ class SimplerDevicePlatform(SimplerSimPlatform):
     @classmethod
     def locate(cls, env: Mapping[str, str]) -> SimplerDevicePlatform:
         cann = locate_cann(env)                       # one line naming ASCEND_HOME_PATH when it is not there
-        install = find_simpler()
+        install = find_simpler(cls.name)
         if install.pto_isa_root is None:
             raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
         ccec = keyed(Compiler((os.fspath(cann.ccec),), cann.identity, cann.version, cann.identity), (), env)

@@ -66,9 +66,10 @@ class SimplerInstall:
         return f"simpler {value[:7]}" if value else "simpler unknown revision"
 
 
-def find_simpler() -> SimplerInstall:
-    """The simpler install this Python would use, with its identities; ToolchainError when there is none."""
-    root, setup_dir = map(Path, install_places())
+def find_simpler(platform: str | None = None) -> SimplerInstall:
+    """The simpler install this Python would use, with its identities; ToolchainError when there is none
+    (naming `platform`, the one that needs it)."""
+    root, setup_dir = map(Path, install_places(platform))
     pto_root, pto_revision, problem = check_pto_isa(root)
     return SimplerInstall(root, runtime_revision(root), pto_root, pto_revision, problem, setup_dir)
 

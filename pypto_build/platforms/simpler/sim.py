@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Mapping
 
-from ...errors import ToolchainError
+from ...errors import ToolchainError, say_fix
 from ...toolchain.identity import BinaryContext
 from ...builddir.stamp import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
@@ -46,7 +46,7 @@ class SimplerSimPlatform(Platform):
 
     @classmethod
     def locate(cls, env: Mapping[str, str]) -> SimplerSimPlatform:
-        install = find_simpler()
+        install = find_simpler(cls.name)
         if install.pto_isa_root is None:
             raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
         kernel = bare_compiler(SIM_CXX, "kernels", cls.name, env)
@@ -123,7 +123,8 @@ def bare_compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) ->
     """A compiler simpler names by its bare name, found on PATH as simpler finds it; one line when absent."""
     if shutil.which(cxx, path=env.get("PATH")) is None:
         raise ToolchainError(f"{cxx} not found on PATH: simpler compiles {platform} {what} with {cxx}; install it "
-                             f"(or put a {cxx} on PATH), or pass --platform host")
+                             f"(or put a {cxx} on PATH), or "
+                             + say_fix("pass --platform host", 'pass platform="host"'))
     return keyed(resolve_compiler(cxx, path=env.get("PATH")), (), env)
 
 
