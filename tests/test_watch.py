@@ -359,6 +359,7 @@ def test_history_keys_variants_by_binary_content(tmp_path):
     lines = again.listing()
     assert lines[1].split()[4:6] == ["PASSED", "4.000"] and lines[2].split()[4] == "FAILED"
     assert lines[2].split()[7] == "-75.0%"                              # 1 ms against the first's 4 ms
+    assert lines[1].split()[7] == "-"                                   # the first is what they are against
     assert variant_digest(tmp_path, ["missing.so"]) is None
 
 

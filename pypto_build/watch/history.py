@@ -129,12 +129,13 @@ class History:
         variants = sorted(self.variants.values(), key=lambda v: v.first_seen)
         if not variants:
             return [f"no variants recorded in {self.path} yet; `pypto-build watch DIR` records one per round"]
-        first = next((v.median for v in variants if v.median), None)
+        base = next((v for v in variants if v.median), None)      # what the others are against: "-" itself
+        first = base.median if base else None
         lines = [f"{'variant':<10}  {'first seen':<19}  {'rounds':>6}  {'verdict':<12}  {'median':>10}  "
                  f"{'vs first':>8}  changed"]
         for v in variants:
             median = f"{v.median * 1e3:.3f} ms" if v.median else "-"
-            against = percent(v.median, first) if v.median and first else "-"
+            against = percent(v.median, first) if v.median and first and v is not base else "-"
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(v.first_seen))
             lines.append(f"{v.short:<10}  {when:<19}  {v.rounds:>6}  {v.verdict:<12}  {median:>10}  {against:>8}  "
                          f"{', '.join(v.changed) or '-'}")
