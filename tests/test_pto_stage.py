@@ -151,7 +151,8 @@ def test_missing_sentinels_are_refused_and_file_untouched(d, ptoas_env):
     pto.write_text(pto.read_text().replace(OLD_LINE, "synth_scale(a[i], 5.0f)"))
     with pytest.raises(BuildError) as info:
         build(d)
-    assert f"{K2}: cannot splice — missing or out-of-order ptoas sentinels" in info.value.failures[0].message
+    assert (f"{K2}: the sentinel line '// --- Kernel entry point ---' is missing from this kernel"
+            in info.value.failures[0].message)
     assert k2.read_bytes() == before
 
 

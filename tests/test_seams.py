@@ -69,7 +69,7 @@ def test_the_platform_interface_is_two_small_ones_planning_and_running():
 
     questions = {"locate", "compiler_for", "command", "covered_roots", "binary_context"}
     facts = {"name", "runtimes", "system_dirs", "runtime_label", "noop_record", "pto_isa_label", "stamp_path",
-             "precompiled_preludes"}
+             "precompiled_preludes", "no_preludes_why"}
     noop = {"toolchain_key", "watched_checkouts"}     # what the no-op record keys and watches
     assert members(Platform) == questions | facts | noop
     assert set(Platform.__abstractmethods__) == questions | {"pto_isa_label", "stamp_path"}

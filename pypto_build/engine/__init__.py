@@ -19,6 +19,7 @@ _EXPORTS = {
     "BuildReporter": "reporter",
     "explain": "explanation",
     "format_lines": "explanation",
+    "no_preludes_line": "explanation",
     "write_trace": "trace",
     "dir_lock": "lock",
     "sigterm_as_interrupt": "lock",
