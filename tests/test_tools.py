@@ -331,27 +331,30 @@ def test_a_ptoas_that_times_out_is_killed_with_everything_it_started(tmp_path, p
     assert_gone(found)
 
 
-@pytest.mark.parametrize("signum, to_group, jobs", [(signal.SIGTERM, False, 1), (signal.SIGINT, True, 1),
-                                                    (signal.SIGTERM, False, 2), (signal.SIGINT, True, 2)])
-def test_stopping_the_tool_while_a_compiler_runs_leaves_no_process(tmp_path, hang_cxx, signum, to_group, jobs):
-    root = synth.write_l2(tmp_path / "d", kernels=2)
-    # Its own session, as a shell job would be: SIGINT to its group is a Ctrl-C at the terminal.
-    run = subprocess.Popen([sys.executable, "-m", "pypto_build", "build", str(root), "-j", str(jobs)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+def stop_while_it_hangs(argv: list[str], pids: Path, signum: int, to_group: bool = False) -> tuple[int, str]:
+    """Start `pypto-build argv` in its own session (as a shell job: SIGINT to its group is a Ctrl-C at the
+    terminal), send `signum` once the hanging compiler recorded its pids, and return (status, stderr)."""
+    run = subprocess.Popen([sys.executable, "-m", "pypto_build", *argv], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, start_new_session=True)
     try:
-        wait_for(lambda: recorded_pids(hang_cxx) or run.poll() is not None, "a compile to start")
+        wait_for(lambda: recorded_pids(pids) or run.poll() is not None, "the compiler to start")
         assert run.poll() is None
-        if to_group:
-            os.killpg(run.pid, signum)
-        else:
-            os.kill(run.pid, signum)
+        (os.killpg if to_group else os.kill)(run.pid, signum)
         _out, err = run.communicate(timeout=60)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-    assert run.returncode != 0
     assert "Traceback" not in err.decode()
+    return run.returncode, err.decode()
+
+
+@pytest.mark.parametrize("signum, to_group, jobs", [(signal.SIGTERM, False, 1), (signal.SIGINT, True, 1),
+                                                    (signal.SIGTERM, False, 2), (signal.SIGINT, True, 2)])
+def test_stopping_the_tool_while_a_compiler_runs_leaves_no_process(tmp_path, hang_cxx, signum, to_group, jobs):
+    root = synth.write_l2(tmp_path / "d", kernels=2)
+    status, _err = stop_while_it_hangs(["build", str(root), "-j", str(jobs)], hang_cxx, signum, to_group)
+    assert status != 0
     assert_gone(recorded_pids(hang_cxx))
 
 
@@ -360,19 +363,8 @@ def test_stopping_the_tool_while_planning_asks_the_compiler_leaves_no_process(tm
                                                                               signum):
     root = synth.write_l2(tmp_path / "d", kernels=1)
     monkeypatch.setenv("HANG_CXX_AT", "print")          # the driver's programs: asked while planning
-    run = subprocess.Popen([sys.executable, "-m", "pypto_build", "build", str(root)], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        wait_for(lambda: recorded_pids(hang_cxx) or run.poll() is not None, "planning to ask the compiler")
-        assert run.poll() is None
-        os.kill(run.pid, signum)
-        _out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
-    assert run.returncode == 130, err.decode()
-    assert "Traceback" not in err.decode()
+    status, err = stop_while_it_hangs(["build", str(root)], hang_cxx, signum)
+    assert status == 130, err
     assert_gone(recorded_pids(hang_cxx))
     assert not (root / ".pypto_build").exists()
 
