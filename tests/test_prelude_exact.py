@@ -180,3 +180,39 @@ def test_the_cli_says_why_a_kernel_compiled_plainly(pto_tree, tmp_path, monkeypa
     assert out.stderr.count("no precompiled prelude") == 2 and "uses __TIME__" in out.stderr, out.stderr
     again = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True)
     assert again.returncode == 0 and "no precompiled prelude" not in again.stderr      # said once, not each run
+
+
+def test_the_directives_are_read_as_the_preprocessor_reads_them():
+    d = prelude.directives
+    assert d("#include <a>\n// note \\\n#define X 1\n#include <b>\nint x;") == ["#include <a>", "#include <b>"]
+    assert d("#include <a>\n#define B 1 /* two\nlines */ + 2\n#include <c>\n") == \
+        ["#include <a>", "#define B 1   + 2", "#include <c>"]                 # a comment is one space
+    assert d("/* x */ #include <a>\r\n#define S \"a//b\" // c\n") == ["#include <a>", '#define S "a//b"']
+    assert d("#define A \\  \n  1\n#include <x>\n") == ["#define A   1", "#include <x>"]   # spaces after \
+    # what it does not read exactly ends the run (the kernel's own text decides the rest)
+    assert d("#include <a>\n#define Q ??/\n#include <c>\n") == ["#include <a>"]          # a trigraph
+    assert d("#include <a>\n#define R R\"(x)\"\n#include <c>\n") == ["#include <a>"]    # a raw string
+    assert d("#include <a>\n#define N 1'000\n#include <c>\n") == ["#include <a>"]       # a digit separator
+    assert d("#include <a>\n#include <b//c.h>\n") == ["#include <a>"]                   # a comment marker in a name
+    assert d("#include <a>\n#define T \"open\n#include <c>\n") == ["#include <a>"]      # an open literal
+    assert d("#include <a>\r#include <c>\n") == []                                        # a lone CR
+    # what differs in a prelude built elsewhere ends it
+    for word in prelude.DYNAMIC:
+        assert d(f"#include <a>\n#if {word}\n#endif\n") == ["#include <a>"], word
+    assert d("#include <a>\n#pragma once\n#include <c>\n") == ["#include <a>"]         # not a prelude directive
+
+
+def test_a_kernel_that_does_not_compile_fails_as_it_does_without_preludes(pto_tree, tmp_path):
+    a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
+    build(a)
+    broken = kernels(a)[0]
+    broken.write_text(broken.read_text() + "\nthis is not C++;\n")
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    outs = [subprocess.run([sys.executable, "-m", "pypto_build", "build", *flags, str(root)], capture_output=True,
+                           text=True) for flags, root in (((), a), (("--no-pch",), b))]
+    assert [o.returncode for o in outs] == [1, 1]
+    failed = [[line.replace(str(root), "ROOT") for line in o.stderr.splitlines() if "FAILED" in line]
+              for o, root in zip(outs, (a, b))]
+    assert failed[0] == failed[1] and len(failed[0]) == 1, failed
+    assert "rejected" not in outs[0].stderr and "prelude" not in failed[0][0]
