@@ -114,10 +114,7 @@ class PreludeStore:
 
     def answers(self, key: str, name: str) -> bool:
         """Whether the store still names entry `name` for `key`, and holds it (no header is hashed)."""
-        try:
-            return json.loads(read_text(self.directory / f"{key}.json"))["entry"] == name and self.holds(name)
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
+        return self.ref(key).get("entry") == name and self.holds(name)
 
     def forget(self, key: str, name: str) -> None:
         """Drop entry `name` of `key` (GCC would not take it): the next `make` builds it again."""

@@ -18,7 +18,7 @@ from ..core import atomic, procs
 from . import header_sets
 from ..cache import compile_key, open_cache, restore_compile, store_compile
 from ..core.filestate import digest_of, make_state
-from .depfile import TRACKING, DepfileError, read_depfile
+from .depfile import TRACKING, DepfileError, as_named, read_depfile
 from ..toolchain.identity import identity_covers
 from ..errors import ToolchainError
 from .command import compile_command, listed, splits
@@ -237,10 +237,7 @@ def _headers(deps: list[str], sub: Path, unit: CompileUnit) -> tuple[list[str], 
         real = os.path.realpath(joined)
         if real == skip or identity_covers(real, unit.covered):
             continue
-        path = os.path.normpath(joined)
-        if os.path.realpath(path) != real:
-            path = joined[2:] if joined.startswith("./") else joined
-        path = Path(path).as_posix()
+        path = Path(as_named(joined)).as_posix()
         kind = found[0] if inside(real, root) else found[1]
         if path not in kind:
             kind.append(path)

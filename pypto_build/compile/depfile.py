@@ -39,6 +39,16 @@ def read_depfile(path: str | os.PathLike, target: str) -> list[str] | None:
     return parse_depfile(text, target)
 
 
+def as_named(path: str) -> str:
+    """A depfile name joined to where the compiler ran, as the compiler named that file: `a/b/../c.h` folded to
+    `a/c.h` only when that is the same file (through a symbolic link, `..` does not undo the step before it,
+    as ccache knows), a leading `./` dropped."""
+    short = os.path.normpath(path)
+    if os.path.realpath(short) == os.path.realpath(path):
+        return short
+    return path[2:] if path.startswith("./") else path
+
+
 def parse_depfile(text: str, target: str) -> list[str]:
     """The prerequisites of the rule of `target` (as passed to `-MT`), in order, without duplicates.
 

@@ -38,7 +38,7 @@ from ..core.oserrors import one_line_failures
 from ..core.stages import CHECK_SIGNATURE
 from ..errors import one_line, warn
 from ..toolchain.local_slots import local_work
-from .depfile import DepfileError, read_depfile
+from .depfile import DepfileError, as_named, read_depfile
 from .prelude import begins_with, head_of, quoted_beside
 
 if TYPE_CHECKING:
@@ -161,14 +161,9 @@ def _deps(unit: PreludeUnit, depfile: Path, folder: Path) -> list[str]:
         depfile.unlink(missing_ok=True)
     if deps is None:
         raise _Unbuilt("the compiler wrote no dependency file")
-    found = []
-    for dep in deps:
-        path = os.path.join(unit.cwd, dep)
-        short = os.path.normpath(path)
-        path = short if os.path.realpath(short) == os.path.realpath(path) else path
-        if not inside(os.path.realpath(path), os.path.realpath(folder)):
-            found.append(path)
-    return list(dict.fromkeys(found))
+    scratch = os.path.realpath(folder)
+    found = (as_named(os.path.join(unit.cwd, dep)) for dep in deps)
+    return list(dict.fromkeys(p for p in found if not inside(os.path.realpath(p), scratch)))
 
 
 def _scratch(store: str) -> tempfile.TemporaryDirectory:
@@ -250,10 +245,10 @@ def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, laun
     if beside is not None:
         return plain(f'"{beside}" beside it answers the prelude\'s #include')
     where = PreludeStore(store)
-    entry = where.current(prelude.key)
+    ref = where.ref(prelude.key)
+    entry = where.entry(ref["entry"], prelude.key) if isinstance(ref.get("entry"), str) else None
     if entry is None:
-        why = where.ref(prelude.key).get("why")
-        return plain(f"{prelude.task}: {why}" if why else
+        return plain(f"{prelude.task}: {ref['why']}" if ref.get("why") else
                      f"{prelude.task} is not in the store (or a header it read has changed since)")
     root = os.path.realpath(".")                # actions run in the build root
     if any(inside(os.path.realpath(h), root) for h in entry.headers):
