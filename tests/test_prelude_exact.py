@@ -44,6 +44,15 @@ def lead(root: Path, before: str, after: str = TAG) -> Path:
     return root
 
 
+def include_dir(tmp_path: Path, monkeypatch, name: str, text: str) -> Path:
+    """A folder holding the header `name` (`text`), searched by every compile ($CXXFLAGS -I)."""
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / name).write_text(text)
+    monkeypatch.setenv("CXXFLAGS", f"-I{inc}")
+    return inc
+
+
 def hows(root: Path) -> list[str]:
     return [v for k, v in how(root).items() if k.startswith("compile:")]
 
@@ -78,10 +87,8 @@ def test_directives_whose_value_differs_in_the_prelude_stay_out_of_it(pto_tree, 
 
 def test_directives_read_twice_giving_more_are_refused_and_said(pto_tree, tmp_path, monkeypatch):
     a = lead(synth.write_l2(tmp_path / "a", kernels=KERNELS), "#include <vector>\n#include <twice.h>\n")
-    inc = tmp_path / "inc"
-    inc.mkdir()
-    (inc / "twice.h").write_text("#ifndef TAG\n#define TAG 1\n#else\n#undef TAG\n#define TAG 2\n#endif\n")
-    monkeypatch.setenv("CXXFLAGS", f"-I{inc}")
+    include_dir(tmp_path, monkeypatch, "twice.h",
+                "#ifndef TAG\n#define TAG 1\n#else\n#undef TAG\n#define TAG 2\n#endif\n")
     build(a)
     said = hows(a)
     assert all("read twice give other macros than once" in v for v in said), said
@@ -91,10 +98,8 @@ def test_directives_read_twice_giving_more_are_refused_and_said(pto_tree, tmp_pa
 @pytest.mark.parametrize("macro", ["__BASE_FILE__", "__TIMESTAMP__", "__DATE__ \" \" __TIME__",
                                    "__INCLUDE_LEVEL__ ? \"n\" : \"0\""])
 def test_a_header_whose_text_depends_on_its_build_is_not_precompiled(pto_tree, tmp_path, monkeypatch, macro):
-    inc = tmp_path / "inc"
-    inc.mkdir()
-    (inc / "when.h").write_text(f"#pragma once\ninline const char *when() {{ return {macro}; }}\n")
-    monkeypatch.setenv("CXXFLAGS", f"-I{inc}")
+    inc = include_dir(tmp_path, monkeypatch, "when.h",
+                      f"#pragma once\ninline const char *when() {{ return {macro}; }}\n")
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")       # plain compiles are reproducible
     a = lead(synth.write_l2(tmp_path / "a", kernels=KERNELS), "#include <when.h>\n",
              TAG + 'extern "C" const char *prelude_when() { return when(); }\n')
@@ -170,10 +175,7 @@ def test_what_the_artefact_cache_stored_with_preludes_is_what_a_plain_build_make
 
 
 def test_the_cli_says_why_a_kernel_compiled_plainly(pto_tree, tmp_path, monkeypatch):
-    inc = tmp_path / "inc"
-    inc.mkdir()
-    (inc / "when.h").write_text("#pragma once\ninline const char *when() { return __TIME__; }\n")
-    monkeypatch.setenv("CXXFLAGS", f"-I{inc}")
+    include_dir(tmp_path, monkeypatch, "when.h", "#pragma once\ninline const char *when() { return __TIME__; }\n")
     a = lead(synth.write_l2(tmp_path / "a", kernels=KERNELS), "#include <when.h>\n")
     out = subprocess.run([sys.executable, "-m", "pypto_build", "build", str(a)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

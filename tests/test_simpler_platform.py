@@ -302,23 +302,33 @@ def test_a_noop_runs_no_git_and_is_answered_before_the_command_line_loads(ex, in
 PRELUDE_KERNELS = ("attn_out_seed", "kv_seed", "q_seed", "dcr_xgamma", "out_proj", "out_proj_0", "k_proj", "v_proj")
 
 
-def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(install, tmp_path):
+def with_and_without_preludes(install, tmp_path: Path, names: tuple[str, ...], change) -> Path:
+    """A real directory of `names` (bench/real_dir.py), changed by `change(root)`, built with preludes and a copy
+    built with `--no-pch`: every binary the same. Returns the one built with preludes."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     try:
         from real_dir import write_real_dir
     finally:
         sys.path.pop(0)
     with_, plain = tmp_path / "with", tmp_path / "plain"
-    write_real_dir(with_, install.project_root, PRELUDE_KERNELS)
-    edited = with_ / "kernels/aic/v_proj.cpp"
-    edited.write_text(edited.read_text().replace("#include <cstdint>", "#include <cstdint>\n#define V_PROJ_EDITED 1"))
+    write_real_dir(with_, install.project_root, names)
+    change(with_)
     shutil.copytree(with_, plain)
     done = cli("build", "-j", "2", str(with_))
     assert done.returncode == 0, done.stdout + done.stderr
     assert cli("build", "-j", "2", "--no-pch", str(plain)).returncode == 0
     ours = {p.relative_to(with_): p.read_bytes() for p in with_.rglob("cache/*.bin")}
-    assert len(ours) == len(PRELUDE_KERNELS)
+    assert len(ours) == len(names)
     assert ours == {p.relative_to(plain): p.read_bytes() for p in plain.rglob("cache/*.bin")}
+    return with_
+
+
+def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(install, tmp_path):
+    def v_proj_edited(root: Path) -> None:
+        edited = root / "kernels/aic/v_proj.cpp"
+        edited.write_text(edited.read_text().replace("#include <cstdint>", "#include <cstdint>\n#define V_PROJ_EDITED 1"))
+
+    with_ = with_and_without_preludes(install, tmp_path, PRELUDE_KERNELS, v_proj_edited)
     said = {line.split(": ", 1)[0]: line for line in cli("explain", "--all", str(with_)).stdout.splitlines()}
     taken = [t for t, line in said.items() if "last compiled with prelude:" in line]
     assert len(taken) == 7 and "plainly: its leading directives do not begin with" in said["compile:aic/v_proj"], \
@@ -330,21 +340,13 @@ def test_precompiled_preludes_give_the_plain_bytes_on_real_aiv_and_aic_kernels(i
     ("#ifdef LATE\n#define PRELUDE_TAG 4\n#endif\n#define LATE 1\n", 0),  # read twice it defines more: refused
 ], ids=["continued-comment", "read-twice"])
 def test_real_kernels_attacked_in_their_directives_keep_the_plain_bytes(install, tmp_path, head, taken):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    try:
-        from real_dir import write_real_dir
-    finally:
-        sys.path.pop(0)
-    with_, plain = tmp_path / "with", tmp_path / "plain"
-    write_real_dir(with_, install.project_root, PRELUDE_KERNELS[:3])
     tag = '\nextern "C" int prelude_tag() {\n#ifdef PRELUDE_TAG\n  return PRELUDE_TAG;\n#else\n  return -1;\n#endif\n}\n'
-    for k in (with_ / "kernels").glob("*/*.cpp"):
-        text = k.read_text()
-        k.write_text(text.replace("#include <cstdint>", head + "#include <cstdint>", 1) + tag)
-    shutil.copytree(with_, plain)
-    assert cli("build", "-j", "2", str(with_)).returncode == 0
-    assert cli("build", "-j", "2", "--no-pch", str(plain)).returncode == 0
-    ours = {p.relative_to(with_): p.read_bytes() for p in with_.rglob("cache/*.bin")}
-    assert len(ours) == 3 and ours == {p.relative_to(plain): p.read_bytes() for p in plain.rglob("cache/*.bin")}
+
+    def attacked(root: Path) -> None:
+        for k in (root / "kernels").glob("*/*.cpp"):
+            text = k.read_text()
+            k.write_text(text.replace("#include <cstdint>", head + "#include <cstdint>", 1) + tag)
+
+    with_ = with_and_without_preludes(install, tmp_path, PRELUDE_KERNELS[:3], attacked)
     said = cli("explain", "--all", str(with_)).stdout
     assert said.count("last compiled with prelude:") == taken, said
