@@ -767,6 +767,21 @@ def profile_tables(a, categories, modules, what: str) -> None:
     a("")
 
 
+def put_block(path: Path, tag: str, block: str) -> None:
+    """Write `block` (which starts and ends with the `tag` markers) into the report at `path`: in place of the
+    tag's block there, else at the end; the rest of the file is kept. Atomic."""
+    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if begin in text and end in text:
+        head, _, rest = text.partition(begin)
+        text = head + block.rstrip("\n") + rest.partition(end)[2]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def kept_blocks(out: Path) -> str:
     """The blocks other scripts keep in this report (bench_scale.py's summary, bench_noop.py's no-op side by
     side), to write back after it."""

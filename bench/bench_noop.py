@@ -159,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args.load_start = bb.load_avg()
     r = measure(args)
     out = Path(args.out) if Path(args.out).is_absolute() else bb.REPO / args.out
-    text = out.read_text(encoding="utf-8") if out.exists() else ""
-    if BEGIN in text and END in text:
-        text = text.partition(BEGIN)[0] + text.partition(END)[2].lstrip("\n")
-    out.write_text(text.rstrip("\n") + "\n\n" + render(r), encoding="utf-8")
+    bb.put_block(out, "bench_noop", render(r))
     bb.log(f"wrote {out}")
     print(render(r))
     return 0

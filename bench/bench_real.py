@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
-from bench_build import (BenchError, Runner, bench_env, cpu_model, fmt, load_avg, machine_busy,  # same folder
+from bench_build import (BenchError, put_block, Runner, bench_env, cpu_model, fmt, load_avg, machine_busy,  # same folder
                          own_cpu, stats)
 from real_dir import PLATFORM, RUNTIME, simpler_root, write_real_dir
 
@@ -363,18 +363,6 @@ def render(bench: Bench, args: argparse.Namespace, command: str, elapsed: float)
     return "\n".join(lines + [END]) + "\n"
 
 
-def write_block(out: Path, block: str) -> None:
-    text = out.read_text(encoding="utf-8") if out.exists() else ""
-    if BEGIN in text and END in text:
-        head, _, rest = text.partition(BEGIN)
-        text = head + block + rest.partition(END)[2].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -404,7 +392,7 @@ def main() -> int:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
     print(block)
-    write_block(args.out, block)
+    put_block(args.out, "bench_real", block)
     return 1 if bench.checks else 0
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import cpu_model, stats  # noqa: E402  (same folder: python bench/bench_scale.py)
+from bench_build import cpu_model, put_block, stats  # noqa: E402  (same folder: python bench/bench_scale.py)
 from pypto_build.testing.loopback import distccd, nginx_cache  # noqa: E402
 from pypto_build.testing.synth import kernel_path, write_l2  # noqa: E402
 
@@ -224,18 +224,6 @@ def summary(d: dict, s: dict) -> str:
         END, ""])
 
 
-def put_summary(path: Path, block: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN in text and END in text:
-        head, _, rest = text.partition(BEGIN)
-        text = head + block.rstrip("\n") + rest.partition(END)[2]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -256,7 +244,7 @@ def main() -> int:
                                                      ("suite_kernels", args.suite_kernels))
         if v != ap.get_default(k))
     args.out.write_text(render(command, time.time() - started, d, s), encoding="utf-8")
-    put_summary(REPO / "docs" / "benchmarks.md", summary(d, s))
+    put_block(REPO / "docs" / "benchmarks.md", "bench_scale", summary(d, s))
     print(args.out.read_text())
     return 0
 

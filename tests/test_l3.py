@@ -236,3 +236,25 @@ def test_replay_refuses_a_symlinked_dispatch_folder_in_one_line(l3g):
     assert done.stderr.startswith(f"pypto-build: error: {l3g / 'dfx_outputs' / 'rank0'}: a symbolic link")
     assert "replace the link with a folder" in done.stderr
     assert (kept / "d0" / "mine.txt").read_text() == "the user's"
+
+
+def test_rank_workers_are_forked_from_one_server_and_see_the_callers_environment_at_each_call(l3g, monkeypatch):
+    """Issue 33 item 11: a rank worker is forked from one server that imported torch once (not a new interpreter
+    per rank and call), reused by the next call in the process; it still takes the caller's environment as it is
+    at that call (the server's is that of its start). The kernel writes its worker's parent pid and a variable."""
+    from pypto_build import DistributedCompiledProgram
+
+    kernel = synth.kernel_path(l3g / "next_levels" / "chip_b", 1)
+    text = kernel.read_text().replace("out[i] = out[i] * 0.5f + a[i] * 2.0f;",
+                                      'out[i] = i == 0 ? (float)getppid() : (float)atof(getenv("PYPTO_TEST_VALUE"));')
+    kernel.write_text("#include <cstdlib>\n#include <unistd.h>\n" + text)
+    program = DistributedCompiledProgram.from_dir(l3g, platform="host")
+    seen = []
+    for value in ("1.5", "2.5"):
+        monkeypatch.setenv("PYPTO_TEST_VALUE", value)
+        named = inputs(l3g)
+        program(named["a"], named["out"])
+        seen.append(named["out"])
+    parents = {int(out[rank, 0]) for out in seen for rank in (0, 1)}
+    assert len(parents) == 1 and parents != {os.getpid()}          # one server, the same for both calls
+    assert [float(out[rank, 1]) for out in seen for rank in (0, 1)] == [1.5, 1.5, 2.5, 2.5]

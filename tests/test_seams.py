@@ -73,7 +73,8 @@ def test_the_platform_interface_is_two_small_ones_planning_and_running():
     noop = {"toolchain_key", "watched_checkouts"}     # what the no-op record keys and watches
     assert members(Platform) == questions | facts | noop
     assert set(Platform.__abstractmethods__) == questions | {"pto_isa_label", "stamp_path"}
-    assert members(Runner) == {"run_l2", "run_l3"} and set(Runner.__abstractmethods__) == {"run_l2", "run_l3"}
+    assert members(Runner) == {"run_l2", "run_l3", "prepare_l3"}      # prepare_l3: optional (nothing by default)
+    assert set(Runner.__abstractmethods__) == {"run_l2", "run_l3"}
     for name in ("host", "a2a3sim", "a5sim", "a2a3", "a5", FakePlatform):
         cls = name if isinstance(name, type) else implementation(name).platform_class
         assert not hasattr(cls, "execute") and not hasattr(cls, "run_l2") and not hasattr(cls, "run_l3"), cls

@@ -16,7 +16,7 @@ whose names are defined here: a comm-free program builds one `TaskArgs` per chip
 `orch` its entry gets. Anything else of simpler's (communication domains, window buffers, device tensors,
 SubWorkers, unknown names) raises `HostUnimplemented`, which the driver turns into one line
 (`unimplemented_message`). `hidden_main()` is the other replacement: the caller's `__main__` hidden while the
-host runtime spawns its rank workers.
+host runtime starts its rank workers.
 """
 from __future__ import annotations
 
@@ -250,8 +250,8 @@ def installed(names: dict[str, dict[str, Any]], submit_chip: Callable[..., Any])
 
 @contextlib.contextmanager
 def hidden_main() -> Iterator[None]:
-    """The caller's `__main__` hidden while the host runtime spawns its rank workers: a spawned process imports
-    the parent's main script again, and one without an `if __name__ == "__main__"` guard would run again. The
+    """The caller's `__main__` hidden while the host runtime starts its rank workers: a worker started from the
+    forkserver imports the parent's main script again, and one without an `if __name__ == "__main__"` guard would run again. The
     workers need nothing from it (their function lives in `host/runtime/l3.py`)."""
     saved = {"__main__": sys.modules.get("__main__")}
     sys.modules["__main__"] = types.ModuleType("__main__")

@@ -42,6 +42,11 @@ class HostRunner(Runner):
             written.append(str(write_args_dump(trace, dfx / "args_dump")))
         return written
 
+    def prepare_l3(self) -> None:
+        from .runtime.l3 import start_rank_server
+
+        start_rank_server()
+
     def run_l3(self, root: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
                say: Callable[[str], None] = print, device_ids: Sequence[int] | None = None) -> list[str]:
         from .runtime import HostL3

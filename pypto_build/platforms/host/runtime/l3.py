@@ -8,6 +8,13 @@ on another rank (and either writes) waits for it first. Host-side tensor writes 
 assemble) run at once in the driver and are not ordered against pending dispatches. host_orch.py sees the
 host's stand-ins for simpler's modules (`l3_shims`).
 
+Workers are forked from one server process (multiprocessing's forkserver, `start_rank_server`) that imported
+torch and this module once and never runs a kernel: a worker starts in milliseconds, not the second a new
+interpreter takes to import torch, and still loads every kernel afresh. The run's child starts the server as its
+first step, so its imports overlap the child's own; a program called again in one process reuses it. A worker
+takes the caller's environment as it is at the call (the server's is that of its start), and dies with the server,
+which leaves when the process that started it ends.
+
 Ranks are the positions 0..world_size-1 of the device ids (PyPTO's `rank<r>` naming); the ids themselves
 mean nothing on a CPU. With swimlane / args-dump enabled, dispatch k of rank r writes
 `merged_swimlane_<time>.json` and `args_dump/args_dump.json` into its folder `dfx_outputs/rank<r>/d<k>/`.
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import queue
 import time
 from dataclasses import dataclass, field
@@ -34,6 +42,19 @@ if TYPE_CHECKING:
 __all__ = ["HostL3"]
 
 _POLL_S = 0.2
+# What a worker needs, imported once by the server the workers are forked from (an ImportError is skipped).
+_SERVER_PRELOAD = ["torch", __name__, f"{__package__}.executor", f"{__package__}.dfx"]
+
+
+def start_rank_server() -> None:
+    """Start the process rank workers are forked from, if it is not running yet; returns at once (its imports
+    go on beside the caller's). Idempotent within a process."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    rank_channel.socket_dir_that_fits()     # the server listens on a socket in multiprocessing's temp folder
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_SERVER_PRELOAD)
+    forkserver.ensure_running()
 
 
 class HostL3(L3Backend):
@@ -111,15 +132,16 @@ class _RankPool:
     def start(self) -> None:
         import torch.multiprocessing as tmp
 
-        rank_channel.socket_dir_that_fits()
-        ctx = tmp.get_context("spawn")
+        start_rank_server()
+        ctx = tmp.get_context("forkserver")
         self._results = ctx.Queue()
+        environ = dict(os.environ)
         with l3_shims.hidden_main():        # a worker needs nothing of the caller's main script
             for rank, device in enumerate(self.device_ids):
                 req = ctx.Queue()
                 proc = ctx.Process(target=_worker_main, name=f"pypto-host-rank{rank}", daemon=True,
                                    args=(rank, device, self.swim_name, self.dump, self.threshold, req,
-                                         self._results))
+                                         self._results, environ))
                 proc.start()
                 self._requests.append(req)
                 self._procs.append(proc)
@@ -198,12 +220,16 @@ class _RankPool:
 
 
 def _worker_main(rank: int, device_id: int, swim_name: str | None, dump: bool, threshold: int,
-                 requests: Any, results: Any) -> None:
+                 requests: Any, results: Any, environ: dict[str, str]) -> None:
     """Worker process of one rank: run chip programs in the order they arrive until told to stop."""
+    from ....core import procs
     from .dfx import write_args_dump, write_swimlane
     from .executor import HostExecutor
 
     del device_id  # only named in the driver's messages
+    procs.die_with_parent(None)     # the server: it leaves when the driver's process ends
+    os.environ.clear()
+    os.environ.update(environ)      # the caller's, as at this call (kernels may read it)
     executors: dict[str, HostExecutor] = {}
     logs: list[tuple[str, str]] = []
 
