@@ -25,7 +25,11 @@ from pypto_build.toolchain.launcher import Launcher
 
 needs_distcc = pytest.mark.skipif(distccd_path() is None and os.environ.get("PYPTO_BUILD_REQUIRE_DISTCC") != "1",
                                   reason="distcc not installed (apt-get install distcc)")
+# Whole builds against the PTO-ISA-style tree, seconds each: CI runs them, the fast subset does not.
+builds = pytest.mark.slow
 KERNELS = 4                 # two aic (with "../common.h" after the prelude) and two aiv
+
+
 def how(root: Path) -> dict[str, str]:
     """Each unit's `explain --all` line after its task name."""
     out = subprocess.run([sys.executable, "-m", "pypto_build", "explain", "--all", str(root)], capture_output=True,
@@ -41,6 +45,7 @@ def plain_twin(src: Path, dst: Path) -> dict[str, bytes]:
     return binaries(dst)
 
 
+@builds
 def test_kernels_compile_with_their_prelude_and_the_bytes_are_the_plain_ones(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     result = build(a, jobs=2)
@@ -57,6 +62,7 @@ def test_kernels_compile_with_their_prelude_and_the_bytes_are_the_plain_ones(pto
     assert binaries(a) == plain_twin(a, tmp_path / "plain")
 
 
+@builds
 def test_a_hand_edited_prelude_compiles_plainly_and_the_rest_keep_theirs(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=6)        # three aiv kernels: one edit leaves a majority of two
     build(a)
@@ -74,6 +80,7 @@ def test_a_hand_edited_prelude_compiles_plainly_and_the_rest_keep_theirs(pto_tre
     assert binaries(a) == binaries(twin)
 
 
+@builds
 def test_a_tensor_h_beside_the_kernel_is_never_taken_from_the_prelude(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     # found first by `#include "tensor.h"` (the kernel's own folder), where the prelude's header would not look
@@ -92,6 +99,7 @@ def test_a_tensor_h_beside_the_kernel_is_never_taken_from_the_prelude(pto_tree, 
     assert binaries(a) == plain_twin(a, tmp_path / "plain")
 
 
+@builds
 def test_the_artefact_cache_is_shared_both_ways(pto_tree, tmp_path):
     cache = tmp_path / "cache"
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
@@ -112,6 +120,7 @@ def test_the_artefact_cache_is_shared_both_ways(pto_tree, tmp_path):
     assert binaries(c) == binaries(d)
 
 
+@builds
 def test_switching_preludes_off_or_on_rebuilds_nothing(pto_tree, tmp_path, monkeypatch):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
@@ -133,6 +142,7 @@ def _build_cli(a: Path) -> subprocess.CompletedProcess:
     return out
 
 
+@builds
 def test_a_gch_changed_in_place_is_never_used_and_is_built_again(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
@@ -151,6 +161,7 @@ def test_a_gch_changed_in_place_is_never_used_and_is_built_again(pto_tree, tmp_p
     assert binaries(a) == reference and not ran
 
 
+@builds
 def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
@@ -183,6 +194,7 @@ def test_a_header_gcc_rejects_compiles_plainly_and_is_said_once(pto_tree, tmp_pa
     assert binaries(a) == reference
 
 
+@builds
 @needs_distcc
 def test_under_distcc_kernels_compile_plainly_to_the_same_bytes_and_no_prelude_is_built(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
@@ -346,6 +358,7 @@ def test_the_store_size_comes_from_its_variable_and_a_bad_one_is_refused_in_one_
     assert not (a / ".pypto_build").exists()
 
 
+@builds
 def test_cache_stats_and_clean_cover_the_preludes_with_or_without_an_artefact_cache(pto_tree, tmp_path):
     a = synth.write_l2(tmp_path / "a", kernels=KERNELS)
     build(a)
