@@ -181,3 +181,23 @@ def test_the_recorded_platform_runs_l3_through_simpler_from_the_cli_and_the_libr
     assert program.platform == PLATFORM
     named = dict(pairs)
     assert all(torch.allclose(named[k], v, rtol=golden.rtol, atol=golden.atol) for k, v in expected.items())
+
+
+@pytest.mark.simpler
+@pytest.mark.slow
+def test_the_l3_debug_run_py_runs_through_simpler(built):
+    """Issue 33 item 4: PyPTO's `python <dir>/debug/run.py` flow works unchanged for L3: the emitted script runs
+    the recorded a2a3sim through simpler's Worker(level=3) and validates with golden.py."""
+    import os
+    import subprocess
+    import sys
+    from pypto_build.cli.main import main
+
+    assert main(["emit-runner", str(built)]) == 0
+    env = {k: v for k, v in os.environ.items() if k not in ("PYPTO_BUILD_PLATFORM", "PYPTO_EMIT_DEBUG_RUNNER")}
+    env["PYTHONPATH"] = str(Path(pypto_build.__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, str(built / "debug" / "run.py")], capture_output=True, text=True,
+                          cwd="/", env=env, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "platform a2a3sim" in done.stdout and "simpler" in done.stdout
+    assert "Golden validation: PASSED" in done.stdout
