@@ -33,7 +33,8 @@ from pypto_build.api import build
 from pypto_build.core.racy import FINE_NS
 from pypto_build.platforms.host.places import HOST_OUTPUTS
 
-from bad_input_corpus import CASES, FIX_RE, NO_RUN_EXTRA, NO_SIMPLER, STATE, Case, python_without
+from bad_input_breaks import NO_RUN_EXTRA, STATE, python_without
+from bad_input_corpus import CASES, FIX_RE, NO_SIMPLER, Case
 
 pytestmark = pytest.mark.slow
 

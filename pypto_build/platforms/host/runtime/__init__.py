@@ -3,7 +3,7 @@
 Door: `HostExecutor` / `ExecutorError` (one L2 program on the CPU), `HostL3` (the host runtime's backend
 of the L3 driver, `platforms/l3_driver.py`: one worker process per device), `write_swimlane` /
 `write_args_dump` (a host run's diagnostics), `dfx_snapshot` / `changed_files` (what a run wrote under
-dfx_outputs). Modules: `executor`, `abi`, `dfx`, `l3`, `rank_channel`; its C/C++ headers are
+dfx_outputs). Modules: `executor`, `abi`, `trace`, `dfx`, `l3`, `rank_channel`; its C/C++ headers are
 `platforms/host/headers/`.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ....core.doors import door
 _EXPORTS = {
     "HostExecutor": "executor",
     "ExecutorError": "executor",
-    "RunTrace": "executor",
+    "RunTrace": "trace",
     "HostL3": "l3",
     "write_swimlane": "dfx",
     "write_args_dump": "dfx",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ....core import atomic
 
 if TYPE_CHECKING:
-    from .executor import RunTrace
+    from .trace import RunTrace
 
 __all__ = ["write_swimlane", "write_args_dump", "swimlane_events", "args_dump", "ARGS_DUMP", "dfx_snapshot",
            "changed_files"]

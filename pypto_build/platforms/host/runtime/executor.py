@@ -30,35 +30,14 @@ from ....builddir.manifest import KernelSpec, read_kernel_config
 from ....builddir.markers import KERNEL_CONFIG
 from ..places import host_binary, host_external_binary
 from . import abi
+from .trace import RunTrace, TaskRecord
 
-__all__ = ["HostExecutor", "ExecutorError", "TaskRecord", "RunTrace"]
+__all__ = ["HostExecutor", "ExecutorError"]
 
 _LOGGER = logging.getLogger("pypto_build.platforms.host.runtime")
 _PY_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.INFO}
 _MAX_TENSORS, _MAX_SCALARS = 32, 16  # CORE_MAX_TENSOR_ARGS, CORE_MAX_SCALAR_ARGS
 _BUILD_HINT = "build the directory first (pypto_build.build(DIR) or `pypto-build build DIR`)"
-
-
-@dataclass
-class TaskRecord:
-    """One submitted task. `args`: ("tensor", name, dtype, shape, role) or ("scalar", bits) per argument
-    (filled only by `run(trace=True)`); times are `time.perf_counter_ns()` values."""
-
-    index: int
-    func_id: int
-    kernel: str
-    core_type: str
-    args: list
-    start_ns: int
-    end_ns: int
-
-
-@dataclass
-class RunTrace:
-    """What one run did: its tasks in submission order and the orchestration's (start_ns, end_ns)."""
-
-    tasks: list[TaskRecord]
-    orchestration_ns: tuple[int, int]
 
 
 @dataclass
