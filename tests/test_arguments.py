@@ -285,6 +285,20 @@ def test_golden_inputs_are_held_to_the_same_check(g):
         validate(g)
 
 
+def test_the_runs_child_raises_the_error_trees_own_class(g):
+    """Issue 34 item 1: an error crosses the run's child process as the class the in-process run raises (here
+    the sidecar's MetaError for a compiled_meta.json broken after the build, a ValueError), not a string
+    rebuilt as a broader class."""
+    from pypto_build.builddir.runconfig import RunConfig
+    from pypto_build.errors import MetaError
+    from pypto_build.run import run_program
+
+    (g / "compiled_meta.json").write_text("{")
+    with pytest.raises(MetaError, match=r"compiled_meta\.json") as info:
+        run_program(g, RunConfig(platform="host"), validate=True, say=lambda _line: None)
+    assert isinstance(info.value, ValueError)
+
+
 def test_golden_inputs_may_not_alias_a_written_one(g):
     from pypto_build import validate
 

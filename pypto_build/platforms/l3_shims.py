@@ -56,6 +56,9 @@ class HostUnimplemented(UserError, AttributeError):
         super().__init__(f"{feature} is not implemented by the host runtime")
         self.feature = feature
 
+    def __reduce__(self):
+        return (type(self), (self.feature,))       # crosses the run's pipe as itself (run/child.py)
+
 
 def unimplemented(name: str) -> HostUnimplemented:
     """Record `name` as used-but-missing and return the exception to raise."""

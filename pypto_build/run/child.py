@@ -111,9 +111,9 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
             elif kind == "done":
                 started.stop(grace=_GRACE_S)        # its exit handlers run (rank workers' temp folders go)
                 return RunOutcome(**payload)
-            elif kind == "error":
+            elif kind == "error":                 # one of the error tree's own, as the child raised it
                 started.stop(grace=_GRACE_S)
-                raise _rebuilt(*payload)
+                raise payload
     finally:
         inbox.close()
         started.stop()
@@ -143,23 +143,10 @@ def _status(started) -> int | None:
     return started.returncode
 
 
-def _rebuilt(kind: str, message: str) -> BaseException:
-    """The child's failure as the exception type the caller would get from an in-process run."""
-    from .golden import GoldenError, NothingCompared
-    from ..errors import ExecutorError
-
-    types = {"mismatch": ValidationFailed, "count": ArgumentError, "golden": GoldenError, "nothing": NothingCompared,
-             "executor": ExecutorError, "input": UserError, "program": ProgramFailed}
-    return types.get(kind, ProgramFailed)(message)
-
-
 # --- the child ---------------------------------------------------------------------------------------------
 
 
 def _child(inbox: Connection, outbox: Connection) -> None:
-    from .golden import GoldenError, NothingCompared
-    from ..errors import ExecutorError
-
     pipes.guard()               # what the program prints goes to our stdout: a reader gone stops nothing
     request = pickle.loads(inbox.recv_bytes())
     procs.die_with_parent(request["parent"])
@@ -171,24 +158,28 @@ def _child(inbox: Connection, outbox: Connection) -> None:
     try:
         send("done", _run(request, send))
         gc.freeze()             # leaving then skips collecting torch's objects (a third of a second)
-    except AssertionError as exc:
-        send("error", ("mismatch", str(exc) or "validation failed"))
-    except _CountMismatch as exc:
-        send("error", ("count", str(exc)))
-    except NothingCompared as exc:
-        send("error", ("nothing", str(exc)))
-    except GoldenError as exc:
-        send("error", ("golden", str(exc)))
-    except ExecutorError as exc:
-        send("error", ("executor", str(exc)))
-    except PyptoBuildError as exc:
-        send("error", ("input", str(exc)))
-    except SystemExit as exc:
-        send("error", ("program", f"{request['sub']}: sys.exit({exc.code!r}) was called while {Reads.doing}; "
-                                  "nothing was compared — golden.py and the program must not exit"))
-    except Exception as exc:   # noqa: BLE001 - user code: reported in one line, the child then ends
-        send("error", ("program", f"{request['sub']}: {one_line(f'{type(exc).__name__}: {exc}', 400)} while "
-                                  f"{Reads.doing}"))
+    except (Exception, SystemExit) as exc:    # noqa: BLE001 - every way out is one typed error for the parent
+        send("error", _typed(exc, request["sub"]))
+
+
+def _typed(exc: BaseException, sub: str) -> PyptoBuildError:
+    """What the child raised as the error tree's class the parent raises (an in-process run raises the same):
+    ours as they are, a failed comparison `ValidationFailed`, anything else of golden.py's or the program's
+    `ProgramFailed` naming what was running."""
+    if isinstance(exc, PyptoBuildError):
+        try:
+            back = pickle.loads(pickle.dumps(exc))
+        except Exception:   # noqa: BLE001 - an error that does not cross a pipe: its kind and text do
+            back = None
+        if type(back) is type(exc) and str(back) == str(exc):
+            return exc
+        return (UserError if isinstance(exc, UserError) else ProgramFailed)(str(exc))
+    if isinstance(exc, AssertionError):
+        return ValidationFailed(str(exc) or "validation failed")
+    if isinstance(exc, SystemExit):
+        return ProgramFailed(f"{sub}: sys.exit({exc.code!r}) was called while {Reads.doing}; nothing was compared "
+                             "— golden.py and the program must not exit")
+    return ProgramFailed(f"{sub}: {one_line(f'{type(exc).__name__}: {exc}', 400)} while {Reads.doing}")
 
 
 def _run(request: dict, send: Callable[[str, object], None]) -> dict:
@@ -241,7 +232,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
             golden.check_inputs(pairs, load_sidecar(sub))
             names, tensors = [n for n, _ in pairs], [v for _, v in pairs]
         elif len(pairs) != len(tensors):
-            raise _CountMismatch(f"replay(validate=True): expected {len(pairs)} tensors (orchestration parameter "
+            raise ArgumentError(f"replay(validate=True): expected {len(pairs)} tensors (orchestration parameter "
                                  f"count from {sub}/golden.py), got {len(tensors)}")
         else:
             names = [n for n, _ in pairs]
@@ -313,12 +304,6 @@ def _keyed_files(sub: Path, cached, taken, reads: "Reads") -> list[str]:
     if taken is None:
         return []
     return sorted({*reads.paths(), *(str(sub / rel) for rel in taken.files)})
-
-
-class _CountMismatch(ValueError):
-    """The caller passed a number of tensors golden.py does not declare (PyPTO raises ValueError)."""
-
-
 
 
 if __name__ == "__main__":
