@@ -8,7 +8,7 @@ reads besides the markers), `cannot_serve`, `simpler_missing`, `key_module` / `t
 platform's no-op key part, light),
 `DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
 `kernel_payload`.
-Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `installed`
+Modules: `base` (the interfaces), `records` (PyPTO's platform names, the default), `choice`, `installed`
 (whether simpler is importable, and where), `noop_keys` (the light modules of the no-op key), `registry`
 (implementations by name), `l3_driver` (the one L3 host driver, with its backend seam) and `l3_shims`
 (the stand-ins for the modules a host driver imports: the only module that replaces `sys.modules`
@@ -28,8 +28,8 @@ _EXPORTS = {
     "HostExecutor": "host.runtime.executor",
     "HOST_OUTPUTS": "host.places",
     "kernel_payload": "simpler.elf_payload",
-    "PLATFORMS": "names",
-    "DEFAULT_PLATFORM": "names",
+    "PLATFORMS": "records",
+    "DEFAULT_PLATFORM": "records",
     "implementation": "registry",
     "Implementation": "registry",
     "cannot_serve": "choice",

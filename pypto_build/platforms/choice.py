@@ -17,7 +17,7 @@ from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
 from ..core.settings import PLATFORM as PLATFORM_VAR     # $PYPTO_BUILD_PLATFORM
 from ..errors import say_fix
 from .installed import GET_SIMPLER, simpler_missing
-from .names import DEFAULT_PLATFORM, PLATFORMS
+from .records import DEFAULT_PLATFORM, PLATFORMS
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 from ..errors import ToolchainError
-from .names import PLATFORMS
+from .records import PLATFORMS
 
 if TYPE_CHECKING:
     from .base import Platform, Runner
