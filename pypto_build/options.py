@@ -26,6 +26,7 @@ from .builddir.runconfig import LOG_LEVELS, RunConfig, RunSpec
 from .core import settings
 from .core.settings import LAUNCHER, REMOTE_CACHE, precompiled_preludes
 from .errors import UserError
+from .platforms import platform_names
 
 if TYPE_CHECKING:
     from .cache import Caches, Remote, RemoteSettings
@@ -57,9 +58,14 @@ class Opt:
         return (f"-{self.short}/" if self.short else "") + f"--{self.long}"
 
 
+def _either(names: tuple[str, ...]) -> str:
+    """`a, b or c`: the platforms' names (their records, `platforms.records`) as the help lists them."""
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 BUILD = (
     Opt("jobs", "jobs", "int", "run N compiles at once (default 1)", "j", 1, "N", limits=(1, None)),
-    Opt("platform", "platform", "str", "target platform: host, a2a3sim, a5sim, a2a3 or a5 (default: "
+    Opt("platform", "platform", "str", f"target platform: {_either(platform_names())} (default: "
         "$PYPTO_BUILD_PLATFORM, else the one compiled_meta.json records — host when simpler cannot run it here)",
         metavar="NAME"),
     Opt("recompile", "recompile", "flag", "mark every compile target out of date once (never deletes sources; "

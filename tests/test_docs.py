@@ -88,7 +88,7 @@ def test_replay_and_validate_help_say_they_run_on_the_recorded_platform(tmp_path
 
 
 def test_guide_says_the_default_platform_is_the_recorded_one():
-    from pypto_build.platforms.choice import cannot_serve, choose
+    from pypto_build.platforms import cannot_serve, choose
     chosen = choose(EXAMPLES / "matmul_relu", env={}, cannot_serve=cannot_serve)
     assert chosen.recorded == "a2a3sim"
     assert chosen.name == "a2a3sim" if cannot_serve("a2a3sim") is None else (chosen.name, bool(chosen.fallback)) == (

@@ -27,11 +27,11 @@ def _meta(root: Path, platform, name: str = "compiled_meta.json") -> Path:
     return root
 
 
-def _never(name: str, where: str) -> str | None:
+def _never(name: str) -> str | None:
     return None
 
 
-def _no_simpler(name: str, where: str) -> str | None:
+def _no_simpler(name: str) -> str | None:
     return "simpler is not importable here" if name.endswith("sim") else None
 
 

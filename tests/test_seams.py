@@ -46,12 +46,13 @@ def test_run_spec_is_made_from_flags_in_one_place(monkeypatch):
 
 
 def test_the_registry_knows_every_pypto_platform_and_says_what_is_missing():
-    from pypto_build.platforms import PLATFORMS, HostPlatform, Runner, implementation
-    assert PLATFORMS == ("host", "a2a3sim", "a5sim", "a2a3", "a5")
+    from pypto_build.platforms import HostPlatform, Runner, implementation, platform_names
+    assert platform_names() == ("host", "a2a3sim", "a5sim", "a2a3", "a5")
     assert implementation("host").platform_class is HostPlatform
-    assert [implementation(name).platform_class.name for name in PLATFORMS] == list(PLATFORMS)  # one each
+    assert implementation("host").locate({"PATH": os.environ["PATH"]}).name == "host"
+    assert [implementation(name).name for name in platform_names()] == list(platform_names())  # one each
     assert all(isinstance(implementation(name).runner(), Runner) and implementation(name).runner().name == name
-               for name in PLATFORMS)
+               for name in platform_names())
     with pytest.raises(ToolchainError, match="ASCEND_HOME_PATH is not set, and a2a3/a5 device builds need CANN"):
         implementation("a5").locate({"PATH": os.environ["PATH"]})
     with pytest.raises(ToolchainError, match="unknown platform 'gpu'; choose one of host, a2a3sim"):
@@ -59,25 +60,29 @@ def test_the_registry_knows_every_pypto_platform_and_says_what_is_missing():
 
 
 def test_the_platform_interface_is_two_small_ones_planning_and_running():
-    """Issue 23 item 5: planning (toolchain, argv, outputs, identities, post-steps) and execution (run a built
-    L2 or L3 directory) are separate interfaces of a handful of members each; no planning class can run."""
-    from pypto_build.platforms import Platform, Runner, implementation
+    """Issue 23 item 5, issue 34 item 2: planning (toolchain, argv, outputs, identities, post-steps) and execution
+    (run a built L2 or L3 directory) are separate interfaces of a handful of members each; what every platform
+    shares is data (`Facts`, the same fields for each, and its `Record`), not members; no planning class can
+    run."""
+    from pypto_build.platforms import Facts, NoopKey, Platform, Record, Runner, implementation
     from pypto_build.platforms.base import Command, UnitSource
 
     def members(cls) -> set[str]:
         return {n for n in (*vars(cls), *getattr(cls, "__annotations__", {})) if not n.startswith("_")}
 
-    questions = {"locate", "compiler_for", "command", "covered_roots", "binary_context"}
-    facts = {"name", "runtimes", "system_dirs", "runtime_label", "noop_record", "pto_isa_label", "stamp_path",
-             "precompiled_preludes", "no_preludes_why"}
-    noop = {"toolchain_key", "watched_checkouts"}     # what the no-op record keys and watches
-    assert members(Platform) == questions | facts | noop
-    assert set(Platform.__abstractmethods__) == questions | {"pto_isa_label", "stamp_path"}
+    questions = {"locate", "compiler_for", "command", "binary_context"}
+    assert members(Platform) == questions | {"name", "facts"}
+    assert set(Platform.__abstractmethods__) == questions
+    assert set(Facts.__dataclass_fields__) == {"runtimes", "runtime_label", "pto_isa_label", "stamp_path",
+                                               "system_dirs", "covered_roots", "no_preludes", "noop"}
+    assert set(NoopKey.__dataclass_fields__) == {"toolchain_key", "watched_checkouts"}  # what the no-op record keys
+    assert set(Record.__slots__) == {"name", "serves", "unserved", "fallback", "planning", "execution", "noop_key"}
     assert members(Runner) == {"run_l2", "run_l3", "prepare_l3"}      # prepare_l3: optional (nothing by default)
     assert set(Runner.__abstractmethods__) == {"run_l2", "run_l3"}
     for name in ("host", "a2a3sim", "a5sim", "a2a3", "a5", FakePlatform):
         cls = name if isinstance(name, type) else implementation(name).platform_class
         assert not hasattr(cls, "execute") and not hasattr(cls, "run_l2") and not hasattr(cls, "run_l3"), cls
+        assert members(cls) - members(Platform) <= {"compiler", "facts"} | set(cls.__dataclass_fields__), cls
     assert {f for f in UnitSource.__dataclass_fields__} == {"kind", "source", "sub_dir", "runtime", "include_dirs",
                                                             "func_id", "core_type", "external"}
     assert {f for f in Command.__dataclass_fields__} == {"output", "argv", "cwd", "steps"}
@@ -125,7 +130,7 @@ def test_host_platform_places_binaries_and_refuses_a_bad_pto_isa_root(tmp_path):
     assert kernel("/ext/my_kernel.cpp", True, 3).output == ".pypto_build/host/cache/external/3_aiv_my_kernel.so"
     orch = host.command(UnitSource("orchestration", "orchestration/main.cpp", tmp_path, rt))
     assert orch.output == ".pypto_build/host/orchestration/main.so" and orch.cwd == tmp_path and orch.steps == ()
-    assert host.stamp_path == ".pypto_build/host/cache/binary_context.json"
+    assert host.facts.stamp_path == ".pypto_build/host/cache/binary_context.json"
     command = kernel("kernels/aiv/k.cpp")
     argv, out = command.argv, command.output
     assert command.cwd == tmp_path and command.steps == ()

@@ -16,6 +16,7 @@ import pytest
 
 from pypto_build.errors import PyptoBuildError
 from pypto_build.plan.graph import load_graph
+from pypto_build.platforms import Facts
 from pypto_build.toolchain.identity import BinaryContext, Revision
 from pypto_build.testing import FakePlatform, synth
 from pypto_build.toolchain.compiler import Compiler
@@ -157,7 +158,9 @@ def test_the_binary_context_is_the_platforms_and_unknown_when_a_revision_is(l2):
 
 
 class OnlyHostBuildGraph(FakePlatform):
-    runtimes = ("host_build_graph",)
+    @property
+    def facts(self) -> Facts:
+        return replace(super().facts, runtimes=("host_build_graph",))
 
 
 @pytest.mark.parametrize("change, platform, words", [

@@ -97,7 +97,7 @@ def plan(layout: Layout, platform: Platform) -> list[SubBuildPlan]:
     roots: dict[tuple[str, ...], tuple[str, ...]] = {}    # include roots, resolved once per distinct set
     for sub in layout.sub_builds:
         _check_runtime(sub, platform)
-        stamp_path = _join(sub.rel, platform.stamp_path)
+        stamp_path = _join(sub.rel, platform.facts.stamp_path)
         # The orchestration first: it is the longest compile, and doit dispatches in this order,
         # so with -j it overlaps the kernels instead of trailing them.
         units = [_orch_unit(layout, sub, platform, timeout, roots)]
@@ -152,7 +152,7 @@ def _steps(root: Path, sub: SubBuild, unit: CompileUnit, command: Command, platf
 def _key_roots(platform: Platform, root: Path, cwd: Path, sub: SubBuild) -> dict[str, str]:
     """The locations an argv digest leaves out: identity-covered trees, and the build root when the compiler
     runs outside the directory (`cwd`) and needs whole paths into it (a copied directory stays up to date)."""
-    covered = platform.covered_roots()
+    covered = platform.facts.covered_roots
     return covered if cwd == sub.path else {**covered, "<build-root>": os.fspath(root)}
 
 
@@ -171,18 +171,18 @@ def _orch_unit(layout: Layout, sub: SubBuild, platform: Platform, timeout: float
 def _unit(task: str, kind: str, root: Path, sub: SubBuild, source: str, command: Command, platform: Platform,
           timeout: float, resolved: dict[tuple[str, ...], tuple[str, ...]], extra_roots: tuple[str, ...] = (),
           entry: str = "") -> CompileUnit:
-    covered = platform.covered_roots()
+    covered = platform.facts.covered_roots
     argv, cwd = command.argv, command.cwd
     roots = (*covered.values(), *_include_flag_paths(argv, cwd), *extra_roots)
     if roots not in resolved:           # the compiler's search directories come resolved
-        resolved[roots] = tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.system_dirs]))
+        resolved[roots] = tuple(dict.fromkeys([*(real_path(r) for r in roots), *platform.facts.system_dirs]))
     # The most specific covered root first: a checkout inside another (simpler's build/pto-isa) answers for its files.
     covered_dirs = tuple(sorted(covered.values(), key=len, reverse=True))
     # The compiler itself is its own input (identity), so the key covers only its arguments.
     words = len(platform.compiler_for(kind, sub.config.runtime_name).command)
     key = argv_key(argv[words:], _key_roots(platform, root, cwd, sub))
     return CompileUnit(task, kind, sub.rel, source, _join(sub.rel, command.output), argv,
-                       _join(sub.rel, platform.stamp_path), key, covered_dirs, timeout, resolved[roots],
+                       _join(sub.rel, platform.facts.stamp_path), key, covered_dirs, timeout, resolved[roots],
                        "" if cwd == sub.path else os.fspath(cwd), entry)
 
 
@@ -229,10 +229,10 @@ def _require_file(sub: SubBuild, src: Path, what: str, line: int) -> None:
 def _check_runtime(sub: SubBuild, platform: Platform) -> None:
     """A runtime the platform cannot build is refused before anything compiles, naming RUNTIME_CONFIG."""
     name = sub.config.runtime_name
-    if name not in platform.runtimes:
+    if name not in platform.facts.runtimes:
         raise manifest_error(sub.config.path, sub.config.runtime_line,
                              f'RUNTIME_CONFIG["runtime"] is "{name}", which the {platform.name} platform cannot '
-                             "build or run", " or ".join(f'"{r}"' for r in platform.runtimes),
+                             "build or run", " or ".join(f'"{r}"' for r in platform.facts.runtimes),
                              "Build it for a platform that has this runtime (PyPTO with simpler), or recompile "
                              "via ir.compile() with the runtime this platform has")
 

@@ -326,7 +326,7 @@ def plan_preludes(root: Path, plans: Iterable[SubBuildPlan], platform: Platform)
     line (`pch_argv`, working directory, compiler), chooses each group's prelude (`choose`, from each kernel's
     `usable` directives: a "tensor.h" next to a kernel ends its prelude), and keeps those at least two kernels
     begin with."""
-    if not platform.precompiled_preludes:
+    if platform.facts.no_preludes is not None:
         return Preludes()
     groups: dict[tuple, list[tuple[CompileUnit, list[str]]]] = {}
     for p in plans:

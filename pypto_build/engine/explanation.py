@@ -176,10 +176,10 @@ def no_preludes_line(graph: Graph, items: list[Explanation]) -> str | None:
     """For `explain --all`: why no built kernel says how it last compiled, when the platform offers no
     precompiled prelude here (host without PTO_ISA_ROOT, say); None when it offers them or nothing is built."""
     built = any(e.task.startswith(stages.prefix(stages.COMPILE)) and e.status == "up-to-date" for e in items)
-    if not built or any(e.how for e in items) or graph.platform.precompiled_preludes:
+    if not built or any(e.how for e in items) or graph.platform.facts.no_preludes is None:
         return None
     return (f"pypto-build: no precompiled preludes on {graph.platform.name} here, so no kernel says how it last "
-            f"compiled: {graph.platform.no_preludes_why}")
+            f"compiled: {graph.platform.facts.no_preludes}")
 
 
 def format_lines(items: list[Explanation], *, all_tasks: bool = False) -> list[str]:

@@ -19,7 +19,7 @@ from ..builddir.layout import BuildKind, Layout, load_layout
 from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR
 from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
-from ..platforms import PLATFORMS, Choice, Platform, cannot_serve, choose, implementation
+from ..platforms import Choice, Platform, cannot_serve, choose, implementation, platform_names
 from ..compile.plan import SubBuildPlan, plan
 from ..compile.prelude import Preludes, plan_preludes
 
@@ -66,8 +66,8 @@ class Graph:
             context = self.plans[0].context
             runtime, pto_isa = _short(context.runtime_revision.value), _short(context.pto_isa_revision.value)
         return (f"pypto-build: platform {self.platform.name} ({choice.why()}) · runtime: "
-                f"{_label(self.platform.runtime_label, runtime)}, {runtimes} · PTO-ISA: "
-                f"{_label(self.platform.pto_isa_label, pto_isa)}")
+                f"{_label(self.platform.facts.runtime_label, runtime)}, {runtimes} · PTO-ISA: "
+                f"{_label(self.platform.facts.pto_isa_label, pto_isa)}")
 
     def unknown_identities(self) -> list[str]:
         """One line per distinct reason an identity is unknown."""
@@ -98,7 +98,7 @@ def load_graph(root: Path, platform: str | Choice | Platform | None = None, pto:
     compiles; `preludes`: plan precompiled preludes (where the platform offers them: `compile/prelude.py`).
     """
     started = time.time_ns()
-    settings.check_planning(PLATFORMS, preludes=preludes)   # a bad value: one line, before anything is read
+    settings.check_planning(platform_names(), preludes=preludes)   # a bad value: one line, before anything is read
     layout = load_layout(root, include_stale=include_stale)
     choice = (None if isinstance(platform, Platform) else platform if isinstance(platform, Choice)
               else choose(root, platform, cannot_serve=cannot_serve))

@@ -25,7 +25,7 @@ compiler) and ptoas found as `ptoas.find_ptoas` finds it. The binaries' content
 is compared by stat (never hashed here).
 
 A git checkout whose clean HEAD is part of an identity (`PTO_ISA_ROOT`,
-simpler's tree and its PTO-ISA tree: `Platform.watched_checkouts`) is compared
+simpler's tree and its PTO-ISA tree: `NoopKey.watched_checkouts`) is compared
 by the stat of everything git's clean answer rests on (`git_watch`): every
 tracked file, every directory git status walks, git's own files. The record
 holds each list with those stats (`noop_record.trees_unchanged` compares them,
@@ -35,7 +35,7 @@ in the tree changed.
 
 Not used when a run selects tasks, forces a rebuild (`--recompile`, an
 `invalidate_binary_cache()` mark) or could not apply a `.pto` edit, nor on a
-platform whose identities it cannot see (`Platform.noop_record`).
+platform whose identities it cannot see (`Platform.facts.noop` None).
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def key(platform: str, rebuild_from_pto: bool | None, ptoas: str | None, env: di
         toolchain: str | None = None, ptoas_path: str | None | object = FIND) -> str | None:
     """What the decision depends on besides files; None when the fast path must not be used.
 
-    `toolchain` (`Platform.toolchain_key`) and `ptoas_path` are what planning found
+    `toolchain` (`NoopKey.toolchain_key`) and `ptoas_path` are what planning found
     (when recording); left out, they are looked up now (when checking:
     `noop_keys.toolchain_key_now`, which runs the compilers' `--version`).
     """
@@ -144,8 +144,8 @@ def refuse(root: Path, platform: str, request: Any) -> None:
     database or companion that is none (`check_state_files`: `take_over`, `open_state`). What the directory's
     files would make planning refuse needs no check here: the recording run planned them, and their stats
     still match."""
-    from ..platforms import PLATFORMS
-    settings.check_planning(PLATFORMS, preludes=request.preludes)
+    from ..platforms import platform_names
+    settings.check_planning(platform_names(), preludes=request.preludes)
     state_checks.confine_state(root)
     if request.cache_dir:
         settings.cache_size()
@@ -206,7 +206,7 @@ def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | N
     """After a full, clean build of `graph` (doit's `tasks`): let the next identical run skip doit (and, given
     `plain_request` — what a plain `build DIR` asks here, `options.request`, made — the console script too)."""
     from ..compile import header_sets
-    if graph is None or graph.unknown_identities() or not graph.platform.noop_record:
+    if graph is None or graph.unknown_identities() or graph.platform.facts.noop is None:
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
     sets = {v["outside"] for v in values.values() if v.get("outside")}
@@ -244,15 +244,15 @@ def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | N
     # The key and the tools as planning saw them: what changed since is caught by `since_ns`.
     pto = graph.pto.options
     ptoas_path = graph.pto.lookup.path if graph.pto.lookup else find_ptoas(pto.ptoas).path
-    platform = graph.platform
-    run_key = key(platform.name, pto.enabled, pto.ptoas, toolchain=platform.toolchain_key(), ptoas_path=ptoas_path)
+    platform, noop = graph.platform, graph.platform.facts.noop
+    run_key = key(platform.name, pto.enabled, pto.ptoas, toolchain=noop.toolchain_key, ptoas_path=ptoas_path)
     used = [platform.compiler_for(kind) for kind in ("kernel", "orchestration")]
     paths += tool_paths(list(dict.fromkeys(p for c in used for p in (c.path, *c.watch))), ptoas_path)
     current = sum(1 for n in names if n.startswith(stages.UNITS))
     quick = plain(graph, ptoas_path, state, plain_request) if state is not None and plain_request else None
     return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines, "current": current,
                                                       "quick": quick}, graph.planned_ns,
-                  platform.watched_checkouts(), own)
+                  noop.watched_checkouts, own)
 
 
 def state_dirs(root: Path) -> list[str] | None:
@@ -320,27 +320,28 @@ def _keep_watches(root: Path, trees: list[tuple[TreeWatch, str, bytes]]) -> None
 def plain(graph: Graph, ptoas_path: str | None, state: list[str], plain_request: Callable[[], Any]
           ) -> dict | None:
     """What the console script's quick answer compares (noop_record.quick), when a plain `build DIR` under this
-    environment decides as this run did: the same platform (and whether simpler was importable, when the
-    choice depends on it), the same `.pto` settings, the platform's places and compilers as its key has them
+    environment decides as this run did: the same platform (and whether the recorded one can serve here, when
+    the choice depends on it: `records.cannot_serve`), the same `.pto` settings, the platform's places and compilers as its key has them
     (`noop_keys`: each compiler one word, found on PATH), no launcher, no remote cache, no PTOAS_ROOT, and
     nothing a plain build refuses: its request as the command line makes it (`plain_request`), then `refuse`
     (every setting judged by the same functions; the quick answer compares the environment, so it judges
     the same). With the state folder's folders (`state`: the top ones, which the quick answer alone lists).
     Else None: the full path answers."""
-    from ..platforms import choose, key_module, simpler_missing, toolchain_key
+    from ..platforms import cannot_serve, choose, key_module, toolchain_key
     env = os.environ
-    platform = graph.platform
+    platform, noop = graph.platform, graph.platform.facts.noop
     module = key_module(platform.name)
-    if (module is None or env.get(settings.LAUNCHER, "").strip() or env.get(settings.REMOTE_CACHE)
+    if (module is None or noop is None or env.get(settings.LAUNCHER, "").strip() or env.get(settings.REMOTE_CACHE)
             or env.get("PTOAS_ROOT")):
         return None
     try:
         refuse(graph.layout.root, platform.name, plain_request())     # what `pypto-build build DIR` would refuse
         same_pto = pto_options() == graph.pto.options
-        served, refused = (choose(graph.layout.root, None, cannot_serve=lambda *_, why=why: why)
+        served, refused = (choose(graph.layout.root, None, cannot_serve=lambda _name, why=why: why)
                            for why in (None, "refused"))
-        missing = simpler_missing() is not None
-        choice = refused if missing else served
+        # whether the recorded platform can serve here decides the choice only when it would fall back
+        unserved = None if served.name == refused.name else cannot_serve(served.name) is not None
+        choice = refused if unserved else served
         if not same_pto or choice.name != platform.name:
             return None
         places = module.places(env)
@@ -348,10 +349,10 @@ def plain(graph: Graph, ptoas_path: str | None, state: list[str], plain_request:
     except (UserError, ToolchainError, OSError, ValueError, ImportError):
         return None
     if any(p.words or p.launcher for p in probes) or toolchain_key(places, [p.digest for p in probes]) != \
-            platform.toolchain_key():
+            noop.toolchain_key:
         return None             # what quick would look up is not what planning found
     return {"root": str(graph.layout.root), "package": str(PACKAGE_DIR), "user": noop_record.user(),
             "env": noop_record.environment(env), "platform": platform.name, "places": places,
             "compilers": [[p.named, p.exe, p.version] for p in probes], "ptoas": ptoas_path,
-            "simpler_missing": missing if served.name != refused.name else None,
+            "unserved": None if unserved is None else [served.name, unserved],
             "state_dirs": sorted({rel.split("/")[1] for rel in state})}

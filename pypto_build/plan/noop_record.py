@@ -5,7 +5,7 @@ and `quick` (cli/quick.py, before argparse, dataclasses, json or subprocess load
 one read and no parser to import. It is one installation's private state: a record of another FORMAT
 or Python, or one that does not load, is "not a no-op", never an answer. This module imports only
 `os`, `sys`, `marshal`, `select`, `stat` and `time` (and light ones of ours: `watch_stats`, `which`,
-`errors`, `compile_env`, and a platform's `noop_key` module when it answers).
+`errors`, `compile_env`, and the platforms' records with a platform's `noop_key` module when it answers).
 
 The record holds the stat signature of every path the decision read (`paths`, `sigs`: `unchanged`; the
 programs the compiler's driver runs and the directories it and PATH found them by among them) and,
@@ -21,8 +21,8 @@ reads (`PYPTO*`, `PTO*`, `CXX*`, `GIT_*`, `PATH`, `HOME`, `XDG_CONFIG_HOME`, and
 `compile_env.COMPILE_ENV`: `CPATH`, `COMPILER_PATH`, ...), the platform and where it
 finds what its key names (`noop_keys`: `PTO_ISA_ROOT` resolved on host; simpler's install and PTO-ISA tree
 on a2a3sim / a5sim), each compiler it probes as PATH resolves it through every link with its `--version`
-text, ptoas as PATH resolves it, and whether simpler is importable when the platform choice depends on
-it. All of it is compared again and each `--version` is run again (started before the git trees are
+text, ptoas as PATH resolves it, and whether the recorded platform can serve here (its record's `unserved`:
+simpler importable, for a simulator) when the platform choice depends on it. All of it is compared again and each `--version` is run again (started before the git trees are
 compared, so the two overlap); any difference falls back to the full path, which decides by content.
 
 Neither reader answers where the full path refuses. `noop.check` makes the full path's refusals first, by
@@ -51,7 +51,7 @@ from ..toolchain.watch_stats import unchanged as unchanged_trees
 from . import invalidation
 
 NAME = "noop.marshal"
-FORMAT = 3
+FORMAT = 4
 ENV_PREFIXES = ("PYPTO", "PTO", "CXX", "GIT_")      # with ENV_NAMES: every variable a plain build's decision
 ENV_NAMES = ("PATH", "HOME", "XDG_CONFIG_HOME",     # reads (HOME, XDG_CONFIG_HOME and GIT_*: where git's config
              *COMPILE_ENV)                          # is; COMPILE_ENV: what the compiler reads, in its identity)
@@ -181,9 +181,10 @@ def quick(directory: str) -> dict | None:
             ptoas = None
         if (os.path.realpath(os.path.abspath(ptoas)) if ptoas else None) != plain["ptoas"]:
             return None
-        if plain["simpler_missing"] is not None:      # the platform choice depends on it (choice.cannot_serve)
-            from ..platforms import simpler_missing
-            if (simpler_missing() is not None) != plain["simpler_missing"]:
+        if plain["unserved"] is not None:       # the platform choice depends on it (records.cannot_serve)
+            from ..platforms import cannot_serve
+            recorded, unserved = plain["unserved"]
+            if (cannot_serve(recorded) is not None) != unserved:
                 return None
         from ..platforms import key_module
         module = key_module(plain["platform"])         # where the platform finds what its key names

@@ -1,25 +1,33 @@
-"""Target platforms: the seam in two small interfaces (base.py: `Platform` plans, `Runner` runs) and their
-implementations (host; simpler's simulators and devices).
+"""Target platforms: each declared once (records.py: `Record`), the seam in two small interfaces (base.py:
+`Platform` plans, reading its `Facts`; `Runner` runs) and their implementations (host; simpler's simulators
+and devices).
 
-Door: `Platform`, `Runner`, `UnitSource` / `Command` / `PostStep` (what planning asks and gets back),
-`implementation` / `Implementation` (the one door of the registry: `.locate()` for planning, `.runner()` for
-running), `choose` / `Choice` (which platform a directory targets, and why), `choice_inputs` (what that
-reads besides the markers), `cannot_serve`, `simpler_missing`, `key_module` / `toolchain_key` / `toolchain_key_now` (each
-platform's no-op key part, light),
-`DEFAULT_PLATFORM`, `PLATFORMS`, `HostPlatform`, `HostExecutor`, `HOST_OUTPUTS` (where host binaries go),
-`kernel_payload`.
-Modules: `base` (the interfaces), `names` (PyPTO's platform names, the default), `choice`, `installed`
-(whether simpler is importable, and where), `noop_keys` (the light modules of the no-op key), `registry`
-(implementations by name), `l3_driver` (the one L3 host driver, with its backend seam) and `l3_shims`
-(the stand-ins for the modules a host driver imports: the only module that replaces `sys.modules`
-entries); folders `host/` and `simpler/`.
+Door: `Record`, `RECORDS` (every platform's record), `platform_names`, `DEFAULT_PLATFORM`, `cannot_serve`
+(light: the records say); `Platform`, `Facts`, `NoopKey`, `Runner`, `UnitSource` / `Command` / `PostStep`
+(what planning asks and gets back), `implementation` / `Implementation` (the one door of the registry:
+`.locate()` for planning, `.runner()` for running), `choose` / `Choice` (which platform a directory targets,
+and why), `choice_inputs` (what that reads besides the markers), `simpler_missing`, `key_module` /
+`toolchain_key` / `toolchain_key_now` (each platform's no-op key part, light), `HostPlatform`,
+`HostExecutor`, `HOST_OUTPUTS` (where host binaries go), `kernel_payload`.
+Modules: `records` (every platform's record: the one table), `base` (the interfaces and their data),
+`choice`, `installed` (whether simpler is importable, and where), `noop_keys` (the light modules of the
+no-op key), `registry` (implementations by name), `l3_driver` (the one L3 host driver, with its backend
+seam) and `l3_shims` (the stand-ins for the modules a host driver imports: the only module that replaces
+`sys.modules` entries); folders `host/` and `simpler/`.
 """
 from __future__ import annotations
 
 from ..core.doors import door
 
 _EXPORTS = {
+    "Record": "records",
+    "RECORDS": "records",
+    "platform_names": "records",
+    "DEFAULT_PLATFORM": "records",
+    "cannot_serve": "records",
     "Platform": "base",
+    "Facts": "base",
+    "NoopKey": "base",
     "Runner": "base",
     "UnitSource": "base",
     "Command": "base",
@@ -28,11 +36,8 @@ _EXPORTS = {
     "HostExecutor": "host.runtime.executor",
     "HOST_OUTPUTS": "host.places",
     "kernel_payload": "simpler.elf_payload",
-    "PLATFORMS": "names",
-    "DEFAULT_PLATFORM": "names",
     "implementation": "registry",
     "Implementation": "registry",
-    "cannot_serve": "choice",
     "simpler_missing": "installed",
     "key_module": "noop_keys",
     "toolchain_key": "noop_keys",

@@ -1,20 +1,21 @@
 """The platform seam, in two small interfaces: planning (`Platform`) and execution (`Runner`).
 
-Planning asks a located platform five questions — find the toolchain (`locate`), which compiler builds a
-unit kind (`compiler_for`), the command of one unit (`command`: its argv, where the binary goes, where the
-command runs, the steps after it), the identities binaries are built under (`binary_context`) and the trees
-those identities cover (`covered_roots`) — and reads a few facts (`name`, `runtimes`, `stamp_path`,
-`system_dirs`, `noop_record`, the banner's labels). Execution runs a built directory: one L2 program
-(`run_l2`) or the host driver of an L3 one (`run_l3`); it needs no toolchain (it runs in the replay child)
-and is a separate class in a separate module, so planning never imports it, torch or simpler.
-`registry.py` maps a name to both.
+What a platform is — its name, the names it serves, whether it can serve here, where its classes are — is its
+record (`records.py`); `registry.py` maps a name to both classes. Planning asks a located platform four
+questions — find the toolchain (`locate`), which compiler builds a unit kind (`compiler_for`), the command of
+one unit (`command`: its argv, where the binary goes, where the command runs, the steps after it) and the
+identities binaries are built under (`binary_context`) — and reads the rest as data, the same fields for every
+platform (`facts`: runtimes, the banner's labels, the stamp's place, system directories, the trees identities
+cover, preludes, the no-op key). Execution runs a built directory: one L2 program (`run_l2`) or the host
+driver of an L3 one (`run_l3`); it needs no toolchain (it runs in the replay child) and is a separate class in
+a separate module, so planning never imports it, torch or simpler.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Sequence
 
 if TYPE_CHECKING:
     from ..toolchain.identity import BinaryContext
@@ -60,46 +61,46 @@ class Command:
     steps: tuple[PostStep, ...] = ()
 
 
+@dataclass(frozen=True)
+class NoopKey:
+    """What the no-op record (plan/noop.py) keys and watches for a platform that lets it see every identity
+    input: the toolchain as located (`noop_keys.toolchain_key` of the places and compiler probes its light
+    `noop_key` module names) and the git checkouts whose clean HEAD is an identity (`git_watch`)."""
+
+    toolchain_key: str
+    watched_checkouts: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What planning reads of a located platform besides its answers: data, the same fields for every one."""
+
+    runtimes: tuple[str, ...]           # the RUNTIME_CONFIG["runtime"] names it can build and run
+    runtime_label: str                  # the runtime binaries run on, as the run's first line names it
+    pto_isa_label: str                  # which PTO-ISA kernels compile against and how it was found (same line)
+    stamp_path: str                     # the sub-build's binary_context.json for its binaries (relative to it)
+    system_dirs: tuple[str, ...] = ()   # where its compilers find headers by themselves (resolved): not an escape
+    # Directories whose content an identity already covers, by placeholder: their location is left out of argv
+    # digests and their headers out of the per-unit header lists.
+    covered_roots: Mapping[str, str] = field(default_factory=dict)
+    # Why kernels take no precompiled prelude here (`explain --all` says it); None: it offers them
+    # (compile/prelude.py: GCC kernels against PTO-ISA's headers; the kernel compiler's --version decides).
+    no_preludes: str | None = "its kernels do not compile with GCC"
+    noop: NoopKey | None = None         # None: the no-op record cannot see every identity input here
+
+
 class Platform(ABC):
     """Planning for one target platform, its toolchain located. Implementations are frozen dataclasses (planning
-    keeps one per graph); `name` is what `compiled_meta.json` and `--platform` call it."""
+    keeps one per graph); `name` is what `compiled_meta.json` and `--platform` call it (its record's)."""
 
     name: str
-    runtimes: ClassVar[tuple[str, ...]]  # the RUNTIME_CONFIG["runtime"] names it can build and run
-    system_dirs: tuple[str, ...]        # where its compilers find headers by themselves (resolved): not an escape
-    runtime_label: ClassVar[str]        # the runtime binaries run on, as the run's first line names it
-    # Whether the no-op record (plan/noop.py) sees every identity input: the package, the compilers
-    # (`toolchain_key`), the git checkouts whose clean HEAD is an identity (`watched_checkouts`).
-    noop_record: ClassVar[bool] = False
-    # Whether kernels may take a precompiled prelude (compile/prelude.py): GCC kernels against PTO-ISA's headers.
-    precompiled_preludes: ClassVar[bool] = False
-    # When it offers none: why, in `explain --all`'s line (no kernel then says how it last compiled).
-    no_preludes_why: ClassVar[str] = "its kernels do not compile with GCC"
-
-    def toolchain_key(self) -> str:
-        """The no-op key's part for the toolchain as located (compilers resolved, with their `--version`); the
-        `noop_keys.toolchain_key_now` looks the same up without locating."""
-        raise NotImplementedError(f"{self.name} keeps no no-op record")
-
-    def watched_checkouts(self) -> tuple[Path, ...]:
-        """Git checkouts whose clean HEAD is an identity of this platform's binaries: the no-op record watches
-        them (`git_watch`) instead of asking git."""
-        return ()
-
-    @property
-    @abstractmethod
-    def pto_isa_label(self) -> str:
-        """Which PTO-ISA kernels compile against and how it was found, for the run's first line."""
-
-    @property
-    @abstractmethod
-    def stamp_path(self) -> str:
-        """The sub-build's binary_context.json for this platform's binaries (relative to the sub-build)."""
+    facts: Facts
 
     @classmethod
     @abstractmethod
-    def locate(cls, env: Mapping[str, str]) -> Platform:
-        """Find the toolchain in `env`; ToolchainError naming what is missing and how to fix it."""
+    def locate(cls, env: Mapping[str, str], name: str) -> Platform:
+        """Find the toolchain in `env` for platform `name`; ToolchainError naming what is missing and how to fix
+        it."""
 
     @abstractmethod
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
@@ -110,11 +111,6 @@ class Platform(ABC):
     def command(self, unit: UnitSource) -> Command:
         """How `unit` is built here: its output place, its argv (shaped like the runtime's own command line), the
         compiler's working directory (argv paths are relative to it) and the steps after the compile."""
-
-    @abstractmethod
-    def covered_roots(self) -> dict[str, str]:
-        """Directories whose content an identity already covers, by placeholder: their location is left
-        out of argv digests and their headers out of the per-unit header lists."""
 
     @abstractmethod
     def binary_context(self, runtime_name: str) -> BinaryContext:

@@ -2,9 +2,11 @@
 
 PyPTO records the platform it compiled for in `compiled_meta.json` (or
 `distributed_meta.json`); `--platform` and `$PYPTO_BUILD_PLATFORM` override it.
-A recorded simulator platform that cannot be served here falls back to the
-host runtime, saying why and what to do; an explicitly requested one never
-falls back (asked for on purpose, refused with one line when it cannot run).
+A recorded platform that cannot be served here falls back to the one its record
+names (the simulators: the host runtime), saying why and what to do; an
+explicitly requested one never falls back (asked for on purpose, refused with
+one line when it cannot run). Which names exist, which platform serves a
+recorded name and its fallback: `records`.
 """
 from __future__ import annotations
 
@@ -16,8 +18,7 @@ from typing import Callable, Mapping
 from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
 from ..core.settings import PLATFORM as PLATFORM_VAR     # $PYPTO_BUILD_PLATFORM
 from ..errors import say_fix
-from .installed import GET_SIMPLER, simpler_missing
-from .names import DEFAULT_PLATFORM, PLATFORMS
+from .records import DEFAULT_PLATFORM, platform_names, serving
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,10 @@ def _recorded(path: Path, load) -> tuple[str | None, str | None]:
 
 
 def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | None = None,
-           cannot_serve: Callable[[str, str], str | None] | None = None) -> Choice:
+           cannot_serve: Callable[[str], str | None] | None = None) -> Choice:
     """The platform to build `root` for: `requested` (--platform), else $PYPTO_BUILD_PLATFORM, else the
-    recorded one — falling back to host when a recorded simulator cannot be served here
-    (`cannot_serve(name, sidecar)` says why, or None when it can)."""
+    recorded one — falling back to its record's `fallback` when it cannot be served here (`cannot_serve(name)`
+    says why, or None when it can: `records.cannot_serve`)."""
     env = os.environ if env is None else env
     recorded, where = recorded_platform(Path(root))
     if requested:
@@ -107,21 +108,12 @@ def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | No
         return Choice(env[PLATFORM_VAR], f"${PLATFORM_VAR}", recorded, where)
     if recorded is None:
         return Choice(DEFAULT_PLATFORM, "default")
-    if recorded not in PLATFORMS:
+    record = serving(recorded)
+    if record is None:
         return Choice(DEFAULT_PLATFORM, where or "default", recorded, where,
-                      fallback=f"not a platform PyPTO has ({', '.join(PLATFORMS)}); "
+                      fallback=f"not a platform PyPTO has ({', '.join(platform_names())}); "
                       + say_fix("pass --platform", "pass platform=") + " to choose one")
-    why = cannot_serve(recorded, where or "") if cannot_serve else None
-    if why and recorded.endswith("sim"):
-        return Choice(DEFAULT_PLATFORM, where or "default", recorded, where, fallback=why)
-    return Choice(recorded, where or "default", recorded, where)
-
-
-def cannot_serve(name: str, recorded_in: str = COMPILED_META) -> str | None:
-    """Why a platform recorded in `recorded_in` cannot be built and run here (what to do, in the same line), or
-    None. Light (imports nothing of simpler): the no-op path asks it."""
-    if name.endswith("sim") and simpler_missing():
-        return (f"simpler (PyPTO's runtime) is not importable here — install it for {name}'s results "
-                f"({GET_SIMPLER}), or " + say_fix("pass --platform host", 'pass platform="host"')
-                + " to choose the host runtime on purpose")
-    return None
+    why = cannot_serve(record.name) if cannot_serve and record.fallback else None
+    if why and record.fallback:
+        return Choice(record.fallback, where or "default", recorded, where, fallback=why)
+    return Choice(record.name, where or "default", recorded, where)

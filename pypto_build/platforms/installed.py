@@ -30,6 +30,16 @@ def simpler_missing() -> str | None:
     return None
 
 
+def unserved(platform: str) -> str | None:
+    """Why `platform`, one of simpler's, cannot serve here (the record's `unserved`: a recorded one then falls
+    back to the host runtime): simpler not importable, with what to do in the same line; else None."""
+    if simpler_missing() is None:
+        return None
+    return (f"simpler (PyPTO's runtime) is not importable here — install it for {platform}'s results "
+            f"({GET_SIMPLER}), or " + say_fix("pass --platform host", 'pass platform="host"')
+            + " to choose the host runtime on purpose")
+
+
 def refusal(why: str, platform: str | None = None) -> str:
     """The line refusing a platform asked for on purpose that needs simpler, which is missing (`why`): what the
     user can do — the host runtime (asked for, or what a recorded simulator falls back to), or simpler built."""

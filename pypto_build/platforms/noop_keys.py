@@ -1,26 +1,26 @@
 """Each platform's part of the no-op key, from light modules (the console script's quick answer asks them
 before anything else loads): where the platform finds what its key names (`places(env)`: resolved paths)
 and which compilers it probes (`compilers(env)`: as configured), each looked up as its `locate` does.
-`toolchain_key` formats them with the compilers' probe digests: `Platform.toolchain_key` from what
-planning located, `toolchain_key_now` from what is there now (it runs each compiler's `--version`).
+`toolchain_key` formats them with the compilers' probe digests: `Facts.noop` (`NoopKey.toolchain_key`) from
+what planning located, `toolchain_key_now` from what is there now (it runs each compiler's `--version`).
 """
 from __future__ import annotations
 
 import importlib
+
+from .records import RECORDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import ModuleType
 
-KEY_MODULES = {"host": "host.noop_key", "a2a3sim": "simpler.noop_key", "a5sim": "simpler.noop_key"}
-
 
 def key_module(platform: str) -> ModuleType | None:
-    """The light module with `places(env)` and `compilers(env)` for `platform`; None when it keeps no no-op
-    record."""
-    name = KEY_MODULES.get(platform)
-    return importlib.import_module(f".{name}", __package__) if name else None
+    """The light module with `places(env)` and `compilers(env)` for `platform`, as its record names it
+    (`records`: `noop_key`); None when it keeps no no-op record."""
+    record = RECORDS.get(platform)
+    return importlib.import_module(record.noop_key, __package__) if record and record.noop_key else None
 
 
 def toolchain_key(places: list[str | None], probes: list[str]) -> str:

@@ -1,19 +1,19 @@
 """Platform implementations by name: one door, `implementation(name)`, for planning and execution alike.
 
-An `Implementation` names two classes in two modules: the planning one (`locate`: the toolchain found) and
-the runner (`runner()`: runs a built directory). Each module is imported only when asked for, so a build
-loads neither simpler's nor CANN's code, planning never loads execution code (torch, simpler, the runtime),
-and the replay child never loads planning's toolchain code.
+An `Implementation` is a platform's record (`records`) with its two classes at hand: the planning one
+(`locate`: the toolchain found) and the runner (`runner()`: runs a built directory). Each module is imported
+only when asked for, so a build loads neither simpler's nor CANN's code, planning never loads execution code
+(torch, simpler, the runtime), and the replay child never loads planning's toolchain code.
 """
 from __future__ import annotations
 
 import importlib
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ToolchainError
-from .names import PLATFORMS
+from .records import RECORDS, Record, platform_names
 
 if TYPE_CHECKING:
     from .base import Platform, Runner
@@ -21,44 +21,39 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Implementation:
-    """Platform `name`: its planning class and its runner, each `module:Class` in this package (the no-op
-    key's toolchain part is looked up in `noop_keys`, without locating)."""
+    """Platform `record.name`: its planning class and its runner, as its record names them."""
 
-    name: str
-    planning: str
-    execution: str
+    record: Record
+
+    @property
+    def name(self) -> str:
+        return self.record.name
 
     @property
     def platform_class(self) -> type[Platform]:
         """The planning class (nothing located)."""
-        return _load(self.planning)
+        return _load(self.record.planning)
 
     def locate(self, env: Mapping[str, str] | None = None) -> Platform:
         """The platform with its toolchain located, or ToolchainError naming what is missing."""
-        return self.platform_class.locate(os.environ if env is None else env)
+        return self.platform_class.locate(os.environ if env is None else env, self.name)
 
     def runner(self) -> Runner:
         """What runs a directory built for this platform (needs no toolchain)."""
-        return _load(self.execution)(self.name)
-
-
-_IMPLEMENTED = {name: Implementation(name, planning, execution) for name, planning, execution in (
-    ("host", "host.platform:HostPlatform", "host.run:HostRunner"),
-    ("a2a3sim", "simpler.sim:A2a3SimPlatform", "simpler.runner:SimplerRunner"),
-    ("a5sim", "simpler.sim:A5SimPlatform", "simpler.runner:SimplerRunner"),
-    ("a2a3", "simpler.device:A2a3Platform", "simpler.runner:DeviceRunner"),
-    ("a5", "simpler.device:A5Platform", "simpler.runner:DeviceRunner"),
-)}
+        if self.record.execution is None:
+            raise ToolchainError(f"the {self.name} platform runs nothing: its record names no runner")
+        return _load(self.record.execution)(self.name)
 
 
 def implementation(name: str) -> Implementation:
     """Platform `name`'s implementation, or ToolchainError saying there is none."""
-    found = _IMPLEMENTED.get(name)
-    if found is None:
-        raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(PLATFORMS)}")
-    return found
+    record = RECORDS.get(name)
+    if record is None:
+        raise ToolchainError(f"unknown platform {name!r}; choose one of {', '.join(platform_names())}")
+    return Implementation(record)
 
 
-def _load(where: str):
-    module, cls = where.split(":")
-    return getattr(importlib.import_module(f".{module}", __package__), cls)
+def _load(where: str) -> Any:
+    """`module:attr` (relative to this package, or absolute) imported."""
+    module, attr = where.split(":")
+    return getattr(importlib.import_module(module, __package__), attr)

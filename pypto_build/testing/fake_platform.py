@@ -14,25 +14,29 @@ by planning with another value of a field:
 
 Command lines are short: the flags, `-I` of the kernel's own include dirs,
 `-o OUT SOURCE`. No root is identity-covered and the compiler has no search
-directories of its own. Nothing can be executed: the fake has no runner (the
-registry does not know it).
+directories of its own. Nothing can be executed: the fake has no runner. Its
+record (`FAKE_RECORD`) is not in `platforms.records.RECORDS`: planning takes the
+platform itself; a test that adds the record sees it where names are read
+(choice, registry, no-op keys, options).
 """
 from __future__ import annotations
 
 import os
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import ClassVar, Mapping
+from typing import Mapping
 
 from ..core.hashing import text_digest
 from ..builddir.stamp import STAMP_FILE
 from ..toolchain.identity import BinaryContext, Revision
-from ..platforms import Command, Platform, UnitSource
+from ..platforms import Command, Facts, NoopKey, Platform, Record, UnitSource
 from ..core.procs import path_arg
 from ..toolchain.compiler import Compiler
 
 SCRIPT = str(Path(__file__).resolve().with_name("fake_compiler.py"))
+FAKE_RECORD = Record("fake", f"{__name__}:FakePlatform")      # no runner, no fallback, no quick no-op record
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,12 @@ class FakePlatform(Platform):
     defines: tuple[str, ...] = ("-DFAKE_FLAG=1",)
     runtime_revision: Revision = Revision("fake-runtime-1")
     name: str = "fake"
-    runtimes: ClassVar[tuple[str, ...]] = ("tensormap_and_ringbuffer", "host_build_graph")
-    system_dirs: tuple[str, ...] = ()
+
+    @cached_property
+    def facts(self) -> Facts:       # type: ignore[override]
+        """Both runtimes, no prelude, PyPTO's stamp place; nothing identity-covered; the no-op key: the compiler."""
+        return Facts(("tensormap_and_ringbuffer", "host_build_graph"), "fake runtime", "none", STAMP_FILE,
+                     noop=NoopKey(self.compiler.probe))
 
     @property
     def compiler(self) -> Compiler:
@@ -53,18 +61,11 @@ class FakePlatform(Platform):
         return Compiler((sys.executable, "-S", SCRIPT), identity, f"fake-c++ {self.version}", identity)
 
     @classmethod
-    def locate(cls, env: Mapping[str, str]) -> FakePlatform:
-        return cls()
-
-    noop_record: ClassVar[bool] = True
-    runtime_label: ClassVar[str] = "fake runtime"
-    pto_isa_label: str = "none"
+    def locate(cls, env: Mapping[str, str], name: str = "fake") -> FakePlatform:
+        return cls(name=name)
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         return self.compiler
-
-    def toolchain_key(self) -> str:
-        return self.compiler.probe
 
     def command(self, unit: UnitSource) -> Command:
         """In PyPTO's places (beside the source, cache/external/), as a platform PyPTO builds for does."""
@@ -75,13 +76,6 @@ class FakePlatform(Platform):
         incs = (f"-I{path_arg(d)}" for d in unit.include_dirs)
         return Command(output, (*self.compiler.command, *self.defines, *incs, "-o", path_arg(output),
                                 path_arg(unit.source)), unit.sub_dir)
-
-    @property
-    def stamp_path(self) -> str:
-        return STAMP_FILE
-
-    def covered_roots(self) -> dict[str, str]:
-        return {}
 
     def binary_context(self, runtime_name: str) -> BinaryContext:
         return BinaryContext(self.name, runtime_name, self.runtime_revision, Revision("none"))

@@ -95,7 +95,7 @@ def host_runtime_revision() -> Revision:
 def identity_covers(real: str, roots: tuple[str, ...]) -> bool:
     """Whether an identity vouches for the content of the header at resolved path `real`.
 
-    `roots` are the resolved directories of `platforms.Platform.covered_roots()`.
+    `roots` are the resolved directories of `platforms.Facts.covered_roots`.
 
     Under the package's host runtime: yes (its revision digests every file there).
     Under a git checkout (`PTO_ISA_ROOT`): only for a file git tracks and may

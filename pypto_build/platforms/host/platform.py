@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Mapping
+from typing import Mapping
 
 from ...errors import ToolchainError
 from .places import HOST_STAMP, host_binary, host_external_binary
@@ -18,12 +18,17 @@ from ...toolchain.identity import BinaryContext, Revision, clean_git_revision, h
 from ...core.procs import path_arg
 from ...toolchain.compiler import PACKAGE_DIR, Compiler, extra_flags, host_compiler, system_include_dirs
 from ...toolchain.driver import keyed
-from ..base import Command, Platform, UnitSource
+from ..base import Command, Facts, NoopKey, Platform, UnitSource
 from .noop_key import places
 from ..noop_keys import toolchain_key
 
 HOST_INCLUDE = PACKAGE_DIR / "platforms" / "host" / "headers" / "include"
 HOST_FALLBACK = PACKAGE_DIR / "platforms" / "host" / "headers" / "fallback"
+# host_build_graph runs its orchestration on the host with Graph-Execution ops the host runtime lacks
+RUNTIMES = ("tensormap_and_ringbuffer",)
+RUNTIME_LABEL = "pypto_build host runtime"
+NO_PRELUDES = ("the host platform offers them only with PTO_ISA_ROOT set (PTO-ISA's headers) and a GCC kernel "
+               "compiler")
 
 
 @dataclass(frozen=True)
@@ -33,28 +38,11 @@ class HostPlatform(Platform):
     compiler: Compiler
     cxxflags: tuple[str, ...]
     pto_isa_root: Path | None
-    system_dirs: tuple[str, ...] = ()
+    facts: Facts
     name: str = "host"
-    # host_build_graph runs its orchestration on the host with Graph-Execution ops the host runtime lacks
-    runtimes: ClassVar[tuple[str, ...]] = ("tensormap_and_ringbuffer",)
-    noop_record: ClassVar[bool] = True
-    runtime_label: ClassVar[str] = "pypto_build host runtime"
-    no_preludes_why: ClassVar[str] = "the host platform offers them only with PTO_ISA_ROOT set (PTO-ISA's " \
-                                     "headers) and a GCC kernel compiler"
-
-    @property
-    def precompiled_preludes(self) -> bool:        # type: ignore[override]
-        """With PTO-ISA's headers (the fallback ones are too small to be worth a precompiled header)."""
-        return self.pto_isa_root is not None
-
-    @property
-    def pto_isa_label(self) -> str:
-        if self.pto_isa_root is None:
-            return "none (PTO_ISA_ROOT unset: the host runtime's fallback headers)"
-        return f"PTO_ISA_ROOT={self.pto_isa_root}"
 
     @classmethod
-    def locate(cls, env: Mapping[str, str]) -> HostPlatform:
+    def locate(cls, env: Mapping[str, str], name: str = "host") -> HostPlatform:
         pto, (resolved,) = env.get("PTO_ISA_ROOT") or None, places(env)
         pto_root = Path(resolved) if resolved else None
         if pto_root is not None and not (pto_root / "include").is_dir():
@@ -62,18 +50,10 @@ class HostPlatform(Platform):
                                  "pto-isa checkout or unset it")
         flags = extra_flags(env)
         compiler = keyed(host_compiler(env), flags, env)      # with the environment and programs it compiles with
-        return cls(compiler, flags, pto_root, system_include_dirs(compiler, flags))
+        return cls(compiler, flags, pto_root, _facts(compiler, flags, pto_root), name)
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         return self.compiler
-
-    def toolchain_key(self) -> str:
-        """As `noop_key.places` and `compilers` have it: the resolved PTO-ISA checkout, `$CXX`."""
-        return toolchain_key([None if self.pto_isa_root is None else str(self.pto_isa_root)], [self.compiler.probe])
-
-    def watched_checkouts(self) -> tuple[Path, ...]:
-        """`PTO_ISA_ROOT`, when set: its identity is HEAD of a clean checkout."""
-        return () if self.pto_isa_root is None else (self.pto_isa_root,)
 
     def command(self, unit: UnitSource) -> Command:
         """Shaped like simpler's CPU-sim command lines (a kernel's, or the host g++ orchestration's), run in the
@@ -87,10 +67,6 @@ class HostPlatform(Platform):
         return Command(output, (*self.compiler.command, "-shared", "-fPIC", "-O2", "-g", "-std=c++17",
                                 "-Wl,--build-id=sha1", "-pthread", f"-I{HOST_INCLUDE}", *self.cxxflags,
                                 "-o", path_arg(output), path_arg(unit.source)), unit.sub_dir)
-
-    @property
-    def stamp_path(self) -> str:
-        return HOST_STAMP
 
     def _kernel_argv(self, unit: UnitSource, output: str) -> tuple[str, ...]:
         std = "-std=c++20" if self.pto_isa_root else "-std=c++17"
@@ -106,14 +82,22 @@ class HostPlatform(Platform):
                 "-Wno-ignored-attributes", "-D__CPU_SIM", "-DPTO_CPU_MAX_THREADS=1", "-DNDEBUG", dav,
                 *incs, *self.cxxflags, "-o", path_arg(output), path_arg(unit.source))
 
-    def covered_roots(self) -> dict[str, str]:
-        """The package's host runtime (its revision digests every file) and the PTO-ISA checkout (its
-        clean git revision): moving either does not by itself make binaries stale."""
-        roots = {"<pypto_build-host-runtime>": str(HOST_INCLUDE.parent)}
-        if self.pto_isa_root:
-            roots["<PTO_ISA_ROOT>"] = str(self.pto_isa_root)
-        return roots
-
     def binary_context(self, runtime_name: str) -> BinaryContext:
         pto_isa = Revision("none") if self.pto_isa_root is None else clean_git_revision(self.pto_isa_root)
         return BinaryContext(self.name, runtime_name, host_runtime_revision(), pto_isa)
+
+
+def _facts(compiler: Compiler, flags: tuple[str, ...], pto_root: Path | None) -> Facts:
+    """What planning reads of the host platform located with `compiler` and `PTO_ISA_ROOT` (`pto_root`): the
+    package's host runtime (its revision digests every file) and the PTO-ISA checkout (its clean git revision)
+    are identity-covered, so moving either does not by itself make binaries stale; preludes with PTO-ISA's
+    headers only (the fallback ones are too small to be worth one); the no-op key as `noop_key.places` and
+    `compilers` have it (the resolved checkout, `$CXX`), watching the checkout's clean HEAD."""
+    covered = {"<pypto_build-host-runtime>": str(HOST_INCLUDE.parent)}
+    if pto_root:
+        covered["<PTO_ISA_ROOT>"] = str(pto_root)
+    label = ("none (PTO_ISA_ROOT unset: the host runtime's fallback headers)" if pto_root is None
+             else f"PTO_ISA_ROOT={pto_root}")
+    key = toolchain_key([None if pto_root is None else str(pto_root)], [compiler.probe])
+    return Facts(RUNTIMES, RUNTIME_LABEL, label, HOST_STAMP, system_include_dirs(compiler, flags), covered,
+                 None if pto_root else NO_PRELUDES, NoopKey(key, () if pto_root is None else (pto_root,)))

@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Mapping
+from typing import Mapping
 
 from .cann import Cann, locate_cann
 from ...errors import ToolchainError
-from ...toolchain.compiler import Compiler, system_include_dirs
+from ...toolchain.compiler import Compiler
 from ...toolchain.driver import keyed
 from ..base import PostStep, UnitSource
 from .argv import (arch_of, compiler_is_gcc, device_kernel_argv, device_link_argv, orchestration_argv,
@@ -27,7 +27,7 @@ from .argv import (arch_of, compiler_is_gcc, device_kernel_argv, device_link_arg
 from .env import find_simpler
 from .noop_key import HOST_CXX
 from .places import kernel_payload_path
-from .sim import SimplerSimPlatform, bare_compiler
+from .sim import SimplerSimPlatform, bare_compiler, facts
 
 EXTRACTOR = "pypto_build elf_payload 1"      # the payload extraction's identity: bump when its rule changes
 
@@ -38,19 +38,18 @@ class SimplerDevicePlatform(SimplerSimPlatform):
 
     cann: Cann | None = None
     cross: Compiler | None = None     # CANN's aarch64 g++ (tensormap_and_ringbuffer's orchestrations)
-    runtime_label: ClassVar[str] = "simpler"
 
     @classmethod
-    def locate(cls, env: Mapping[str, str]) -> SimplerDevicePlatform:
+    def locate(cls, env: Mapping[str, str], name: str) -> SimplerDevicePlatform:
         cann = locate_cann(env)                       # one line naming ASCEND_HOME_PATH when it is not there
-        install = find_simpler(cls.name)
+        install = find_simpler(name)
         if install.pto_isa_root is None:
-            raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
+            raise ToolchainError(f"{name}: {install.pto_isa_problem}")
         ccec = keyed(Compiler((os.fspath(cann.ccec),), cann.identity, cann.version, cann.identity), (), env)
-        host = bare_compiler(HOST_CXX, "host_build_graph orchestrations", cls.name, env)
+        host = bare_compiler(HOST_CXX, "host_build_graph orchestrations", name, env)
         cross = keyed(Compiler((os.fspath(cann.cross_gxx),), cann.identity, cann.version, cann.identity), (), env)
-        dirs = tuple(dict.fromkeys(d for c in (ccec, host, cross) for d in system_include_dirs(c, ())))
-        return cls(install, ccec, host, compiler_is_gcc(host.path), dirs, cann, cross)
+        return cls(name, install, ccec, host, compiler_is_gcc(host.path), facts(install, ccec, host, cross), cann,
+                   cross)
 
     def _cross(self) -> Compiler:
         assert self.cann is not None and self.cross is not None
@@ -93,13 +92,3 @@ class SimplerDevicePlatform(SimplerSimPlatform):
         payload = kernel_payload_path(self.name, func_id, core_type, unit.source, unit.external)
         return (PostStep("link", compiled, image, link, self.cann.identity),
                 PostStep("extract", image, payload, (), EXTRACTOR))
-
-
-@dataclass(frozen=True)
-class A2a3Platform(SimplerDevicePlatform):
-    name: ClassVar[str] = "a2a3"
-
-
-@dataclass(frozen=True)
-class A5Platform(SimplerDevicePlatform):
-    name: ClassVar[str] = "a5"

@@ -14,15 +14,14 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
-from typing import ClassVar, Mapping
+from typing import Mapping
 
 from ...errors import ToolchainError, say_fix
 from ...toolchain.identity import BinaryContext
 from ...builddir.stamp import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
 from ...toolchain.driver import keyed
-from ..base import Command, Platform, PostStep, UnitSource
+from ..base import Command, Facts, NoopKey, Platform, PostStep, UnitSource
 from .argv import RUNTIMES, arch_of, compile_cwd, compiler_is_gcc, orchestration_argv, sim_kernel_argv
 from .places import kernel_payload_path, orchestration_path
 from .env import SimplerInstall, find_simpler
@@ -32,51 +31,27 @@ from ..noop_keys import toolchain_key
 
 @dataclass(frozen=True)
 class SimplerSimPlatform(Platform):
-    """A simulator platform of simpler, located: the install, `g++-15` for kernels and `g++` for orchestrations."""
+    """A simulator platform of simpler (`name`), located: the install, `g++-15` for kernels and `g++` for
+    orchestrations."""
 
+    name: str
     install: SimplerInstall
     kernel_compiler: Compiler
     compiler: Compiler            # the orchestrations' (host g++)
     no_gnu_unique: bool           # simpler's rule: g++ that is not clang gets -fno-gnu-unique
-    system_dirs: tuple[str, ...] = ()
-    name: ClassVar[str] = ""
-    runtimes: ClassVar[tuple[str, ...]] = RUNTIMES
-    runtime_label: ClassVar[str] = "simpler"
-    precompiled_preludes: ClassVar[bool] = True        # g++-15 against PTO-ISA (the kernel compiler's --version decides)
+    facts: Facts
 
     @classmethod
-    def locate(cls, env: Mapping[str, str]) -> SimplerSimPlatform:
-        install = find_simpler(cls.name)
+    def locate(cls, env: Mapping[str, str], name: str) -> SimplerSimPlatform:
+        install = find_simpler(name)
         if install.pto_isa_root is None:
-            raise ToolchainError(f"{cls.name}: {install.pto_isa_problem}")
-        kernel = bare_compiler(SIM_CXX, "kernels", cls.name, env)
-        orch = bare_compiler(HOST_CXX, "orchestrations", cls.name, env)
-        dirs = tuple(dict.fromkeys([*system_include_dirs(kernel, ()), *system_include_dirs(orch, ())]))
-        return cls(install, kernel, orch, compiler_is_gcc(orch.path), dirs)
-
-    @property
-    def pto_isa_label(self) -> str:
-        return f"simpler's managed tree {self.install.pto_isa_root}"
+            raise ToolchainError(f"{name}: {install.pto_isa_problem}")
+        kernel = bare_compiler(SIM_CXX, "kernels", name, env)
+        orch = bare_compiler(HOST_CXX, "orchestrations", name, env)
+        return cls(name, install, kernel, orch, compiler_is_gcc(orch.path), facts(install, kernel, orch))
 
     def compiler_for(self, kind: str, runtime: str = "") -> Compiler:
         return self.kernel_compiler if kind == "kernel" else self.compiler
-
-    @property
-    def noop_record(self) -> bool:      # type: ignore[override]
-        """A checkout of simpler: both identities are clean HEADs the record can watch (a wheel's build
-        commit is read from a native module the record does not see)."""
-        return (self.install.project_root / ".git").exists()
-
-    def toolchain_key(self) -> str:
-        """As `noop_key.places` and `compilers` order them: the project root, simpler_setup, the PTO-ISA tree;
-        the kernels' compiler, the orchestrations'."""
-        install = self.install
-        return toolchain_key([str(install.project_root), str(install.setup_dir), str(install.pto_isa_root)],
-                             [self.kernel_compiler.probe, self.compiler.probe])
-
-    def watched_checkouts(self) -> tuple[Path, ...]:
-        """simpler's checkout and its PTO-ISA tree: PyPTO identifies both by their clean HEAD."""
-        return (self.install.project_root, self.install.pto_isa_root) if self.install.pto_isa_root else ()
 
     def command(self, unit: UnitSource) -> Command:
         """PyPTO's `KernelCompiler` command line, run in simpler's project root, writing where PyPTO reads."""
@@ -107,16 +82,25 @@ class SimplerSimPlatform(Platform):
         """On a simulator the compiled `.so` is the payload: no step after it."""
         return ()
 
-    @property
-    def stamp_path(self) -> str:
-        return STAMP_FILE
-
-    def covered_roots(self) -> dict[str, str]:
-        """simpler's tree (its clean revision) and the PTO-ISA tree (its clean revision)."""
-        return {"<simpler>": str(self.install.project_root), "<pto-isa>": str(self.install.pto_isa_root)}
-
     def binary_context(self, runtime_name: str) -> BinaryContext:
         return BinaryContext(self.name, runtime_name, self.install.runtime_revision, self.install.pto_isa_revision)
+
+
+def facts(install: SimplerInstall, kernel: Compiler, orch: Compiler, *more: Compiler) -> Facts:
+    """What planning reads of a platform of simpler located at `install`, with the kernels' compiler, the host
+    g++ (`orch`) and any other compiler it runs (`more`: a device's cross g++). simpler's tree and the PTO-ISA
+    tree are identity-covered (their clean revisions). The no-op record sees every identity input only in a
+    checkout of simpler (both identities are clean HEADs it can watch; a wheel's build commit is read from a
+    native module it does not see), keyed as `noop_key.places` and `compilers` order them: the project root,
+    simpler_setup, the PTO-ISA tree; the kernels' compiler, the host g++."""
+    root, pto_isa = install.project_root, install.pto_isa_root
+    noop = None
+    if (root / ".git").exists():
+        key = toolchain_key([str(root), str(install.setup_dir), str(pto_isa)], [kernel.probe, orch.probe])
+        noop = NoopKey(key, (root, pto_isa) if pto_isa else ())
+    dirs = tuple(dict.fromkeys(d for c in (kernel, orch, *more) for d in system_include_dirs(c, ())))
+    return Facts(RUNTIMES, "simpler", f"simpler's managed tree {pto_isa}", STAMP_FILE, dirs,
+                 {"<simpler>": str(root), "<pto-isa>": str(pto_isa)}, None, noop)
 
 
 def bare_compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) -> Compiler:
@@ -126,13 +110,3 @@ def bare_compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) ->
                              f"(or put a {cxx} on PATH), or "
                              + say_fix("pass --platform host", 'pass platform="host"'))
     return keyed(resolve_compiler(cxx, path=env.get("PATH")), (), env)
-
-
-@dataclass(frozen=True)
-class A2a3SimPlatform(SimplerSimPlatform):
-    name: ClassVar[str] = "a2a3sim"
-
-
-@dataclass(frozen=True)
-class A5SimPlatform(SimplerSimPlatform):
-    name: ClassVar[str] = "a5sim"
