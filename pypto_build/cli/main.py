@@ -17,7 +17,7 @@ from .. import __version__
 from .. import options
 from ..errors import USER, UserError
 from ..core.exits import guarded
-from .verbs import run_verb
+from ..verbs import run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
                    "cache_dir", "remote_cache", "no_pch")

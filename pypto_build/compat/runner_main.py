@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
     the validation fails (`user_compare` raising AssertionError); 2 for bad input; errors go to stderr.
     """
     from ..core.exits import guarded
-    from ..cli.verbs import run_verb
+    from ..verbs import run_verb
 
     parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,
                          validate_default=inline_inputs is not None)
