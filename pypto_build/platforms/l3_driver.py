@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Itera
 from ..core import atomic
 from ..core.confine import confine_tree
 from ..errors import PyptoBuildError, ToolchainError, UserError, one_line
-from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
+from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, NEXT_LEVELS
 from ..core.pyexec import exec_file
 from ..builddir.sidecars import load_distributed_meta
 from . import l3_shims
@@ -154,7 +154,7 @@ def _checked(root: Path, args: Sequence, names: Sequence[str] | None,
 
 def chip_dirs(root: Path) -> dict[str, Path]:
     """`next_levels/<name>/` with a kernel_config.py, by name (sorted); one line when there is none."""
-    level = Path(root) / "next_levels"
+    level = Path(root) / NEXT_LEVELS
     chips = {d.name: d for d in sorted(level.iterdir()) if (d / KERNEL_CONFIG).is_file()} if level.is_dir() else {}
     if not chips:
         raise UserError(f"{level}: no chip programs (expected next_levels/<name>/ sub-builds with a "

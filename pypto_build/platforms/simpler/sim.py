@@ -19,7 +19,7 @@ from typing import ClassVar, Mapping
 
 from ...errors import ToolchainError, say_fix
 from ...toolchain.identity import BinaryContext
-from ...builddir.stamp import STAMP_FILE
+from ...builddir.markers import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
 from ...toolchain.driver import keyed
 from ..base import Command, Platform, PostStep, UnitSource
