@@ -20,6 +20,7 @@ from . import pipeline
 from .core import stages
 from .errors import FAILED, OK, UserError
 from .builddir.layout import find_root
+from .builddir.markers import GOLDEN_PY
 from .options import Request
 
 
@@ -39,8 +40,8 @@ def _run_golden(verb: str, values: Any, root: Path, request: Request) -> int:
     from .run import check_replayable
 
     root = check_replayable(root)
-    if not (root / "golden.py").is_file():
-        raise UserError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
+    if not (root / GOLDEN_PY).is_file():
+        raise UserError(f"{root / GOLDEN_PY} not found; the CLI takes its inputs from golden.py — add one "
                         "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
     if options.option_value(values, "log_sync_pypto", False) and not request.quiet:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
