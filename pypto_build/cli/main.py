@@ -173,9 +173,8 @@ def _run_verb(args: argparse.Namespace) -> int:
 def _compdb(args: argparse.Namespace) -> int:
     from .compdb import write_compdb
     from ..builddir.layout import find_root
-    from ..cache import open_caches
     request = options.request(args)
-    store = open_caches(request.cache_dir, preludes=request.preludes).preludes     # no remote: nothing pinged
+    store = replace(request, remote=None).caches().preludes         # the build's prelude store; nothing pinged
     print(write_compdb(request.plan(find_root(args.dir)), args.output, store))
     return 0
 
