@@ -209,9 +209,8 @@ def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | N
     if graph is None or graph.unknown_identities() or not graph.platform.noop_record:
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
-    sets = {v["outside"] for v in values.values() if v.get("outside")}
+    sets = header_sets.named(values.values())
     folder = current_state_folder(graph.layout.root, graph.platform.name)
-    header_sets.prune(graph.layout.root, sets, folder)
     if any(v.get("not_applied") or v.get("forced") for v in values.values()):
         return False
     if any(_changed_since(graph.layout.root / p.stamp_path, graph.planned_ns) for p in graph.plans):
