@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Itera
 from ..core import atomic
 from ..core.confine import confine_tree
 from ..errors import PyptoBuildError, ToolchainError, UserError, one_line
-from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, NEXT_LEVELS
+from ..builddir.markers import DISPATCH_PROGRAM, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, NEXT_LEVELS
 from ..core.pyexec import exec_file
 from ..builddir.sidecars import load_distributed_meta
 from . import l3_shims
@@ -44,11 +44,10 @@ from .host.runtime.executor import ExecutorError
 if TYPE_CHECKING:
     from ..builddir.sidecars import ProgramMeta
 
-__all__ = ["run_l3", "L3Backend", "Prepared", "ENTRY_MARKER", "DISPATCH_PROGRAM", "call_alloc",
+__all__ = ["run_l3", "L3Backend", "Prepared", "ENTRY_MARKER", "call_alloc",
            "clear_dispatch_dirs", "check_rank"]
 
 ENTRY_MARKER = "_pypto_distributed_entry"       # PyPTO finds the driver's entry by this mark, not by its name
-DISPATCH_PROGRAM = "dispatch_program.json"      # which chip program a dispatch folder belongs to (PyPTO's file)
 _PROVIDED = "make_tensor_arg (pypto.runtime.tensor_arg) and _submit_chip (pypto.runtime.distributed_runner)"
 _module_ids = itertools.count()
 

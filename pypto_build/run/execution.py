@@ -21,7 +21,7 @@ from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
 from ..builddir.layout import BuildKind, classify, load_layout
-from ..builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH
+from ..builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH, SWIMLANE_PREFIX
 from ..builddir.state_dir import STATE_DIR
 from ..builddir.runconfig import RunConfig
 
@@ -67,7 +67,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
 
 def clear_dfx(dfx: Path) -> None:
     """Remove what an earlier L2 run of ours wrote under dfx_outputs/ (PyPTO's own files stay): runs never mix."""
-    for old in dfx.glob("merged_swimlane_*.json"):
+    for old in dfx.glob(f"{SWIMLANE_PREFIX}*.json"):
         old.unlink(missing_ok=True)
     shutil.rmtree(dfx / ARGS_DUMP_DIR, ignore_errors=True)
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS
+from ...builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, SWIMLANE_PREFIX
 from ...builddir.runconfig import LOG_LEVELS, RunConfig
 from ..base import Runner
 
@@ -36,7 +36,7 @@ class HostRunner(Runner):
         written = []
         dfx = sub_dir / DFX_OUTPUTS
         if config.enable_chip_swimlane:
-            path = dfx / f"merged_swimlane_{time.strftime('%Y%m%d_%H%M%S')}.json"
+            path = dfx / f"{SWIMLANE_PREFIX}{time.strftime('%Y%m%d_%H%M%S')}.json"
             write_swimlane(trace, path)
             written.append(str(path))
         if config.enable_dump_args:

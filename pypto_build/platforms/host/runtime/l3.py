@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ....builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS
+from ....builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, SWIMLANE_PREFIX
 from ....builddir.runconfig import LOG_LEVELS, RunConfig
 from ... import l3_shims
 from . import rank_channel
@@ -120,7 +120,7 @@ class _RankPool:
     def __init__(self, chips: dict[str, Path], device_ids: list[int], swim: bool, dump: bool, threshold: int,
                  say: Callable[[str], None]) -> None:
         self.chips, self.device_ids = chips, device_ids
-        self.swim_name = f"merged_swimlane_{time.strftime('%Y%m%d_%H%M%S')}.json" if swim else None
+        self.swim_name = f"{SWIMLANE_PREFIX}{time.strftime('%Y%m%d_%H%M%S')}.json" if swim else None
         self.dump, self.threshold, self.say = dump, threshold, say
         self._pending: dict[int, _Pending] = {}
         self._per_rank = [0] * len(device_ids)
