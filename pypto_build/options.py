@@ -300,7 +300,7 @@ class Request:
             found = find(launcher)                  # not there: one line, even with nothing to build
         remote = None
         if remote_cache or os.environ.get(REMOTE_CACHE):
-            from .cache import settings as remote_settings      # malformed: one line, even with nothing to build
+            from .cache import remote_settings      # malformed: one line, even with nothing to build
             remote = remote_settings(remote_cache)
         return cls(platform=platform or None,
                    pto=pto or _pto_options(rebuild_from_pto, ptoas, allow_unapplied_pto),

@@ -66,7 +66,9 @@ LAYERS = (
     ("what the user asks", {"options"}),
     ("engine", {"engine"}),
     ("the pipeline", {"pipeline"}),
-    ("front ends", {"api", "cli", "ci", "watch", "compat", "replay_main", "__main__"}),
+    ("what the front ends call", {"api", "verbs"}),
+    ("front ends", {"ci", "watch", "compat"}),
+    ("the command line", {"cli", "replay_main", "__main__"}),
 )
 # Folders entered through a door (their __init__'s _EXPORTS / _MODULES); the other folders (core, builddir,
 # toolchain, compile, plan, cli, ci) are plain: their modules are imported by name.

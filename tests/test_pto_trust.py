@@ -20,7 +20,7 @@ from conftest import FAKE_PTOAS
 from pypto_build.testing import synth
 from pypto_build.testing.fake_ptoas import make_fake_ptoas
 from pypto_build.api import build
-from test_pto_stage import K2, OLD_LINE, ptoas_runs
+from test_stage_pto import K2, OLD_LINE, ptoas_runs
 
 SENTINEL = "// --- Kernel entry point ---"
 

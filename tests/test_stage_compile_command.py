@@ -19,6 +19,7 @@ import pytest
 
 from pypto_build.core import atomic
 from pypto_build.api import build
+from pypto_build.cache import prelude_store_dir
 from pypto_build import pipeline
 from pypto_build.options import Request
 from pypto_build.cli.main import main as cli_main
@@ -134,8 +135,9 @@ def what_ran(graph, *logs: Path) -> dict[str, tuple[list[str], str]]:
     return found
 
 
-def assert_compdb_is_what_ran(root: Path, graph, ran: dict[str, tuple[list[str], str]]) -> list[dict]:
-    entries = {e["file"]: e for e in compile_commands(graph)}
+def assert_compdb_is_what_ran(root: Path, graph, ran: dict[str, tuple[list[str], str]],
+                              store: str | None = None) -> list[dict]:
+    entries = {e["file"]: e for e in compile_commands(graph, store)}
     units = [u for p in graph.plans for u in p.units]
     assert sorted(ran) == sorted(u.task for u in units)
     for u in units:
@@ -204,6 +206,29 @@ def test_compdb_with_a_launcher_holds_the_launched_compile_the_build_ran(host_di
     assert_compdb_is_what_ran(root, graph, ran)
     assert cli_main(["compdb", "--launcher", str(launcher), "-o", str(tmp_path / "cc.json"), str(root)]) == 0
     assert json.loads((tmp_path / "cc.json").read_text()) == compile_commands(graph)
+
+
+@pytest.mark.slow          # a whole build against the PTO-ISA-style tree (as tests/test_prelude.py's)
+def test_compdb_holds_the_prelude_flags_the_host_build_ran(pto_tree, tmp_path, monkeypatch):
+    """On a platform that plans preludes (host, g++, a PTO-ISA-style tree) each kernel compiles with its
+    precompiled prelude (`-Winvalid-pch -include <entry>/prelude.h`): compdb lists exactly those flags, and
+    `pypto-build compdb` finds the same store (the user's, as the build did)."""
+    root = synth.write_l2(tmp_path / "d", kernels=4, header_every=0)    # two kernels per core type: a prelude each
+    log = tmp_path / "cxx.log"
+    monkeypatch.setenv("CXX", str(recorder(tmp_path / "rec-g++", log, "g++")))
+    assert build(root).ok
+    graph = load_graph(root, "host")
+    ran = what_ran(graph, log)
+    took = {t for t, (argv, _cwd) in ran.items() if "-Winvalid-pch" in argv}
+    assert took == {u.task for p in graph.plans for u in p.units if u.kind == "kernel"} and len(took) == 4
+    store = prelude_store_dir(None)
+    entries = assert_compdb_is_what_ran(root, graph, ran, store)
+    headers = {e["arguments"][e["arguments"].index("-include") + 1] for e in entries if "-include" in e["arguments"]}
+    assert len(headers) == 2 and all(h.startswith(store + os.sep) and h.endswith("/prelude.h") for h in headers)
+    assert cli_main(["compdb", "-o", str(tmp_path / "cc.json"), str(root)]) == 0
+    assert json.loads((tmp_path / "cc.json").read_text()) == compile_commands(graph, store)
+    assert cli_main(["compdb", "--no-pch", "-o", str(tmp_path / "plain.json"), str(root)]) == 0
+    assert not any("-include" in e["arguments"] for e in json.loads((tmp_path / "plain.json").read_text()))
 
 
 def test_a_failed_compile_shows_the_command_that_ran(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.builddir import stamp
+from pypto_build.builddir import markers, stamp
 from pypto_build.compile.actions import run_stamp
 from pypto_build.plan.graph import load_graph
 from pypto_build.toolchain.identity import Revision
@@ -30,7 +30,7 @@ PYPTO_TEXT = ('{\n  "platform": "fake",\n  "pto_isa_revision": "none",\n  "runti
 
 @pytest.fixture
 def path(tmp_path) -> Path:
-    return tmp_path / "sub" / stamp.STAMP_FILE
+    return tmp_path / "sub" / markers.STAMP_FILE
 
 
 def test_the_plan_stamps_each_sub_build_with_its_platforms_context(tmp_path):
@@ -46,7 +46,7 @@ def test_the_stamp_is_written_as_pypto_writes_it(path):
     assert stamp.stamp_text(STAMP) == PYPTO_TEXT
     assert run_stamp(str(path), STAMP, None) == {"stamp": STAMP}
     assert path.read_text() == PYPTO_TEXT and json.loads(path.read_text()) == STAMP
-    assert (path.parent / stamp.LOCK_NAME).is_file()                  # PyPTO's lock, kept beside it
+    assert (path.parent / markers.STAMP_LOCK).is_file()                  # PyPTO's lock, kept beside it
 
 
 def test_writing_the_stamp_sweeps_a_killed_writers_temp_file(path):
@@ -67,10 +67,10 @@ def test_an_unknown_identity_removes_the_stamp_and_says_why(path):
 
 def test_the_stamp_waits_for_pyptos_lock_and_names_it(path):
     path.parent.mkdir(parents=True)
-    held = os.open(path.parent / stamp.LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    held = os.open(path.parent / markers.STAMP_LOCK, os.O_RDWR | os.O_CREAT)
     fcntl.flock(held, fcntl.LOCK_EX)                                   # a PyPTO replay compiling this sub-build
     try:
-        with pytest.raises(OSError, match=rf"{path.parent / stamp.LOCK_NAME} is held by another process"):
+        with pytest.raises(OSError, match=rf"{path.parent / markers.STAMP_LOCK} is held by another process"):
             with stamp.binary_context_lock(path, wait_s=0.2):
                 pytest.fail("entered a held lock")
     finally:

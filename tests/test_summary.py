@@ -19,7 +19,7 @@ from conftest import FAKE_PTOAS, git, inject
 from pypto_build.api import build
 from pypto_build.plan.graph import load_graph
 from pypto_build.testing import synth
-from test_pto_stage import OLD_LINE
+from test_stage_pto import OLD_LINE
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,8 @@ from ..core.confine import confine, forget_resolved_dirs
 from ..errors import LayoutError
 from .manifest import KernelConfig, KernelSpec, read_kernel_config
 from .manifest_ast import parse_quietly
-from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, is_build_dir, present_markers,
-                      next_level_names as _next_level_names)
+from .markers import (COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, NEXT_LEVELS, is_build_dir,
+                      present_markers, next_level_names as _next_level_names)
 from .state_checks import confine_state
 from .state_dir import STATE_DIR
 from ..core.safeio import read_bytes, unreachable
@@ -133,7 +133,7 @@ def find_root(start: Path) -> Path:
     for parent in start.parents:
         if is_build_dir(parent):
             top = parent.parent.parent
-            return top if parent.parent.name == "next_levels" and is_build_dir(top) else parent
+            return top if parent.parent.name == NEXT_LEVELS and is_build_dir(top) else parent
     return start
 
 
@@ -163,12 +163,12 @@ def load_layout(root: Path, *, include_stale: bool = False) -> Layout:
     confine_state(root)
     subs = []
     for name in (*names, *unreferenced):       # a leftover that escapes is refused too: replay could load it
-        rel = "." if name == "." else f"next_levels/{name}"
-        path = root if name == "." else root / "next_levels" / name
+        rel = "." if name == "." else f"{NEXT_LEVELS}/{name}"
+        path = root if name == "." else root / NEXT_LEVELS / name
         confine(root, path / KERNEL_CONFIG, f"sub-build {rel}")
         if name in names:
             subs.append(SubBuild(name, rel, path, read_kernel_config(path / KERNEL_CONFIG)))
-    return Layout(root, kind, markers, tuple(subs), tuple(f"next_levels/{n}" for n in unreferenced))
+    return Layout(root, kind, markers, tuple(subs), tuple(f"{NEXT_LEVELS}/{n}" for n in unreferenced))
 
 
 def host_driver_words(path: Path) -> set[str] | None:

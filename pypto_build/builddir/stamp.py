@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core import atomic, safeio
-
-STAMP_FILE = "cache/binary_context.json"      # relative to the sub-build
-LOCK_NAME = ".binary_context.lock"      # PyPTO's: held for a whole compile-and-stamp transaction
+from .markers import STAMP_LOCK
 LOCK_WAIT_S = 600.0
 
 
@@ -26,7 +24,7 @@ def binary_context_lock(stamp_path: Path, wait_s: float = LOCK_WAIT_S) -> Iterat
     """PyPTO's flock beside the stamp (`cache/.binary_context.lock`, never deleted), so a PyPTO replay and we
     never stamp or unstamp one sub-build at the same time. Waits at most `wait_s` (a PyPTO run compiles
     everything while holding it), then OSError naming the lock."""
-    lock = Path(stamp_path).parent / LOCK_NAME
+    lock = Path(stamp_path).parent / STAMP_LOCK
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     try:

@@ -38,7 +38,7 @@ from typing import Callable
 from ..core import atomic
 from ..errors import RemoteError, warn
 from ..core.shared_flag import SharedFlag
-from .remote_config import RemoteSettings, settings
+from .remote_config import RemoteSettings, remote_settings
 from .remote_http import MAX_BODY, HttpError, request
 
 AC_FORMAT = "pypto_build-ac-2"
@@ -68,7 +68,7 @@ def open_remote(found: RemoteSettings | str | None, *, for_spawn: bool = False) 
     (`ci -j N`), so it is made in the spawn context.
     """
     if not isinstance(found, RemoteSettings):
-        found = settings(found)
+        found = remote_settings(found)
     if found is None:
         return None
     remote = Remote(found, SharedFlag(for_spawn))

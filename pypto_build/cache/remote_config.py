@@ -47,7 +47,7 @@ class RemoteSettings:
     timeout_s: float    # deadline of one request
 
 
-def settings(url: str | None, env: Mapping[str, str] | None = None) -> RemoteSettings | None:
+def remote_settings(url: str | None, env: Mapping[str, str] | None = None) -> RemoteSettings | None:
     """The remote cache of a run (`url`, else $PYPTO_BUILD_REMOTE_CACHE), or None when none is set.
 
     Raises UserError (one line) on a malformed URL or timeout.

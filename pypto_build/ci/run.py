@@ -26,6 +26,7 @@ from xml.etree import ElementTree as ET
 
 from ..core import atomic
 from ..core import stages
+from ..builddir.markers import GOLDEN_PY
 from ..errors import FAILED, OK, PyptoBuildError, UserError
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
         graph = request.plan(root)
         if graph.launcher is not None and local_limit:
             local_slots.configure(local_limit)      # this directory's process: each runs its units one at a time
-        validating = any((root / t.rel / "golden.py").is_file() for t in run_targets(graph))
+        validating = any((root / t.rel / GOLDEN_PY).is_file() for t in run_targets(graph))
         result = pipeline.run(root, replace(request, tasks=(stages.VALIDATE,) if validating else ()), graph=graph,
                               progress=progress, check=False)
         failures = result.failures

@@ -31,7 +31,7 @@ class _Verb(OneLineOptions, Command):
         super().__init__(config={}, bin_name=bin_name, opt_vals=opt_vals)
 
     def execute(self, params, args):
-        from .verbs import run_verb
+        from ..verbs import run_verb
 
         directory = params.get("build_dir") or os.getcwd()
         return guarded(lambda: run_verb(self.verb, params, directory, list(args)))

@@ -22,6 +22,7 @@ from ..core import atomic, settings
 from ..compat import interpreter, write_run_script
 from .. import pipeline
 from ..core import stages
+from ..builddir.markers import PTOAS_DIR
 from ..errors import FAILED, OK, LayoutError
 from ..options import Request
 
@@ -73,7 +74,7 @@ def run_example(args) -> int:
                       f"{shlex.quote(str(script))})")
     else:
         _check_copy(example, dest)
-        if example is PLAIN and (dest / "ptoas").is_dir():
+        if example is PLAIN and (dest / PTOAS_DIR).is_dir():
             example = WITH_PTO                   # a copy of the `--pto` example replays as one
     # replay --validate on the recorded platform (or host where simpler is missing), through the one pipeline;
     # no artefact cache: the demonstration compiles

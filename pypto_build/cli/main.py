@@ -17,10 +17,19 @@ from .. import __version__
 from .. import options
 from ..errors import USER, UserError
 from ..core.exits import guarded
-from .verbs import run_verb
+from ..verbs import run_verb
 
 EXPLAIN_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "recompile",
                    "cache_dir", "remote_cache", "no_pch")
+# What compdb takes of BUILD, with its help: what decides the commands a build runs.
+COMPDB_OPTIONS = {
+    "cache_dir": "the artefact cache the build uses (default $PYPTO_BUILD_CACHE): the precompiled preludes "
+                 "beside it are the ones listed",
+    "launcher": "the launcher the build runs compiles through (default $PYPTO_BUILD_LAUNCHER, or the one $CXX "
+                "starts with): list its commands",
+    "no_pch": "list every kernel without a precompiled prelude, as the build compiles them with --no-pch (also "
+              "PYPTO_BUILD_PCH=0)",
+}
 CI_OPTIONS = ("jobs", "platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "quiet",
               "cache_dir", "remote_cache", "run_timeout", "launcher", "no_pch")     # every option its messages name
 # What ci's -j counts (ci.run_ci): directories, each in its own process building one unit at a time.
@@ -84,9 +93,8 @@ def _compdb_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
     p.add_argument("--platform", default=None,
                    help="target platform (default: $PYPTO_BUILD_PLATFORM, else the recorded one)")
-    options.add_to_parser(p, tuple(replace(o, help="the launcher the build runs compiles through (default "
-                                           "$PYPTO_BUILD_LAUNCHER, or the one $CXX starts with): list its commands")
-                                   for o in options.BUILD if o.dest == "launcher"))
+    options.add_to_parser(p, tuple(replace(o, help=COMPDB_OPTIONS[o.dest]) for o in options.BUILD
+                                   if o.dest in COMPDB_OPTIONS))
 
 
 def _ci_arguments(p: argparse.ArgumentParser) -> None:
@@ -165,7 +173,9 @@ def _run_verb(args: argparse.Namespace) -> int:
 def _compdb(args: argparse.Namespace) -> int:
     from .compdb import write_compdb
     from ..builddir.layout import find_root
-    print(write_compdb(options.request(args).plan(find_root(args.dir)), args.output))
+    request = options.request(args)
+    store = replace(request, remote=None).caches().preludes         # the build's prelude store; nothing pinged
+    print(write_compdb(request.plan(find_root(args.dir)), args.output, store))
     return 0
 
 
@@ -249,7 +259,8 @@ VERBS = (
          "Write DIR/compile_commands.json (or -o FILE): the command the build runs for every kernel and "
          "orchestration compile, for clangd and other tools; it names the "
          "output where the build writes a temp file first, and leaves out the depfile flags (-MD -MF -MT) the "
-         "build adds. Runs nothing.", _compdb_arguments, _compdb),
+         "build adds; a kernel whose precompiled prelude is in the store (--cache-dir's, else the user's) gets the "
+         "flags that take it. Runs nothing.", _compdb_arguments, _compdb),
     Verb("ci", "build and validate many build directories; go on past failures; reports",
          "Build every DIR (and validate those with a golden.py; a verdict is reused while nothing changed), "
          "continuing past failures and crashes; exit 1 if any failed. With --shard K/N only this machine's "

@@ -18,6 +18,7 @@ def watch_verb(values: Any, directory: Path | str) -> int:
     """`watch` with parsed option values (argparse namespace or doit dict): one behaviour for both front ends."""
     from ..errors import UserError
     from ..builddir.layout import find_root
+    from ..builddir.markers import GOLDEN_PY
     from ..run import check_replayable
     from ..watch import watch
     from ..watch import Settings
@@ -25,8 +26,8 @@ def watch_verb(values: Any, directory: Path | str) -> int:
     get = functools.partial(options.option_value, values)
     request = options.request(values)       # judged once: options, launcher, the remote cache's URL
     root = check_replayable(find_root(Path(directory)))
-    if not (root / "golden.py").is_file():
-        raise UserError(f"{root / 'golden.py'} not found; watch takes the program's inputs from golden.py — "
+    if not (root / GOLDEN_PY).is_file():
+        raise UserError(f"{root / GOLDEN_PY} not found; watch takes the program's inputs from golden.py — "
                         "add one (generate_inputs/compute_golden), or use `pypto-build build` after each edit")
     settings = Settings(request, validate=bool(get("validate", False)), runs=int(get("runs", 5)))
     return watch(root, settings, poll=True if get("poll", False) else None)

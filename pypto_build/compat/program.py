@@ -16,7 +16,7 @@ from ..run import require_fit
 from ..errors import ArgumentError
 from ..builddir.state_dir import STATE_DIR
 from ..platforms import HOST_OUTPUTS
-from ..builddir.markers import COMPILED_META, KERNEL_CONFIG
+from ..builddir.markers import COMPILED_META, DEBUG_DIR, DFX_OUTPUTS, KERNEL_CONFIG, NEXT_LEVELS, PTOAS_DIR
 from ..builddir.sidecars import ParamMeta, ProgramMeta, load_compiled_meta
 
 __all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]
@@ -25,7 +25,7 @@ _MISSING = ("{path} not found — cannot reconstruct a compiled program from thi
             "single-chip replay feature, is a distributed (L3+) build (use DistributedCompiledProgram.from_dir), "
             "or is the parent of a multi-orch build (each next_levels/<name>/ sub-build has its own sidecar — "
             "reload one of those). Recompile via ir.compile() to refresh.")
-_SKIP_DIRS = frozenset((STATE_DIR, "next_levels", "dfx_outputs", "debug", "ptoas"))
+_SKIP_DIRS = frozenset((STATE_DIR, NEXT_LEVELS, DFX_OUTPUTS, DEBUG_DIR, PTOAS_DIR))
 
 
 class CompiledProgram:

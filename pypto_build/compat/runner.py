@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..core import atomic, settings
 from ..errors import OK, UserError
-from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
+from ..builddir.markers import COMPILED_META, DEBUG_RUNNER, DISTRIBUTED_META
 from ..builddir.sidecars import ParamMeta, ProgramMeta, known_torch_dtype, load_sidecar
 
 __all__ = ["write_run_script", "render_run_script", "skip_reason", "inline_statement", "torch_dtype_name",
@@ -87,7 +87,7 @@ def interpreter() -> str:
     return f"PYTHONPATH={shlex.quote(root)} {python}" if root in entries else python
 
 
-def render_run_script(meta: ProgramMeta, script: Path | str = "debug/run.py", ptoas: str | None = None) -> str:
+def render_run_script(meta: ProgramMeta, script: Path | str = DEBUG_RUNNER, ptoas: str | None = None) -> str:
     """The text of `debug/run.py` for a validated sidecar (compiled_meta or distributed_meta); `script` is
     where it is written (its usage lines name it); `ptoas`, a path inside the build directory, becomes the
     script's default `--ptoas`."""
@@ -210,7 +210,7 @@ def write_run_script(work_dir: Path, *, on_skip: Callable[[str], None] | None = 
         return None
     meta = load_sidecar(work_dir)
     assert meta is not None                     # skip_reason found it
-    target = work_dir / "debug" / "run.py"
+    target = work_dir / DEBUG_RUNNER
     from ..core.confine import confine_tree
     confine_tree(work_dir, target, "debug runner")
     atomic.write_text(target, render_run_script(meta, target, ptoas), mode=0o755)

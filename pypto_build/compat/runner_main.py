@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import options
+from ..builddir.markers import DEBUG_RUNNER, GOLDEN_PY
 from ..errors import OK, UserError, ValidationFailed
 
 __all__ = ["main", "make_parser"]
@@ -48,13 +49,13 @@ def main(argv: Sequence[str] | None = None, *, inline_inputs: Callable[[], Seque
     the validation fails (`user_compare` raising AssertionError); 2 for bad input; errors go to stderr.
     """
     from ..core.exits import guarded
-    from ..cli.verbs import run_verb
+    from ..verbs import run_verb
 
-    parser = make_parser(prog="debug/run.py" if inline_inputs is not None else _PROG,
+    parser = make_parser(prog=DEBUG_RUNNER if inline_inputs is not None else _PROG,
                          validate_default=inline_inputs is not None)
     args = parser.parse_args(options.normalize_argv(list(sys.argv[1:] if argv is None else argv)))
     work_dir = args.work_dir.resolve()
-    if inline_inputs is None or (args.validate and (work_dir / "golden.py").is_file()):
+    if inline_inputs is None or (args.validate and (work_dir / GOLDEN_PY).is_file()):
         return guarded(lambda: run_verb("replay", args, work_dir))
     return guarded(lambda: _inline(work_dir, args, inline_inputs, user_compare))
 

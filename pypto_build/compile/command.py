@@ -4,9 +4,10 @@ A unit's argv (`CompileUnit.argv`, the platform's command) says what is compiled
 it writes and how it runs: the binary's path (the build's temp file, moved onto the output after the
 checks), the depfile flags (`-MD -MF <file> -MT <output>`), `-ffile-prefix-map` (a relocatable binary,
 unless the unit runs in a toolchain's own directory), and with a launcher that distributes compile-only
-jobs, the split into a compile through it and a link here (`launcher.split`). `compile_commands.json`
-lists the same commands under the names the build installs (`listed`): the output itself, no depfile
-flags, and a split compile's object as `<output>.o`.
+jobs, the split into a compile through it and a link here (`launcher.split`), and the flags that take a
+precompiled prelude (`prelude_actions.take`). `compile_commands.json` lists the same commands under the
+names the build installs (`listed`): the output itself, no depfile flags, and a split compile's object as
+`<output>.o`.
 """
 from __future__ import annotations
 
@@ -75,10 +76,12 @@ def compile_command(unit: CompileUnit, binary: str | os.PathLike, depfile: str |
                           tuple(link), True)
 
 
-def listed(unit: CompileUnit, launcher: Launcher | None = None, root: str | os.PathLike = ".") -> CompileCommand:
+def listed(unit: CompileUnit, launcher: Launcher | None = None, root: str | os.PathLike = ".",
+           prelude: tuple[str, ...] = ()) -> CompileCommand:
     """The unit's commands as compile_commands.json lists them: the build's, under the names it installs
-    (the output, not its temp file; a split compile's object as `<output>.o`), without the depfile flags."""
-    return compile_command(unit, unit.output, None, unit.output + OBJECT_SUFFIX, launcher, root)
+    (the output, not its temp file; a split compile's object as `<output>.o`), without the depfile flags;
+    `prelude`: the flags that take a precompiled prelude, where the build adds them."""
+    return compile_command(unit, unit.output, None, unit.output + OBJECT_SUFFIX, launcher, root, prelude)
 
 
 def output_at(argv: Sequence[str], out: str) -> tuple[str, ...]:

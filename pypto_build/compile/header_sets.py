@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any, Iterable
 
 from ..core import atomic
 from ..core.filestate import digest_of, first_changed
@@ -91,6 +92,11 @@ def _check(name: str, folder: str) -> str:
         return f"{record_path(name, folder)} (states of headers outside the build directory) missing or damaged"
     changed = first_changed(states)
     return f"header {changed}" if changed else ""
+
+
+def named(values: Iterable[Any]) -> set[str]:
+    """The sets a run's task values name (a unit's `outside`)."""
+    return {v["outside"] for v in values if isinstance(v, dict) and v.get("outside")}
 
 
 def prune(root: Path, keep: set[str], folder: str) -> None:

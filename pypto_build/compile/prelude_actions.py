@@ -226,11 +226,11 @@ class Use:
 
 
 def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, launcher: Launcher | None,
-         dropped: SharedFlag | None = None, began: bool = True) -> Use | None:
+         dropped: SharedFlag | None = None, began: bool = True, root: str | os.PathLike = ".") -> Use | None:
     """Whether `unit` compiles with `prelude` (None: the graph planned none for it). `began`: its kernel began
     with it when planned (so this run's check of the prelude ran before it). `dropped`: raised once a
     compile of this run found a precompiled header GCC rejects or fails with (the rest compile plainly: each
-    try would cost a second compile)."""
+    try would cost a second compile). `root`: the build root (the compile action runs there; compdb does not)."""
     if prelude is None or not store:
         return None
     plain = Use(task=prelude.task, store=store, key=prelude.key).plain
@@ -239,9 +239,10 @@ def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, laun
     if launcher is not None:
         return plain(f"{launcher.name} runs the compile (it preprocesses here: a precompiled header would not "
                      "travel)")
-    if not began or not begins_with(head_of(unit.source), prelude.directives):
+    source = os.path.join(root, unit.source)
+    if not began or not begins_with(head_of(source), prelude.directives):
         return plain(f"its leading directives do not begin with {prelude.task}'s")
-    beside = quoted_beside(prelude.directives, unit.source)
+    beside = quoted_beside(prelude.directives, source)
     if beside is not None:
         return plain(f'"{beside}" beside it answers the prelude\'s #include')
     where = PreludeStore(store)
@@ -250,8 +251,8 @@ def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, laun
     if entry is None:
         return plain(f"{prelude.task}: {ref['why']}" if ref.get("why") else
                      f"{prelude.task} is not in the store (or a header it read has changed since)")
-    root = os.path.realpath(".")                # actions run in the build root
-    if any(inside(os.path.realpath(h), root) for h in entry.headers):
+    real_root = os.path.realpath(root)
+    if any(inside(os.path.realpath(h), real_root) for h in entry.headers):
         return plain(f"{prelude.task} reads a header of the build directory")
     return Use((*PCH_FLAGS, entry.header), task=prelude.task, store=store, key=prelude.key, entry=entry.name,
                headers=tuple(entry.headers))

@@ -10,6 +10,7 @@ bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from doit.cmd_clean import Clean
 from doit.cmd_forget import Forget
@@ -24,6 +25,8 @@ from doit import reporter as doit_reporters
 from doit.runner import ERROR as TASK_RAISED
 
 from .. import options
+from ..builddir.state_dir import current_state_folder
+from ..compile import header_sets
 from ..plan import invalidation
 from ..toolchain import local_slots
 from ..errors import FAILED
@@ -35,6 +38,9 @@ from .lock import NotWritable
 from .session import answer_read_only, force_rebuilds, locked, planned
 from .sqlitedb import StateDB
 from .workers import supervise
+
+if TYPE_CHECKING:
+    from ..plan.graph import Graph
 
 
 class BuildDirCommand(OneLineOptions):
@@ -64,6 +70,7 @@ class BuildDirCommand(OneLineOptions):
                 rc = supervise(functools.partial(super().execute, params, args),
                                watch=bool(params.get("num_process")), where=str(self.loader.root))
                 if rc == 0 and self.adopts and not args:
+                    _prune_header_sets(self.loader.graph, self.task_list)
                     plain = functools.partial(options.request, {})       # what `pypto-build build DIR` asks
                     noop.record_graph(self.loader.graph, self.task_list, plain)
                 return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
@@ -73,6 +80,14 @@ class BuildDirCommand(OneLineOptions):
     def read_only(self, params, args, refused: NotWritable) -> int:
         """The directory cannot be written: say so (a command that builds may still answer)."""
         raise refused
+
+
+def _prune_header_sets(graph: Graph | None, tasks: list) -> None:
+    """After a whole build that succeeded: the platform's header-set records no unit names any more go."""
+    if graph is not None:
+        root = graph.layout.root
+        header_sets.prune(root, header_sets.named(t.values for t in tasks),
+                          current_state_folder(root, graph.platform.name))
 
 
 class BuildDirRun(BuildDirCommand, Run):

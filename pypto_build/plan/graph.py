@@ -16,7 +16,7 @@ from ..toolchain import search_dirs
 from ..core import stages
 from ..toolchain.launcher import Launcher, local_jobs, resolve as resolve_launcher, split
 from ..builddir.layout import BuildKind, Layout, load_layout
-from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
+from ..builddir.markers import DISTRIBUTED_META, GOLDEN_PY, HOST_ORCH, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR
 from ..pto import PtoOptions, PtoPlan, plan_pto, pto_options
 from ..platforms import Choice, Platform, cannot_serve, choose, implementation, platform_names
@@ -143,7 +143,7 @@ class RunTarget:
 def run_targets(graph: Graph) -> list[RunTarget]:
     layout = graph.layout
     if layout.kind is BuildKind.MULTI_ORCH:
-        chosen = [p for p in graph.plans if (p.sub.path / "golden.py").is_file()]
+        chosen = [p for p in graph.plans if (p.sub.path / GOLDEN_PY).is_file()]
         return [_target(p.sub.name, p.sub.rel, [p], layout.root) for p in chosen]
     extra = [HOST_ORCH, DISTRIBUTED_META] if layout.kind is BuildKind.L3 else []
     return [_target(".", ".", list(graph.plans), layout.root, extra)]
@@ -153,8 +153,8 @@ def _target(name: str, rel: str, plans: list[SubBuildPlan], root, extra: list[st
     base = root if rel == "." else root / rel
     inputs = [out for p in plans for out in p.outputs]
     inputs += [_join(p.sub.rel, KERNEL_CONFIG) for p in plans] + [_join(rel, e) for e in extra]
-    if (base / "golden.py").is_file():
-        inputs.append(_join(rel, "golden.py"))
+    if (base / GOLDEN_PY).is_file():
+        inputs.append(_join(rel, GOLDEN_PY))
     if (base / "data").is_dir():
         # Everything but directories: a FIFO or device there is an input too (stale, refused by the run).
         inputs += sorted(_join(rel, f.relative_to(base).as_posix()) for f in (base / "data").rglob("*")

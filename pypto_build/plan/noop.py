@@ -50,7 +50,7 @@ from ..core import atomic, safeio, settings
 from . import invalidation, noop_record
 from ..core import stages
 from ..errors import ToolchainError, UserError, warn
-from ..builddir.markers import KERNEL_CONFIG
+from ..builddir.markers import KERNEL_CONFIG, NEXT_LEVELS, ORCHESTRATION_DIR, PTOAS_DIR
 from ..builddir import state_checks
 from ..builddir.state_dir import STATE_DB, STATE_DIR, current_state_folder
 from ..platforms import choice_inputs, toolchain_key_now
@@ -209,22 +209,21 @@ def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | N
     if graph is None or graph.unknown_identities() or graph.platform.facts.noop is None:
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
-    sets = {v["outside"] for v in values.values() if v.get("outside")}
+    sets = header_sets.named(values.values())
     folder = current_state_folder(graph.layout.root, graph.platform.name)
-    header_sets.prune(graph.layout.root, sets, folder)
     if any(v.get("not_applied") or v.get("forced") for v in values.values()):
         return False
     if any(_changed_since(graph.layout.root / p.stamp_path, graph.planned_ns) for p in graph.plans):
         return False            # a unit ran (its stamp was rewritten): `record` would refuse; skip gathering
     paths: list[str] = [".", *graph.layout.markers, *choice_inputs(graph.layout.root)]
-    for extra in ("orchestration", "next_levels"):
+    for extra in (ORCHESTRATION_DIR, NEXT_LEVELS):
         if (graph.layout.root / extra).is_dir():
             paths.append(extra)
     for p in graph.plans:
         sub = p.sub.rel
         paths += [sub, p.stamp_path, f"{sub}/{KERNEL_CONFIG}" if sub != "." else KERNEL_CONFIG]
-        if (p.sub.path / "ptoas").is_dir():
-            paths.append("ptoas" if sub == "." else f"{sub}/ptoas")
+        if (p.sub.path / PTOAS_DIR).is_dir():
+            paths.append(PTOAS_DIR if sub == "." else f"{sub}/{PTOAS_DIR}")
         for u in p.units:
             paths += [u.source, u.output, *(values.get(u.task, {}).get("headers") or {})]
     outside = header_sets.files_of(sets, folder)   # headers outside the build directory, and their records

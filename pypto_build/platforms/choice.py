@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ..builddir.markers import COMPILED_META, DISTRIBUTED_META
+from ..builddir.markers import COMPILED_META, DISTRIBUTED_META, NEXT_LEVELS
 from ..core.settings import PLATFORM as PLATFORM_VAR     # $PYPTO_BUILD_PLATFORM
 from ..errors import say_fix
 from .records import DEFAULT_PLATFORM, platform_names, serving
@@ -64,7 +64,7 @@ def recorded_platform(root: Path) -> tuple[str | None, str | None]:
         if os.path.lexists(path):          # the directory's own sidecar decides (both: the layout refuses it)
             return _recorded(path, load)
     found: tuple[str | None, str | None] = (None, None)
-    nested = root / "next_levels"
+    nested = root / NEXT_LEVELS
     for path in sorted(nested.glob(f"*/{COMPILED_META}")) if nested.is_dir() else ():
         platform, name = _recorded(path, load_compiled_meta)      # each validated; the first platform decides
         if found[0] is None:
@@ -77,12 +77,12 @@ def choice_inputs(root: Path) -> list[str]:
     without a sidecar at the root, each `next_levels/<name>/` and its compiled_meta.json."""
     if any(os.path.lexists(root / name) for name in (COMPILED_META, DISTRIBUTED_META)):
         return []
-    nested = root / "next_levels"
+    nested = root / NEXT_LEVELS
     found = []
     for sub in sorted(nested.iterdir()) if nested.is_dir() else ():
-        found.append(f"next_levels/{sub.name}")
+        found.append(f"{NEXT_LEVELS}/{sub.name}")
         if os.path.lexists(sub / COMPILED_META):
-            found.append(f"next_levels/{sub.name}/{COMPILED_META}")
+            found.append(f"{NEXT_LEVELS}/{sub.name}/{COMPILED_META}")
     return found
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Itera
 from ..core import atomic
 from ..core.confine import confine_tree
 from ..errors import PyptoBuildError, ToolchainError, UserError, one_line
-from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
+from ..builddir.markers import DISPATCH_PROGRAM, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, NEXT_LEVELS
 from ..core.pyexec import exec_file
 from ..builddir.sidecars import load_distributed_meta
 from . import l3_shims
@@ -44,11 +44,10 @@ from .host.runtime.executor import ExecutorError
 if TYPE_CHECKING:
     from ..builddir.sidecars import ProgramMeta
 
-__all__ = ["run_l3", "L3Backend", "Prepared", "ENTRY_MARKER", "DISPATCH_PROGRAM", "call_alloc",
+__all__ = ["run_l3", "L3Backend", "Prepared", "ENTRY_MARKER", "call_alloc",
            "clear_dispatch_dirs", "check_rank"]
 
 ENTRY_MARKER = "_pypto_distributed_entry"       # PyPTO finds the driver's entry by this mark, not by its name
-DISPATCH_PROGRAM = "dispatch_program.json"      # which chip program a dispatch folder belongs to (PyPTO's file)
 _PROVIDED = "make_tensor_arg (pypto.runtime.tensor_arg) and _submit_chip (pypto.runtime.distributed_runner)"
 _module_ids = itertools.count()
 
@@ -154,7 +153,7 @@ def _checked(root: Path, args: Sequence, names: Sequence[str] | None,
 
 def chip_dirs(root: Path) -> dict[str, Path]:
     """`next_levels/<name>/` with a kernel_config.py, by name (sorted); one line when there is none."""
-    level = Path(root) / "next_levels"
+    level = Path(root) / NEXT_LEVELS
     chips = {d.name: d for d in sorted(level.iterdir()) if (d / KERNEL_CONFIG).is_file()} if level.is_dir() else {}
     if not chips:
         raise UserError(f"{level}: no chip programs (expected next_levels/<name>/ sub-builds with a "

@@ -14,6 +14,7 @@ from ..core.atomic import fit_name
 from ..errors import ToolchainError, say_fix
 from ..core.confine import OUTPUT_FIX, SOURCE_FIX, confine
 from ..builddir.layout import Layout
+from ..builddir.markers import PTOAS_DIR
 from ..builddir.state_dir import STATE_DIR
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
 from ..core.settings import PTOAS_TIMEOUT, REBUILD_FROM_PTO, pto_rebuild, seconds
@@ -94,7 +95,7 @@ def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> Pt
         return PtoPlan((), None, options)
     found: list[tuple] = []
     for sub in layout.sub_builds:
-        ptoas_dir = sub.path / "ptoas"
+        ptoas_dir = sub.path / PTOAS_DIR
         if ptoas_dir.is_dir():
             found += [(sub, p.stem) for p in sorted(ptoas_dir.glob("*.pto")) if p.is_file()]
     if not found:
@@ -108,9 +109,10 @@ def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> Pt
     for sub, stem in found:
         prefix = "" if sub.rel == "." else f"{sub.rel}/"
         label = sub.label(stem)
-        for path, fix in ((f"{prefix}ptoas/{stem}.pto", SOURCE_FIX), (f"{prefix}ptoas/{stem}.cpp", OUTPUT_FIX)):
+        pto, raw = f"{prefix}{PTOAS_DIR}/{stem}.pto", f"{prefix}{PTOAS_DIR}/{stem}.cpp"
+        for path, fix in ((pto, SOURCE_FIX), (raw, OUTPUT_FIX)):
             confine(layout.root, layout.root / path, f"ptoas unit {label}", fix)
-        units.append(PtoUnit(label, sub.rel, f"{prefix}ptoas/{stem}.pto", f"{prefix}ptoas/{stem}.cpp",
+        units.append(PtoUnit(label, sub.rel, pto, raw,
                              f"{STATE_DIR}/splice/{sub.label(fit_name(f'{stem}.json'))}", f"{STATE_DIR}/backup",
                              lookup.path, key, options.timeout, options.allow_unapplied,
                              "" if lookup.path else missing_text(lookup)))

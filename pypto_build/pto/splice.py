@@ -11,6 +11,7 @@ import stat
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
+from ..builddir.markers import KERNELS_DIR
 from ..errors import SpliceError
 
 __all__ = ["BEGIN", "END", "preprocess", "function_names", "find_target", "split", "splice", "signature_of"]
@@ -184,7 +185,7 @@ def find_target(sub_dir: Path, name: str) -> Path | None:
     if not name or "/" in name or os.sep in name or "\0" in name or name in (".", ".."):
         return None
     for core in ("aic", "aiv"):
-        candidate = Path(sub_dir) / "kernels" / core / f"{name}.cpp"
+        candidate = Path(sub_dir) / KERNELS_DIR / core / f"{name}.cpp"
         try:
             if stat.S_ISREG(os.stat(candidate).st_mode):
                 return candidate

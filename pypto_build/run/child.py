@@ -37,6 +37,7 @@ from ..core import pipes, procs
 from .starter import spawn
 from .reads import Reads
 from ..errors import ArgumentError, ProgramFailed, PyptoBuildError, UserError, ValidationFailed, one_line
+from ..builddir.markers import DFX_OUTPUTS
 from ..builddir.runconfig import RunConfig
 from ..core.safeio import refusal
 
@@ -250,7 +251,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     dfx = execute(sub, tensors, config, kind=kind, names=list(named), say=said_by_run,
                   on_task=lambda what: at(f"running {what}"))
     seconds = [time.perf_counter() - began]
-    note(f"Replay finished. DFX artefacts (if any) under {sub / 'dfx_outputs'}")
+    note(f"Replay finished. DFX artefacts (if any) under {sub / DFX_OUTPUTS}")
     at("saving the outputs")
     save_outputs(sub, named)
     checked: list[str] = []

@@ -21,7 +21,7 @@ from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
 from ..builddir.layout import BuildKind, classify, load_layout
-from ..builddir.markers import DISTRIBUTED_META, HOST_ORCH
+from ..builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH, SWIMLANE_PREFIX
 from ..builddir.state_dir import STATE_DIR
 from ..builddir.runconfig import RunConfig
 
@@ -60,16 +60,16 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
         raise UserError(f"{sub_dir} is a {kind.value}, which does not run itself; run one of its sub-builds")
     if config.enable_chip_swimlane or config.enable_dump_args:
         base = Path(sub_dir).absolute()
-        confine_tree(base, base / "dfx_outputs", "dfx_outputs folder")
-        clear_dfx(base / "dfx_outputs")
+        confine_tree(base, base / DFX_OUTPUTS, "dfx_outputs folder")
+        clear_dfx(base / DFX_OUTPUTS)
     return runner.run_l2(sub_dir, args, config, names=names, say=say, on_task=on_task)
 
 
 def clear_dfx(dfx: Path) -> None:
     """Remove what an earlier L2 run of ours wrote under dfx_outputs/ (PyPTO's own files stay): runs never mix."""
-    for old in dfx.glob("merged_swimlane_*.json"):
+    for old in dfx.glob(f"{SWIMLANE_PREFIX}*.json"):
         old.unlink(missing_ok=True)
-    shutil.rmtree(dfx / "args_dump", ignore_errors=True)
+    shutil.rmtree(dfx / ARGS_DUMP_DIR, ignore_errors=True)
 
 
 def save_outputs(work_dir: Path, named: dict) -> None:

@@ -22,6 +22,7 @@ from types import ModuleType
 from ..errors import Failure, UserError, ValidationFailed, one_line
 from .arguments import check_arguments
 from .golden_key import GOLDEN_PARAMS, INPUT_PARAMS
+from ..builddir.markers import GOLDEN_PY
 from ..builddir.sidecars import ProgramMeta
 from ..core.pyexec import exec_file
 from ..core.safeio import refusal
@@ -195,7 +196,7 @@ def _raised(exc: BaseException) -> str:
 
 def load_golden(work_dir: Path) -> Golden:
     """Import `<work_dir>/golden.py` as a fresh module (never cached between loads)."""
-    path = Path(work_dir) / "golden.py"
+    path = Path(work_dir) / GOLDEN_PY
     if path.exists() and not path.is_file():
         raise GoldenError(refusal(path, path.stat().st_mode, "replace it with golden.py"))
     if not path.is_file():
@@ -212,8 +213,6 @@ def load_golden(work_dir: Path) -> Golden:
         if fix is not None:
             raise GoldenError(f"{path}: importing golden.py: {fix}") from None
         raise GoldenError(f"{path}: importing golden.py raised {_raised(exc)}; fix golden.py") from None
-    finally:
-        sys.modules.pop(name, None)
     for required in ("generate_inputs", "compute_golden"):
         if not callable(getattr(module, required, None)):
             raise GoldenError(f"{path}: no {required}() function; add it to golden.py (it must define "

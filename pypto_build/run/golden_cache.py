@@ -35,6 +35,7 @@ from typing import Iterable, Sequence
 
 from ..core import atomic
 from . import golden_key
+from ..builddir.markers import GOLDEN_PY
 from ..core.confine import confine_tree
 from ..errors import one_line
 from ..core.filestate import State, make_state
@@ -197,7 +198,7 @@ def _entry(sub: Path, index: dict, data: bytes) -> Entry:
         raise ValueError("its fields do not fit together")
     files = sorted(os.path.abspath(golden_key.path_of(sub, k)) for k in index["files"])
     return Entry(list(names), inputs, expected, list(outputs), rtol, atol, files, float(index["computed"]),
-                 Path(sub) / "golden.py", index["seal"])
+                 Path(sub) / GOLDEN_PY, index["seal"])
 
 
 def _strings(value) -> bool:

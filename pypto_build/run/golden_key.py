@@ -31,7 +31,8 @@ from ..core.confine import inside
 from ..core.filestate import State, digest_of, is_modified, make_state, refreshed
 from ..core.hashing import text_digest
 from ..core.limits import read_capped
-from ..builddir.markers import KERNEL_CONFIG
+from ..builddir.markers import (CACHE_DIR, DEBUG_DIR, DFX_OUTPUTS, KERNEL_CONFIG, KERNELS_DIR, NEXT_LEVELS,
+                                ORCHESTRATION_DIR, PASSES_DUMP_DIR, PTOAS_DIR, PTOAS_PASSES_DIR, REPORT_DIR)
 from ..builddir.state_dir import STATE_DIR
 from ..core.racy import changed_since
 
@@ -47,8 +48,8 @@ GOLDEN_PARAMS: dict = {}                # what compute_golden is called with (Py
 # Not golden.py's inputs: ours and the build's (state, binaries, stamps, DFX and run outputs), and the program
 # the build compiles (kernels, orchestration, .pto units, other sub-builds) — the verdict depends on those
 # through the binaries. Directories at the top of the sub-build, then at any depth; files at the top.
-GENERATED_DIRS = frozenset({STATE_DIR, "cache", "kernels", "orchestration", "ptoas", "ptoas_passes", "next_levels",
-                            "dfx_outputs", "passes_dump", "report", "debug"})
+GENERATED_DIRS = frozenset({STATE_DIR, CACHE_DIR, KERNELS_DIR, ORCHESTRATION_DIR, PTOAS_DIR, PTOAS_PASSES_DIR,
+                            NEXT_LEVELS, DFX_OUTPUTS, PASSES_DUMP_DIR, REPORT_DIR, DEBUG_DIR})
 ANYWHERE_DIRS = frozenset({"__pycache__", ".git"})
 GENERATED_FILES = frozenset({KERNEL_CONFIG, "compile_commands.json"})
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..core.hashing import text_digest
-from ..builddir.stamp import STAMP_FILE
+from ..builddir.markers import CACHE_DIR, STAMP_FILE
 from ..toolchain.identity import BinaryContext, Revision
 from ..platforms import Command, Facts, NoopKey, Platform, Record, UnitSource
 from ..core.procs import path_arg
@@ -70,7 +70,7 @@ class FakePlatform(Platform):
     def command(self, unit: UnitSource) -> Command:
         """In PyPTO's places (beside the source, cache/external/), as a platform PyPTO builds for does."""
         if unit.kind == "kernel" and unit.external:
-            output = f"cache/external/{unit.func_id}_{unit.core_type}_{Path(unit.source).stem}.so"
+            output = f"{CACHE_DIR}/external/{unit.func_id}_{unit.core_type}_{Path(unit.source).stem}.so"
         else:
             output = os.path.splitext(unit.source)[0] + ".so"
         incs = (f"-I{path_arg(d)}" for d in unit.include_dirs)

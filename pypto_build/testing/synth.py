@@ -29,7 +29,8 @@ import json
 import re
 from pathlib import Path
 
-from ..builddir.markers import COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
+from ..builddir.markers import (COMPILED_META, DISTRIBUTED_META, GOLDEN_PY, HOST_ORCH, KERNEL_CONFIG, NEXT_LEVELS,
+                                ORCHESTRATION_DIR)
 from .synth_golden import GOLDEN_SEED, golden_l2, golden_l3
 from .synth_kernels import (BEGIN_SENTINEL, END_SENTINEL, core_type, kernel_name, kernel_path, pto_path,
                             pto_units, write_kernels, write_text)
@@ -81,7 +82,7 @@ def write_l2(
     )
     write_text(root / COMPILED_META, _compiled_meta(size))
     if golden:
-        write_text(root / "golden.py", golden_l2(kernels, size))
+        write_text(root / GOLDEN_PY, golden_l2(kernels, size))
     return root
 
 
@@ -96,7 +97,7 @@ def _write_chip(root: Path, *, orch_name: str, kernels: int, header_every: int, 
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
     write_text(root / KERNEL_CONFIG, _kernel_config(orch_name, kernels))
-    write_text(root / "orchestration" / f"{orch_name}.cpp", _orchestration_cpp(orch_name, kernels, intermediate))
+    write_text(root / ORCHESTRATION_DIR / f"{orch_name}.cpp", _orchestration_cpp(orch_name, kernels, intermediate))
     headers = [header_every > 0 and func_id % header_every == 0 for func_id in range(kernels)]
     write_kernels(root, orch_name, headers, pto=pto)
 
@@ -260,7 +261,7 @@ def write_l3(
         raise ValueError(f"device_ids must be non-empty, distinct and >= 0, got {device_ids!r}")
     size = 16
     for chip in chips:
-        _write_chip(root / "next_levels" / chip, orch_name=chip, kernels=kernels, header_every=2, size=size,
+        _write_chip(root / NEXT_LEVELS / chip, orch_name=chip, kernels=kernels, header_every=2, size=size,
                     intermediate=False, pto=pto)
     world = len(device_ids)
     meta = {
@@ -279,7 +280,7 @@ def write_l3(
     write_text(root / DISTRIBUTED_META, json.dumps(meta, indent=2))
     write_text(root / HOST_ORCH, _host_orch_py(chips, world, size))
     if golden:
-        write_text(root / "golden.py", golden_l3(len(chips), kernels, world, size))
+        write_text(root / GOLDEN_PY, golden_l3(len(chips), kernels, world, size))
     return root
 
 
@@ -341,6 +342,6 @@ def write_multi_orch(
     if not orchs or len(set(orchs)) != len(orchs):
         raise ValueError(f"orchs must be non-empty and distinct, got {orchs!r}")
     for orch in orchs:
-        write_l2(root / "next_levels" / orch, kernels=kernels, orch_name=orch, pto=pto, golden=golden)
+        write_l2(root / NEXT_LEVELS / orch, kernels=kernels, orch_name=orch, pto=pto, golden=golden)
     return root
 

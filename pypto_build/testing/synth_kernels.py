@@ -12,11 +12,13 @@ pypto_build/testing/fake_ptoas.py, a test stand-in for ptoas) and the raw
 `ptoas/<unit>.cpp` that stand-in produces, whose preprocessed form is exactly
 the body between the wrapper's sentinels. With two or more kernels, kernels 0
 (aic) and 1 (aiv) form the group unit `<orch>_group` and both wrappers embed
-the whole group body; every other kernel is its own unit. Standard library only.
+the whole group body; every other kernel is its own unit. Standard library and builddir.markers only.
 """
 from __future__ import annotations
 
 from pathlib import Path
+
+from ..builddir.markers import KERNELS_DIR, PTOAS_DIR
 
 __all__ = ["BEGIN_SENTINEL", "END_SENTINEL", "core_type", "kernel_name", "kernel_path", "pto_path", "pto_units",
            "write_kernels", "write_text"]
@@ -84,7 +86,7 @@ def kernel_name(orch_name: str, func_id: int) -> str:
 def kernel_path(root: Path, func_id: int) -> Path:
     """The `.cpp` of kernel `func_id` in an L2 directory written by `write_l2`."""
     core = core_type(func_id)
-    matches = sorted((Path(root) / "kernels" / core).glob(f"*_incore_{func_id}_{core}.cpp"))
+    matches = sorted((Path(root) / KERNELS_DIR / core).glob(f"*_incore_{func_id}_{core}.cpp"))
     if len(matches) != 1:
         raise FileNotFoundError(
             f"{root}: expected one kernels/{core}/*_incore_{func_id}_{core}.cpp, found {len(matches)}"
@@ -94,12 +96,12 @@ def kernel_path(root: Path, func_id: int) -> Path:
 
 def pto_path(root: Path, unit: str) -> Path:
     """The `.pto` of ptoas unit `unit` (function or group name) in sub-build `root`."""
-    return Path(root) / "ptoas" / f"{unit}.pto"
+    return Path(root) / PTOAS_DIR / f"{unit}.pto"
 
 
 def pto_units(root: Path) -> list[str]:
     """Sorted names of the ptoas units (`ptoas/*.pto` stems) of sub-build `root`."""
-    ptoas = Path(root) / "ptoas"
+    ptoas = Path(root) / PTOAS_DIR
     return sorted(p.stem for p in ptoas.glob("*.pto") if p.is_file()) if ptoas.is_dir() else []
 
 
@@ -119,10 +121,10 @@ def write_kernels(root: Path, orch_name: str, headers: list[bool], *, pto: bool)
         bodies = _write_ptoas(root, orch_name, headers)
     for func_id in range(len(headers)):
         name = kernel_name(orch_name, func_id)
-        write_text(root / "kernels" / core_type(func_id) / f"{name}.cpp",
+        write_text(root / KERNELS_DIR / core_type(func_id) / f"{name}.cpp",
                    _kernel_cpp(name, func_id, headers[func_id], bodies.get(func_id)))
     if any(headers):
-        write_text(root / "kernels" / COMMON_HEADER, _COMMON_H)
+        write_text(root / KERNELS_DIR / COMMON_HEADER, _COMMON_H)
 
 
 def _kernel_expr(func_id: int, with_header: bool) -> str:
@@ -216,7 +218,7 @@ def _write_ptoas(root: Path, orch_name: str, headers: list[bool]) -> dict[int, s
     for unit, func_ids, raw, body in units:
         write_text(pto_path(root, unit), _pto_text(unit, [kernel_name(orch_name, f) for f in func_ids], raw,
                                                level3=len(func_ids) > 1))
-        write_text(root / "ptoas" / f"{unit}.cpp", _RAW_PROLOGUE + "".join(line + "\n" for line in raw))
+        write_text(root / PTOAS_DIR / f"{unit}.cpp", _RAW_PROLOGUE + "".join(line + "\n" for line in raw))
         for func_id in func_ids:
             bodies[func_id] = "".join(line + "\n" for line in body)
     return bodies

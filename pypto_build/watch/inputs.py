@@ -18,13 +18,13 @@ from typing import Iterable
 from ..compile import header_sets
 from ..core.filestate import State, is_modified, make_state
 from ..plan.graph import Graph, run_targets
-from ..builddir.markers import COMPILED_META, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG
+from ..builddir.markers import COMPILED_META, DFX_OUTPUTS, DISTRIBUTED_META, GOLDEN_PY, HOST_ORCH, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR, current_state_folder
 
 SOURCE, HEADER, PTO, GOLDEN, PLANNING = "source", "header", "pto", "golden", "planning"
 # New files with these names (or under data/) may change the plan or the golden: they start a round.
-PLANNED_NAMES = (KERNEL_CONFIG, "golden.py", COMPILED_META, DISTRIBUTED_META, os.path.basename(HOST_ORCH))
-IGNORED_PARTS = (STATE_DIR, "__pycache__", "dfx_outputs", ".git")
+PLANNED_NAMES = (KERNEL_CONFIG, GOLDEN_PY, COMPILED_META, DISTRIBUTED_META, os.path.basename(HOST_ORCH))
+IGNORED_PARTS = (STATE_DIR, "__pycache__", DFX_OUTPUTS, ".git")
 
 
 @dataclass
@@ -94,8 +94,8 @@ def collect(graph: Graph, values: dict[str, dict], golden_reads: Iterable[str] =
     inputs.add(identity_files(covered), PLANNING)
     for target in run_targets(graph):
         base = target.rel
-        inputs.add([p for p in target.inputs if p.endswith("golden.py") or "/data/" in f"/{p}"], GOLDEN)
-        inputs.add([os.path.join(base, "golden.py")], GOLDEN)
+        inputs.add([p for p in target.inputs if p.endswith(GOLDEN_PY) or "/data/" in f"/{p}"], GOLDEN)
+        inputs.add([os.path.join(base, GOLDEN_PY)], GOLDEN)
     inputs.add(golden_reads, GOLDEN)
     return inputs
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 
-from ...builddir.stamp import STAMP_FILE
+from ...builddir.markers import CACHE_DIR, STAMP_FILE
 from ...builddir.state_dir import STATE_DIR
 
 HOST_OUTPUTS = f"{STATE_DIR}/host"
@@ -24,4 +24,4 @@ def host_binary(source: str) -> str:
 
 def host_external_binary(func_id: int, core_type: str, stem: str) -> str:
     """Where the host platform puts an external kernel's binary (relative to the sub-build)."""
-    return f"{HOST_OUTPUTS}/cache/external/{func_id}_{core_type}_{stem}.so"
+    return f"{HOST_OUTPUTS}/{CACHE_DIR}/external/{func_id}_{core_type}_{stem}.so"

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ...builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, SWIMLANE_PREFIX
 from ...builddir.runconfig import LOG_LEVELS, RunConfig
 from ..base import Runner
 
@@ -33,13 +34,13 @@ class HostRunner(Runner):
         with HostExecutor(sub_dir, log=log, on_task=on_task) as executor:
             trace = executor.run(args, param_names=names, trace=want_trace)
         written = []
-        dfx = sub_dir / "dfx_outputs"
+        dfx = sub_dir / DFX_OUTPUTS
         if config.enable_chip_swimlane:
-            path = dfx / f"merged_swimlane_{time.strftime('%Y%m%d_%H%M%S')}.json"
+            path = dfx / f"{SWIMLANE_PREFIX}{time.strftime('%Y%m%d_%H%M%S')}.json"
             write_swimlane(trace, path)
             written.append(str(path))
         if config.enable_dump_args:
-            written.append(str(write_args_dump(trace, dfx / "args_dump")))
+            written.append(str(write_args_dump(trace, dfx / ARGS_DUMP_DIR)))
         return written
 
     def prepare_l3(self) -> None:

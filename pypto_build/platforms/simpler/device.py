@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Mapping
 
 from .cann import Cann, locate_cann
+from ...builddir.markers import CACHE_DIR, KERNELS_DIR
+from ...builddir.state_dir import STATE_DIR
 from ...errors import ToolchainError
 from ...toolchain.compiler import Compiler
 from ...toolchain.driver import keyed
@@ -78,15 +80,15 @@ class SimplerDevicePlatform(SimplerSimPlatform):
         """The compiled object: ours (the link and the extraction make what PyPTO reads, `_steps`)."""
         stem = Path(unit.source).stem
         if unit.external:
-            return f".pypto_build/{self.name}/cache/external/{unit.func_id}_{unit.core_type}_{stem}.o"
-        return f".pypto_build/{self.name}/kernels/{unit.core_type}/{stem}.o"
+            return f"{STATE_DIR}/{self.name}/{CACHE_DIR}/external/{unit.func_id}_{unit.core_type}_{stem}.o"
+        return f"{STATE_DIR}/{self.name}/{KERNELS_DIR}/{unit.core_type}/{stem}.o"
 
     def _steps(self, unit: UnitSource, compiled: str) -> tuple[PostStep, ...]:
         """Link (PyPTO keeps the image as kernels/<core>/<stem>.o), then the payload out of its .text."""
         assert self.cann is not None
         stem, func_id, core_type = Path(unit.source).stem, unit.func_id, unit.core_type
-        image = (f".pypto_build/{self.name}/cache/external/{func_id}_{core_type}_{stem}.elf" if unit.external else
-                 f"kernels/{core_type}/{stem}.o")
+        image = (f"{STATE_DIR}/{self.name}/{CACHE_DIR}/external/{func_id}_{core_type}_{stem}.elf" if unit.external
+                 else f"{KERNELS_DIR}/{core_type}/{stem}.o")
         link = device_link_argv(self.cann.home, os.path.join(unit.sub_dir, compiled),
                                 os.path.join(unit.sub_dir, image))
         payload = kernel_payload_path(self.name, func_id, core_type, unit.source, unit.external)

@@ -20,14 +20,13 @@ from typing import Any, Callable, Mapping, Sequence
 from ...core.confine import confine_tree
 from ...errors import ToolchainError, UserError, one_line
 from ...builddir.manifest import KernelConfig, read_kernel_config
-from ...builddir.markers import KERNEL_CONFIG
+from ...builddir.markers import DFX_OUTPUTS, KERNEL_CONFIG
 from ...builddir.runconfig import RunConfig
 from ..host.runtime import changed_files, dfx_snapshot
 
 __all__ = ["SIMPLER_PLATFORMS", "CallSettings", "call_settings", "unsupported_lines", "run_on_simpler"]
 
 SIMPLER_PLATFORMS = ("a2a3sim", "a5sim", "a2a3", "a5")
-DFX_DIR = "dfx_outputs"
 LOG_ENV = "PYPTO_RUNTIME_LOG"           # PyPTO applies it to simpler's logger when pypto.runtime is imported
 _SWIMLANE_MAX = 4                       # levels 0..4; a bare True means the full level (PyPTO, simpler)
 _RING_FIELDS = ("ring_task_window", "ring_heap", "ring_dep_pool")
@@ -85,7 +84,7 @@ def call_settings(config: RunConfig, runtime_config: Mapping[str, Any], sub_dir:
         enable_sdma=bool(runtime_config.get("enable_sdma", False)),
         log_level=config.log_level if config.log_level is not None else (env_level or None), **rings)
     if settings.any_dfx:
-        return replace(settings, output_prefix=str(Path(sub_dir).absolute() / DFX_DIR))
+        return replace(settings, output_prefix=str(Path(sub_dir).absolute() / DFX_OUTPUTS))
     return settings
 
 

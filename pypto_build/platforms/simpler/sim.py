@@ -18,7 +18,7 @@ from typing import Mapping
 
 from ...errors import ToolchainError, say_fix
 from ...toolchain.identity import BinaryContext
-from ...builddir.stamp import STAMP_FILE
+from ...builddir.markers import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
 from ...toolchain.driver import keyed
 from ..base import Command, Facts, NoopKey, Platform, PostStep, UnitSource

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from ....builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, SWIMLANE_PREFIX
 from ....builddir.runconfig import LOG_LEVELS, RunConfig
 from ... import l3_shims
 from . import rank_channel
@@ -70,7 +71,7 @@ class HostL3(L3Backend):
 
     def prepare(self, root: Path, chips: dict[str, Path], meta: ProgramMeta) -> Prepared:
         swim, dump = bool(self.config.enable_chip_swimlane), bool(self.config.enable_dump_args)
-        self.chips, self.dfx = chips, (root / "dfx_outputs" if swim or dump else None)
+        self.chips, self.dfx = chips, (root / DFX_OUTPUTS if swim or dump else None)
         return Prepared("the host runtime", self.dfx, tuple(self.config.unsupported()))
 
     def stand_ins(self) -> dict[str, dict[str, Any]]:
@@ -119,7 +120,7 @@ class _RankPool:
     def __init__(self, chips: dict[str, Path], device_ids: list[int], swim: bool, dump: bool, threshold: int,
                  say: Callable[[str], None]) -> None:
         self.chips, self.device_ids = chips, device_ids
-        self.swim_name = f"merged_swimlane_{time.strftime('%Y%m%d_%H%M%S')}.json" if swim else None
+        self.swim_name = f"{SWIMLANE_PREFIX}{time.strftime('%Y%m%d_%H%M%S')}.json" if swim else None
         self.dump, self.threshold, self.say = dump, threshold, say
         self._pending: dict[int, _Pending] = {}
         self._per_rank = [0] * len(device_ids)
@@ -255,7 +256,7 @@ def _worker_main(rank: int, device_id: int, swim_name: str | None, dump: bool, t
                     if swim_name:
                         write_swimlane(trace, Path(out_dir) / swim_name)
                     if dump:
-                        write_args_dump(trace, Path(out_dir) / "args_dump")
+                        write_args_dump(trace, Path(out_dir) / ARGS_DUMP_DIR)
                 results.put(("done", seq, None, logs))
             except ExecutorError as exc:
                 results.put(("error", seq, str(exc), logs))

@@ -1,8 +1,9 @@
 """build / replay / validate / explain with parsed options: one behaviour for every front end.
 
-`pypto-build <verb>` (main.py) and `doit replay|pypto-build|pypto-validate|pypto-watch` (doit_plugins.py)
-both call `run_verb()` with the values of the same option table (options.py): the values become one
-`options.Request`, which the one pipeline runs (pipeline.py). So they accept the same options, print
+`pypto-build <verb>` (cli/main.py), `doit replay|pypto-build|pypto-validate|pypto-watch`
+(cli/doit_plugins.py) and debug/run.py (compat/runner_main.py) call `run_verb()` with the values of the
+same option table (options.py): the values become one `options.Request`, which the one pipeline runs
+(pipeline.py). It sits a layer below cli and compat: both call it, and compat imports nothing of cli. So they accept the same options, print
 the same lines and return the same exit status (exits.py): 0 success, 1 a unit or a validation failed
 (or a `.pto` edit was not applied, or a validation was skipped: not validated), 2 bad input or
 environment (one line), 130 interrupted.
@@ -14,12 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import options
-from .. import pipeline
-from ..core import stages
-from ..errors import FAILED, OK, UserError
-from ..builddir.layout import find_root
-from ..options import Request
+from . import options
+from . import pipeline
+from .core import stages
+from .errors import FAILED, OK, UserError
+from .builddir.layout import find_root
+from .builddir.markers import GOLDEN_PY
+from .options import Request
 
 
 def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | None = None) -> int:
@@ -35,11 +37,11 @@ def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | N
 
 def _run_golden(verb: str, values: Any, root: Path, request: Request) -> int:
     """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
-    from ..run import check_replayable
+    from .run import check_replayable
 
     root = check_replayable(root)
-    if not (root / "golden.py").is_file():
-        raise UserError(f"{root / 'golden.py'} not found; the CLI takes its inputs from golden.py — add one "
+    if not (root / GOLDEN_PY).is_file():
+        raise UserError(f"{root / GOLDEN_PY} not found; the CLI takes its inputs from golden.py — add one "
                         "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
     if options.option_value(values, "log_sync_pypto", False) and not request.quiet:
         print("[execute] --log-sync-pypto: there is no PyPTO C++ logger on the host runtime; ignored")
@@ -62,8 +64,8 @@ def _status(result: pipeline.BuildResult, quiet: bool) -> int:
 
 def explain_verb(request: Request, root: Path, *, all_tasks: bool = False) -> int:
     """`explain` / `build --dry-run`: every stale unit and why (with --recompile: what it would force)."""
-    from ..engine import explain, format_lines
-    from ..engine import no_preludes_line
+    from .engine import explain, format_lines
+    from .engine import no_preludes_line
 
     units = list(request.tasks)
     # no preludes planned: explain opens no store (what a kernel last compiled with is in its state), so
