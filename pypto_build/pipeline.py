@@ -7,8 +7,10 @@ the program objects), the `pypto-build` verbs and their doit commands, `ci`,
 the platform once, lets the no-op record answer when it may (only after the refusals
 the rest of the run would make: `noop.refuse`), plans, opens the caches, runs the
 engine (`engine.run_build`: `--recompile` and the other forcing are applied there,
-once) and collects what happened. What stops it is raised as errors.py says it; the
-front ends turn that into their exit status (exits.py).
+once) and collects what happened. The outcome is decided once: `BuildResult.error()` is
+the run as the error tree says it, `BuildResult.status` its exit status (`errors.exit_status`),
+which every front end returns; what stops a run is raised as errors.py says it (a front end
+that goes on past it, as `ci` and `watch` do, keeps it in `BuildResult.stopped_by`).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .core import stages
-from .errors import BuildError, UserError
+from .errors import OK, BuildError, UserError, exit_status
 from .options import Request
 
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ class BuildResult:
     (`identical`: their files were kept, so `ls -l` shows them untouched — after `--recompile` or
     `invalidate_binary_cache()`, say; also in `compiled`). `ok`: the run succeeded and every validation it
     ran to make was made (`not_validated`: the ones skipped, e.g. after `doit ignore`); `failures` the
-    failed tasks."""
+    failed tasks; `status` the exit status every front end gives for it (0, 1, 2 or 130)."""
 
     work_dir: Path
     platform: str
@@ -65,10 +67,43 @@ class BuildResult:
     banner: str = ""        # the run's first line: platform (and why, when not the recorded one), runtime, PTO-ISA
     pto_rejected: tuple[str, ...] = field(default=())   # unedited .pto ptoas could not compile: kernels kept
     identical: tuple[str, ...] = field(default=())      # compiled units whose bytes were already in place
+    doit_errors: tuple[str, ...] = field(default=())    # doit's own lines when it did not complete the run
+    stopped: BaseException | None = None    # what stopped the run before it had a result (`stopped_by`)
+
+    @classmethod
+    def stopped_by(cls, work_dir: Path | str, exc: BaseException, platform: str = "") -> BuildResult:
+        """The result of a run `exc` stopped (bad input, an interrupt), for a front end that goes on past it
+        (ci's next directory, watch's next round): nothing ran, its status is the error tree's for `exc`."""
+        return cls(Path(work_dir), platform, (), 0, stopped=exc)
+
+    def error(self) -> BaseException | None:
+        """This run as the error tree says it; None when it did all it was asked. What stopped it, else a
+        `BuildError` for a failed unit, a run doit did not complete or a validation not made: the error
+        `run(check=True)` raises, and the one `status` maps."""
+        if self.stopped is not None:
+            return self.stopped
+        if self.failures:
+            first = self.failures[0]
+            return BuildError(f"{len(self.failures)} unit(s) failed; first: {first.task}: {first.headline}",
+                              list(self.failures), self)
+        if self.returncode != 0:
+            return BuildError(f"{self.work_dir}: build did not complete (doit exit status {self.returncode}): "
+                              f"{'; '.join(self.doit_errors)}", [], self)
+        if self.not_validated:
+            return BuildError(f"{self.work_dir}: not validated: {self.why_not_validated()[0]}", [], self)
+        return None
+
+    @property
+    def status(self) -> int:
+        """The exit status of this run, the same from every front end (build, replay, validate, a `ci`
+        directory, a `watch` round, `example`, the doit commands, the API): `errors.exit_status` of
+        `error()` — 0 all done, 1 a unit or a validation failed or was not made, 2 bad input, 130 interrupted."""
+        error = self.error()
+        return OK if error is None else exit_status(error)
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.not_validated
+        return self.status == OK
 
     @property
     def not_validated(self) -> list[str]:
@@ -150,18 +185,12 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
     warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
                          tuple(reporter.not_applied), banner, tuple(reporter.pto_rejected),
-                         tuple(sorted(reporter.identical)))
+                         tuple(sorted(reporter.identical)), tuple(reporter.errors))
     if reporter.refused:                # the input refused while running (as planning would): a user error
         raise UserError(reporter.refused[0])
-    if check and result.failures:
-        first = result.failures[0]
-        raise BuildError(f"{len(result.failures)} unit(s) failed; first: {first.task}: {first.headline}",
-                         list(result.failures), result)
-    if check and rc != 0:
-        raise BuildError(f"{root}: build did not complete (doit exit status {rc}): "
-                         f"{'; '.join(reporter.errors)}", [], result)
-    if check and result.not_validated:
-        raise BuildError(f"{root}: not validated: {result.why_not_validated()[0]}", [], result)
+    error = result.error() if check else None
+    if error is not None:
+        raise error
     return result
 
 

@@ -3,10 +3,11 @@
 `pypto-build <verb>` (cli/main.py), `doit replay|pypto-build|pypto-validate|pypto-watch`
 (cli/doit_plugins.py) and debug/run.py (compat/runner_main.py) call `run_verb()` with the values of the
 same option table (options.py): the values become one `options.Request`, which the one pipeline runs
-(pipeline.py). It sits a layer below cli and compat: both call it, and compat imports nothing of cli. So they accept the same options, print
-the same lines and return the same exit status (exits.py): 0 success, 1 a unit or a validation failed
-(or a `.pto` edit was not applied, or a validation was skipped: not validated), 2 bad input or
-environment (one line), 130 interrupted.
+(pipeline.py). It sits a layer below cli and compat: both call it, and compat imports nothing of cli. So
+they accept the same options, print the same lines and return the same exit status, the result's
+(`BuildResult.status`; what stops a run: exits.py): 0 success, 1 a unit or a validation failed (or a
+`.pto` edit was not applied, or a validation was skipped: not validated), 2 bad input or environment
+(one line), 130 interrupted.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any
 from . import options
 from . import pipeline
 from .core import stages
-from .errors import FAILED, OK, UserError
+from .errors import OK, UserError
 from .builddir.layout import find_root
 from .builddir.markers import GOLDEN_PY
 from .options import Request
@@ -52,14 +53,15 @@ def _run_golden(verb: str, values: Any, root: Path, request: Request) -> int:
 
 
 def _status(result: pipeline.BuildResult, quiet: bool) -> int:
-    """0 only when everything asked for was done: a skipped validation (`doit ignore`) is no verdict, exit 1."""
+    """The result's status (0 only when everything asked for was done: a skipped validation, `doit ignore`, is
+    no verdict, 1), after the lines that say why it is not 0."""
     if result.failures and quiet:       # the reporter said nothing: one line per failed unit, as without -q
         for u in result.failures:
             print(f"pypto-build: FAILED {u.task}: {u.headline}", file=sys.stderr)
     if not result.failures:             # a failure already says why nothing was compared
         for line in result.why_not_validated():
             print(f"pypto-build: NOT VALIDATED {line}", file=sys.stderr)
-    return OK if result.ok and not result.failures else FAILED
+    return result.status
 
 
 def explain_verb(request: Request, root: Path, *, all_tasks: bool = False) -> int:

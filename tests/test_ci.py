@@ -109,3 +109,25 @@ def test_an_ignored_validation_is_never_reported_ok(tmp_path):
     failure = suite.find("testcase/failure")
     assert failure.get("type") == "not validated"
     assert failure.get("message").startswith("not validated: validate:.: ignored (doit ignore)")
+
+
+def test_a_directory_refused_as_bad_input_records_status_2(tmp_path):
+    """issue 34 item 4: each directory records the status `pypto-build validate` gives it — 2 for one that is
+    not a build directory (as `build notbuild` exits), 1 for a wrong result — in the JSON and the JUnit report,
+    also from `-j 2`'s per-directory processes; ci itself exits 1 as any directory failed."""
+    good = synth.write_l2(tmp_path / "good", kernels=1)
+    wrong = synth.write_l2(tmp_path / "wrong", kernels=2, golden=True)
+    k = synth.kernel_path(wrong, 1)
+    k.write_text(k.read_text().replace("0.5f", "0.75f"))
+    notbuild = tmp_path / "notbuild"
+    notbuild.mkdir()
+    (notbuild / "notes.txt").write_text("not a build directory\n")
+    assert subprocess.run(["pypto-build", "build", str(notbuild)], capture_output=True, timeout=60).returncode == 2
+    junit, report = tmp_path / "j.xml", tmp_path / "r.json"
+    out = ci(str(good), str(wrong), str(notbuild), "-j", "2", "--junit-xml", str(junit), "--json", str(report))
+    assert out.returncode == 1 and out.stdout.splitlines()[-1] == "pypto-build ci: 1 ok, 2 failed", out.stderr
+    dirs = json.loads(report.read_text())["directories"]
+    assert [(d["ok"], d["exit_status"]) for d in dirs] == [(True, 0), (False, 1), (False, 2)]
+    cases = ET.parse(junit).getroot().findall("testcase")
+    assert [c.find("failure") is None for c in cases] == [True, False, False]
+    assert [c.find("failure").get("type") for c in cases[1:]] == ["failed", "bad input"]

@@ -33,7 +33,7 @@ def _no_op_replays(monkeypatch) -> list[Path]:
 
     def fake_run(dest, _request, **_kw):
         replayed.append(Path(dest))
-        return SimpleNamespace(ok=True, failures=[])
+        return SimpleNamespace(ok=True, failures=[], status=0)
 
     monkeypatch.setattr(pipeline, "run", fake_run)
     return replayed

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_PTOAS
+from conftest import FAKE_PTOAS, inject
 
 import pypto_build
 from pypto_build.run.golden import load_golden
@@ -229,3 +229,23 @@ def test_example_pto_runs_the_package_standin_and_applies_a_pto_edit(tmp_path):
     assert f"--ptoas {standin}" in out.stdout                                   # the way to go on editing
     again = example(dest, "--pto", ptoas_dir=rejecting.parent)                 # an existing copy: replayed
     assert again.returncode == 0 and again.stderr == "" and "0 compiled" in again.stdout
+
+
+@pytest.mark.slow
+def test_the_example_exits_as_validate_does(tmp_path):
+    """issue 34 item 4: `pypto-build example` on its copy gives the status `pypto-build validate` gives the copy
+    (the one `BuildResult.status`): 2 for bad input (a FIFO among golden.py's data/ files), 1 for a compile
+    error."""
+    dest = tmp_path / "ex"
+    assert example(dest).returncode == 0
+
+    def statuses() -> list[int]:
+        validated = subprocess.run(["pypto-build", "validate", "-q", str(dest)], capture_output=True, timeout=600)
+        return [example(dest).returncode, validated.returncode]
+
+    (dest / "data").mkdir()
+    os.mkfifo(dest / "data" / "in.bin")
+    assert statuses() == [2, 2]
+    shutil.rmtree(dest / "data")
+    inject(dest / "kernels/aiv/matmul_relu_incore_1_aiv.cpp", "not C++;")
+    assert statuses() == [1, 1]

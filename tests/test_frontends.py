@@ -9,9 +9,11 @@ people, no piled-up DFX or replay outputs.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,6 +87,74 @@ def test_same_outcome_same_exit_status_and_line(built_golden, tmp_path, outcome,
     if status:
         assert one_line(ours).replace(str(a), "DIR") == one_line(theirs).replace(str(b), "DIR")
     assert "Traceback" not in ours.stderr + theirs.stderr
+
+
+# issue 34 item 4: one outcome, one status, from every front end that runs a program
+def wrong_result(d: Path) -> Path:
+    OUTCOMES["wrong result"][0](d)
+    return d
+
+
+def fifo_in_data(d: Path) -> Path:
+    """A FIFO among golden.py's data/ files: bad input (it would block the reader), found by the run's stage."""
+    (d / "data").mkdir(exist_ok=True)
+    os.mkfifo(d / "data" / "in.bin")
+    return d
+
+
+def not_a_build_directory(d: Path) -> Path:
+    nothing = d.parent / f"{d.name}-notbuild"
+    nothing.mkdir()
+    (nothing / "notes.txt").write_text("not a build directory\n")
+    return nothing
+
+
+# a watch of one round (`watch(rounds=1)` returns its status), ended as every front end ends (`exits.guarded`)
+WATCH_ONE_ROUND = ("import sys; from pathlib import Path; from pypto_build.core.exits import guarded; "
+                   "from pypto_build.options import request; from pypto_build.watch import Settings, watch; "
+                   "sys.exit(guarded(lambda: watch(Path(sys.argv[1]), Settings(request({}), runs=1), rounds=1)))")
+
+
+def ci_record(d: Path) -> int:
+    """The status `ci` records for the directory (ci itself exits 1 when it is not 0)."""
+    report = d.parent / f"{d.name}.json"
+    out = run("pypto-build", "ci", "-q", "--json", str(report), str(d))
+    status = json.loads(report.read_text())["directories"][0].get("exit_status", "not recorded")
+    assert out.returncode == (1 if status else 0), out.stderr
+    return status
+
+
+def api_status(d: Path) -> int:
+    """`validate(..., check=False).status`; what the API raises, as the error tree maps it."""
+    from pypto_build import validate
+    from pypto_build.errors import PyptoBuildError, exit_status
+
+    try:
+        return validate(d, check=False).status
+    except PyptoBuildError as exc:
+        return exit_status(exc)
+
+
+FRONT_ENDS = {
+    "replay --validate": lambda d: run("pypto-build", "replay", "--validate", "-q", str(d)).returncode,
+    "validate": lambda d: run("pypto-build", "validate", "-q", str(d)).returncode,
+    "ci": ci_record,
+    "watch round": lambda d: run(sys.executable, "-c", WATCH_ONE_ROUND, str(d)).returncode,
+    "api": api_status,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change, status", [(wrong_result, 1), (fifo_in_data, 2), (not_a_build_directory, 2)],
+                         ids=["wrong result", "a FIFO in data", "not a build directory"])
+def test_one_outcome_one_status_from_every_front_end(built_golden, tmp_path, change, status):
+    """The status `BuildResult.status` decides is what replay, validate, ci's record for the directory, a watch
+    round and the API give: a FIFO in data/ is bad input (2) whichever stage meets it."""
+    got = {}
+    for name, front_end in FRONT_ENDS.items():
+        d = copy_dir(built_golden, tmp_path / name.replace(" ", "_"))
+        got[name] = front_end(change(d))
+    assert got == dict.fromkeys(FRONT_ENDS, status)
 
 
 @pytest.mark.slow

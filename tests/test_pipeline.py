@@ -205,3 +205,22 @@ def test_a_request_from_flags_is_the_request_of_the_same_keywords(monkeypatch):
     given = Request.given(jobs=3, keep_going=True, rebuild_from_pto=False, include_stale=True, quiet=True,
                           run=flags.run)
     assert flags == given and flags.run.quiet and not flags.pto.enabled
+
+
+def test_the_status_is_the_error_tree_s_for_the_error_check_raises(tmp_path):
+    """issue 34 item 4: `BuildResult.status` is `errors.exit_status` of the very error `check=True` raises
+    (a compile error: 1), 0 for a run that did all it was asked, and 2 for a run bad input stopped."""
+    from pypto_build import build
+    from pypto_build.errors import BuildError, LayoutError, exit_status
+
+    root = synth.write_l2(tmp_path / "d", kernels=1)
+    assert build(root).status == 0
+    kernel = synth.kernel_path(root, 0)
+    kernel.write_text(kernel.read_text() + "\nnot C++;\n")
+    result = build(root, check=False)
+    assert (result.status, result.ok) == (1, False)
+    with pytest.raises(BuildError) as raised:
+        build(root)
+    assert exit_status(raised.value) == result.status and str(raised.value) == str(result.error())
+    stopped = pipeline.BuildResult.stopped_by(root, LayoutError(f"{root}: not a build directory"))
+    assert (stopped.status, stopped.ok) == (2, False)

@@ -20,7 +20,7 @@ from xml.etree import ElementTree as ET
 
 from ..core import atomic, safeio
 from .run import junit_suite, write_xml
-from ..errors import UserError
+from ..errors import FAILED, OK, UserError
 from .shards import MAX_SHARDS, plan_digest
 
 FIX = "pass the files `pypto-build ci --shard K/N --json FILE` wrote, one per shard"
@@ -201,4 +201,4 @@ def ci_report_verb(args) -> int:
                   f"{d['error'].partition(chr(10))[0] or 'failed'}", file=sys.stderr)
     for line in merged.summary_lines():
         print(f"pypto-build ci-report: {line}")
-    return 0 if merged.ok else 1
+    return OK if merged.ok else FAILED      # as ci: 1 if any directory is not 0

@@ -6,11 +6,13 @@ root as working directory are per process). A directory with a golden is
 validated (the verdict is reused while nothing it depends on changed); one
 without is built. A program that crashes or hangs fails its directory only (it
 runs in a child process); a directory's own process that dies is reported as
-that directory's failure. Reports: JUnit XML (one test case per directory) and
-JSON (per directory and per unit: status, reason, seconds, cache hits, `.pto`
-edits not applied) are complete in every case. A directory whose validation was
-skipped (`doit ignore`) is "not validated": never ok, in the line, the exit
-status and both reports. A shard's run (`--shard K/N`,
+that directory's failure. Each directory records the exit status `pypto-build
+build` / `validate` would give it (`BuildResult.status`: 2 for one refused as bad
+input, 1 for a failure); ci itself exits 1 if any directory is not 0. Reports: JUnit
+XML (one test case per directory) and JSON (per directory and per unit: status,
+reason, seconds, cache hits, `.pto` edits not applied) are complete in every case. A
+directory whose validation was skipped (`doit ignore`) is "not validated": never ok,
+in the line, the exit status and both reports. A shard's run (`--shard K/N`,
 shards.py) records its shard in both; `ci-report` (report.py) merges the
 shards' JSON, and writes its JUnit through `junit_suite` from the same JSON.
 """
@@ -27,7 +29,7 @@ from xml.etree import ElementTree as ET
 from ..core import atomic
 from ..core import stages
 from ..builddir.markers import GOLDEN_PY
-from ..errors import FAILED, OK, PyptoBuildError, UserError
+from ..errors import FAILED, OK, USER, BuildError, PyptoBuildError, UserError, one_line
 
 if TYPE_CHECKING:
     from ..options import Request
@@ -35,11 +37,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class DirResult:
-    """One directory of a `ci` run: whether it passed, how long it took, what it was (build or validate),
-    the first failure's message, the build result, and whether the verdict was reused."""
+    """One directory of a `ci` run: its exit status (its `BuildResult.status`: what `pypto-build validate` or
+    `build` gives it), how long it took, what it was (build or validate), the first failure's message, the
+    build result, and whether the verdict was reused."""
 
     path: Path
-    ok: bool
+    exit_status: int
     seconds: float
     kind: str = "build"                 # "build" | "validate"
     error: str = ""                     # bad input (one line) or the first failure's message
@@ -50,6 +53,10 @@ class DirResult:
     key: str = ""                       # the directory as planned (shards.directory_key)
 
     @property
+    def ok(self) -> bool:
+        return self.exit_status == OK
+
+    @property
     def units(self) -> list:
         return list(self.result.units) if self.result is not None else []
 
@@ -58,7 +65,7 @@ class DirResult:
         return self.error.partition("\n")[0] or "failed"
 
     @property
-    def status(self) -> str:
+    def verdict(self) -> str:
         return "ok" if self.ok else "NOT VALIDATED" if self.not_validated else "FAILED"
 
 
@@ -105,7 +112,7 @@ def run_ci(dirs: list[Path], request: Request, *, progress: TextIO | None = None
         results = _in_processes(roots, jobs, args)
         if progress is not None:
             for r in results:
-                print(f"== {r.path}: {r.status}", file=progress)
+                print(f"== {r.path}: {r.verdict}", file=progress)
     for given, r in zip(dirs, results):
         r.key = directory_key(given)
     return CiResult(results, time.monotonic() - start)
@@ -154,17 +161,21 @@ def _child(send, root: Path, *args) -> None:
 
 
 def _died(root: Path, proc, start: float) -> DirResult:
+    """A directory whose process died before reporting: its run did not complete (a failure, 1)."""
+    from ..pipeline import BuildResult
+
     proc.join()
     code = proc.exitcode
     how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
-    return DirResult(root, False, time.monotonic() - start,
-                     error=f"{root}: the ci process for this directory {how} before reporting; run "
-                           f"`pypto-build validate {root}` to see why")
+    said = (f"{root}: the ci process for this directory {how} before reporting; run "
+            f"`pypto-build validate {root}` to see why")
+    return DirResult(root, BuildResult.stopped_by(root, BuildError(said)).status, time.monotonic() - start,
+                     error=said)
 
 
 def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | None = None) -> DirResult:
-    """One directory through the pipeline: validate if it has a golden, else build; bad input becomes a
-    failed result."""
+    """One directory through the pipeline: validate if it has a golden, else build; bad input (or an OSError
+    the run met) becomes a failed result with the status a one-directory command exits with (2)."""
     from ..toolchain import local_slots
     from .. import pipeline
     from ..plan.graph import run_targets
@@ -172,6 +183,7 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
     start = time.monotonic()
     if progress is not None:
         print(f"== {root}", file=progress, flush=True)
+    validating = False
     try:
         graph = request.plan(root)
         if graph.launcher is not None and local_limit:
@@ -187,15 +199,24 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
         cached = validating and bool(result.names("up-to-date", verdict)) and not result.names("ran", verdict)
         failed_pto = {u.task.partition(":")[2] for u in failures if u.task.startswith(stages.PTO)}
         unapplied = sorted({*result.not_applied, *(u.pto for u in graph.pto.units if u.name in failed_pto)})
-        return DirResult(root, not error, time.monotonic() - start, "validate" if validating else "build",
+        return DirResult(root, result.status, time.monotonic() - start, "validate" if validating else "build",
                          error, result, cached, unapplied, bool(unvalidated))
-    except PyptoBuildError as exc:
-        return DirResult(root, False, time.monotonic() - start, error=str(exc))
+    except (PyptoBuildError, OSError) as exc:   # kept out of the result sent back: not every error pickles
+        return DirResult(root, pipeline.BuildResult.stopped_by(root, exc).status, time.monotonic() - start,
+                         "validate" if validating else "build", _said(exc))
+
+
+def _said(exc: BaseException) -> str:
+    """What stopped a directory, as `pypto-build build` says it (an OSError: the file, what failed, the fix)."""
+    if isinstance(exc, OSError):
+        from ..core.oserrors import describe
+        return one_line(describe(exc))
+    return str(exc)
 
 
 def ci_verb(args) -> int:
     """`pypto-build ci` with parsed arguments: the plan (--list), this shard's directories, the run, the
-    reports and one line per directory; exit 1 if any failed."""
+    reports and one line per directory; exit 1 if any failed (whatever status each records)."""
     from .. import options
     from .shards import parse_shard, shard_plan
 
@@ -225,7 +246,7 @@ def ci_verb(args) -> int:
         if d.ok and d.unapplied_pto:           # accepted by --allow-unapplied-pto: said even with -q
             extra += f"; .pto edits NOT applied: {', '.join(d.unapplied_pto)}"
         headline = d.headline.removeprefix("not validated: ") if d.not_validated else d.headline
-        line = f"pypto-build ci: {d.status} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {headline}")
+        line = f"pypto-build ci: {d.verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {headline}")
         print(line, file=sys.stdout if d.ok else sys.stderr)
     unvalidated = sum(1 for d in result.dirs if d.not_validated)
     failed = sum(1 for d in result.dirs if not d.ok) - unvalidated
@@ -237,7 +258,8 @@ def ci_verb(args) -> int:
 def report(ci: CiResult) -> dict:
     """The JSON report: per directory and per unit (the form `ci-report` merges and JUnit is made from)."""
     data = {"ok": ci.ok, "seconds": round(ci.seconds, 3), "directories": [{
-        "path": str(d.path), "key": d.key, "ok": d.ok, "kind": d.kind, "seconds": round(d.seconds, 3),
+        "path": str(d.path), "key": d.key, "ok": d.ok, "exit_status": d.exit_status, "kind": d.kind,
+        "seconds": round(d.seconds, 3),
         "error": d.error, "cached_verdict": d.cached_verdict, "unapplied_pto": d.unapplied_pto,
         "not_validated": d.not_validated,
         "cache_hits": sum(1 for u in d.units if u.status == "from-cache"),
@@ -264,8 +286,10 @@ def junit_suite(data: dict) -> ET.Element:
         case = ET.SubElement(suite, "testcase", classname="pypto_build", name=d["path"], time=f"{d['seconds']:.3f}")
         unapplied = ", ".join(d["unapplied_pto"])
         if not d["ok"]:
+            kind = ("not validated" if d.get("not_validated") else "bad input" if d.get("exit_status") == USER
+                    else "failed")
             fail = ET.SubElement(case, "failure", message=(d["error"].partition("\n")[0] or "failed")[:500],
-                                 type="not validated" if d.get("not_validated") else "failed")
+                                 type=kind)
             fail.text = d["error"] + (f"\n.pto edits NOT applied: {unapplied}" if unapplied else "")
         notes = ["validation verdict reused (nothing changed)"] if d["ok"] and d["cached_verdict"] else []
         if unapplied and d["ok"]:

@@ -23,7 +23,7 @@ from ..compat import interpreter, write_run_script
 from .. import pipeline
 from ..core import stages
 from ..builddir.markers import PTOAS_DIR
-from ..errors import FAILED, OK, LayoutError
+from ..errors import OK, LayoutError
 from ..options import Request
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"      # the package's (this module is in cli/)
@@ -82,12 +82,12 @@ def run_example(args) -> int:
     request = Request(jobs=max(1, args.jobs), tasks=(stages.VALIDATE,), force=(stages.prefix(stages.VALIDATE),),
                       **standin)
 
-    def replay_once() -> bool:
-        result = pipeline.run(dest, request, progress=sys.stdout, check=False)
-        return result.ok and not result.failures
+    def replay_once() -> int:
+        return pipeline.run(dest, request, progress=sys.stdout, check=False).status
 
-    if not replay_once():
-        return FAILED
+    status = replay_once()
+    if status != OK:
+        return status
     if fresh:
         edited = dest / example.edit
         if example.pto:
@@ -99,8 +99,9 @@ def run_example(args) -> int:
             print(f"\npypto-build: now editing {edited} (a comment) and replaying: only that kernel recompiles")
             with open(edited, "a", encoding="utf-8") as handle:
                 handle.write(f"// {EDIT_MARK} to show an incremental rebuild\n")
-        if not replay_once():
-            return FAILED
+        status = replay_once()
+        if status != OK:
+            return status
     if example.pto:
         print(f"\npypto-build: now `pypto-build watch --validate --ptoas {dest / STANDIN} {dest}` and edit the "
               f"`// CPP:` lines of its ptoas/*.pto (or the kernels): every save rebuilds, runs and validates. "

@@ -40,6 +40,7 @@ class ContentDependency(Dependency):
             self.backend.commit_each()
         self._snapshots: dict[str, dict[str, list]] = {}
         self.reasons: dict[str, str] = {}
+        self.refused: set[str] = set()  # tasks whose inputs hold a FIFO or device: bad input, not a failed unit
         self.adopt = adopt          # only a build adopts; inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
@@ -65,8 +66,10 @@ class ContentDependency(Dependency):
                 continue
         self._snapshots[task.name] = snapshot
         if any(blocked) and result.status != "error":
-            # Running it would read a FIFO or device (and block): fail the task with that one line instead.
+            # Running it would read a FIFO or device (and block): refuse the task with that one line instead
+            # (the pipeline raises it as a `UserError`, as planning refuses a FIFO where a source should be).
             result.status, result.error_reason = "error", next(b for b in blocked if b)
+            self.refused.add(task.name)
         if result.status == "up-to-date":
             self._refresh(task, snapshot)
         else:

@@ -43,7 +43,7 @@ class BuildReporter:
         self.outcomes: dict[str, Outcome] = {}
         self._start: dict[str, float] = {}
         self.errors: list[str] = []
-        self.refused: list[str] = []        # tasks that refused their input (`run.Refused`): a user error's line
+        self.refused: list[str] = []        # tasks that refused their input (`_refused`): a user error's line
         self.not_applied: list[str] = []    # .pto units whose edits could not be applied
         self.spliced: list[str] = []        # kernel files re-spliced this run
         self.pto_rejected: list[str] = []   # .pto never seen edited that ptoas could not compile: kernels kept
@@ -122,7 +122,7 @@ class BuildReporter:
             return
         out = self._finish(task.name, "failed", message=message.strip())
         first, _, details = out.message.partition("\n")
-        if not self.echo_errors and _refused(exception):
+        if not self.echo_errors and _refused(task, exception):
             self.refused.append(first)              # the caller raises it: a user error, its one line
             return
         self._line(f"pypto-build: FAILED {task.name}: {first or 'failed'}", err=True)   # the one line
@@ -239,10 +239,11 @@ KEPT_VERDICT = "(cached: binaries, run configuration and golden result, with all
 """What a reused verdict's line says after it (the verdict's key: `run.checks.VerdictCheck`)."""
 
 
-def _refused(exception: object) -> bool:
-    """The task refused its input (the replay child's `UserError`), rather than failed."""
+def _refused(task, exception: object) -> bool:
+    """The task refused its input rather than failed: the replay child's `UserError` (`run.Refused`), or a FIFO
+    or device among the files it would read, found by its up-to-date check (`ContentDependency.refused`)."""
     from ..run import Refused
-    return isinstance(exception, Refused)
+    return isinstance(exception, Refused) or task.name in getattr(Globals.dep_manager, "refused", ())
 
 
 def _not_applied(units: list[str]) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from doit.exceptions import TaskFailed
 
-from ..errors import Failure, PyptoBuildError
+from ..errors import USER, PyptoBuildError, exit_status
 from ..toolchain.local_slots import local_work
 from ..core.oserrors import one_line_failures
 from ..builddir.runconfig import RunConfig
@@ -66,8 +66,9 @@ def _say(line: str) -> None:
 
 
 def _failed(sub_rel: str, what: str, exc: BaseException) -> TaskFailed:
-    """A refusal of the input keeps its own line (it names the file and the fix); a failure says what failed."""
-    if isinstance(exc, PyptoBuildError) and not isinstance(exc, Failure):
+    """A refusal of the input (what the error tree gives 2: `errors.exit_status`) keeps its own line (it names
+    the file and the fix); a failure says what failed."""
+    if exit_status(exc) == USER:
         return Refused(str(exc))
     return TaskFailed(_failure(sub_rel, what, exc))
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Iterable
 
 from ..compile import header_sets
-from ..core.filestate import State, is_modified, make_state
+from ..core.filestate import State, is_modified, make_state, same_stat
+from ..core.safeio import is_regular
 from ..plan.graph import Graph, run_targets
 from ..builddir.markers import COMPILED_META, DFX_OUTPUTS, DISTRIBUTED_META, GOLDEN_PY, HOST_ORCH, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR, current_state_folder
@@ -143,8 +144,8 @@ class Snapshot:
                 continue
             if before is None:
                 found.append((path, "added"))
-            elif is_modified(path, st, before):
-                found.append((path, "modified"))
+            elif is_modified(path, st, before) and (is_regular(st) or not same_stat(st, before)):
+                found.append((path, "modified"))     # a FIFO or device (never read): moved when its stat did
         return found
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import UserError, WatcherFailed, one_line
+from ..errors import FAILED, UserError, WatcherFailed, one_line
 from ..core.hashing import stat_key
 from .inputs import ignored
 from .rounds import Session, Settings
@@ -32,7 +32,8 @@ TICK_MS = 500           # the watcher wakes this often with nothing to report (t
 
 def watch(root: Path, settings: Settings, *, out: TextIO | None = None, poll: bool | None = None,
           stop: threading.Event | None = None, rounds: int | None = None) -> int:
-    """Watch the build directory at `root` until Ctrl-C (`stop` set, or `rounds` rounds: for tests)."""
+    """Watch the build directory at `root` until Ctrl-C (`stop` set, or `rounds` rounds: for tests); the last
+    round's status (`Round.status`)."""
     from ..engine import sigterm_as_interrupt
 
     with sigterm_as_interrupt():        # SIGTERM as Ctrl-C: the run stopped, the summary said, state kept
@@ -67,7 +68,7 @@ def _watch(root: Path, settings: Settings, out: TextIO, poll: bool | None, stop:
         session.say(f"[watch] stopped after {len(session.rounds)} round(s); history in "
                      f"{session.history.path}")
         raise
-    return 0 if session.rounds and session.rounds[-1].verdict in ("PASSED", "RAN") else 1
+    return session.rounds[-1].status if session.rounds else FAILED     # the last round's, as replay gives it
 
 
 def _rounds(session: Session, watchfiles, dirs: list[str], poll: bool | None, stop, rounds: int | None) -> bool:

@@ -6,7 +6,8 @@ starter (torch and the runtime already imported; a fresh address space every tim
 so a rebuilt kernel is always the one that runs), validates it, times it, and prints
 one compact block. Whatever stops a round — bad input at any stage (planning, the
 build, the run: an error a one-shot command reports in one line), a compile error, a
-crash — is its verdict, and the session goes on. A round whose inputs moved before
+crash — is its verdict, and the session goes on; its status is the one a one-shot command
+gives the same outcome (`BuildResult.status`, `errors.exit_status`). A round whose inputs moved before
 its verdict (a burst of writes it started in the middle of) says so instead of a
 verdict and runs again, in the same block, once the writes settle (`pending`).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..core import stages
-from ..errors import ProgramFailed, PyptoBuildError, one_line
+from ..errors import ProgramFailed, PyptoBuildError, exit_status, one_line
 from ..builddir.state_dir import STATE_DB, STATE_DIR, current_state_folder
 from ..options import Request
 from .history import History, percent, variant_digest
@@ -50,6 +51,7 @@ class Round:
     changed: list[str]
     rebuilt: list[str] = field(default_factory=list)
     verdict: str = ""            # PASSED | FAILED | RAN | BUILD FAILED | CRASHED | ERROR
+    status: int = 0              # the exit status of the same outcome from `pypto-build replay --validate`
     detail: str = ""
     seconds: list[float] = field(default_factory=list)
     split: dict[str, float] = field(default_factory=dict)
@@ -88,6 +90,7 @@ class Session:
             if report is None:
                 raise
             report.verdict, report.detail = "ERROR", f"{_said(exc)} (nothing built; fix it and save again)"
+            report.status = self._stopped(exc).status
             return False
         for line in self.graph.notices()[0]:
             self.say(line)
@@ -119,7 +122,7 @@ class Session:
             report.split["compile"] = time.perf_counter() - began
             self.say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
             self._unmoved(read)
-            if result is not None and not result.failures and result.ok:
+            if result is not None and result.ok:
                 report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
                 self._run(report, read)
             if not report.said:
@@ -156,6 +159,11 @@ class Session:
         if moved:
             raise _Moved(moved)
 
+    def _stopped(self, exc: BaseException):
+        """The result of a build `exc` stopped (its status: the error tree's)."""
+        from ..pipeline import BuildResult
+        return BuildResult.stopped_by(self.root, exc, self.graph.platform.name if self.graph else "")
+
     def _build(self, report: Round):
         from .. import pipeline
 
@@ -163,11 +171,13 @@ class Session:
             result = pipeline.run(self.root, self.settings.request, graph=self.graph, progress=None, check=False)
         except (PyptoBuildError, OSError) as exc:
             report.verdict, report.detail = "BUILD FAILED", _said(exc)
+            report.status = self._stopped(exc).status
             return None
+        report.status = result.status
         report.rebuilt = [n for n in result.names("ran") + result.from_cache
                           if not n.startswith(stages.prefix(stages.STAMP))]
         report.rebuilt += [f"{p} (spliced)" for p in result.spliced]
-        if result.failures or not result.ok:
+        if not result.ok:
             first = result.failures[0] if result.failures else None
             report.verdict = "BUILD FAILED"
             report.detail = f"{first.task}: {_tail(first.message)}" if first else f"doit exit status {result.returncode}"
@@ -203,12 +213,15 @@ class Session:
             report.detail = ", ".join(outcome.checked)
             report.seconds = outcome.run_seconds
             self.golden_reads = outcome.reads
-        except AssertionError as exc:
+        except AssertionError as exc:       # a mismatch (ValidationFailed)
             report.verdict, report.detail = "FAILED", str(exc).partition("\n")[0]
+            report.status = exit_status(exc)
         except ProgramFailed as exc:
             report.verdict, report.detail = "CRASHED", f"{one_line(exc, 400)}{_tail_of(lines)}"
+            report.status = exit_status(exc)
         except (PyptoBuildError, ExecutorError, OSError) as exc:   # bad input: golden.py, func_ids, a kernel's entry
             report.verdict, report.detail = "ERROR", f"{_said(exc)}{_tail_of(lines)}"
+            report.status = exit_status(exc)
         end = time.perf_counter()
         start = marks.get("running the program", end)
         timing = marks.get("timing the program", end)
