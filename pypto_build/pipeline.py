@@ -15,6 +15,7 @@ that goes on past it, as `ci` and `watch` do, keeps it in `BuildResult.stopped_b
 from __future__ import annotations
 
 import io
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,6 +171,12 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
 
     root = graph.layout.root
     quiet = request.quiet or progress is None
+    (banner, *said), warned = graph.notices()
+    if not quiet:                       # what planning has to tell, to the caller's stream (warnings: stderr)
+        for line in (banner, *said):
+            print(line, file=progress)
+        for line in warned:
+            print(line, file=sys.stderr)
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
     loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
                             quiet=quiet, force=request.force)
@@ -181,7 +188,6 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
         write_trace(reporter.spans, Path(request.trace))
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
-    (banner, *said), warned = graph.notices()
     warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
                          tuple(reporter.not_applied), banner, tuple(reporter.pto_rejected),

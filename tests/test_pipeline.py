@@ -224,3 +224,16 @@ def test_the_status_is_the_error_tree_s_for_the_error_check_raises(tmp_path):
     assert exit_status(raised.value) == result.status and str(raised.value) == str(result.error())
     stopped = pipeline.BuildResult.stopped_by(root, LayoutError(f"{root}: not a build directory"))
     assert (stopped.status, stopped.ok) == (2, False)
+
+
+def test_what_planning_says_goes_to_the_callers_progress_stream(d, capsys):
+    """Issue 34 item 5: `build(progress=stream)` says the run's first line (the banner) on `stream`, as every
+    other line of the run, not past it on sys.stdout."""
+    import io
+    from pypto_build import build
+
+    stream = io.StringIO()
+    build(d, progress=stream)
+    said, printed = stream.getvalue(), capsys.readouterr().out
+    assert said.startswith("pypto-build: platform host") and "compiled" in said
+    assert printed == ""

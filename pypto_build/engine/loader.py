@@ -2,8 +2,8 @@
 
 It is given the graph, caches and run settings of the one pipeline (`pipeline.run`), or,
 under doit's own commands, plans them from their option values through the same
-`options.Request` (`options.request`: the pipeline's first two stages); says what
-planning has to tell (`Graph.notices`), and hands doit the task dicts of
+`options.Request` (`options.request`: the pipeline's first two stages), then says what
+that planning has to tell (`Graph.notices`); it hands doit the task dicts of
 `engine/tasks.py`. The commands that use it are in `engine/commands.py`.
 """
 from __future__ import annotations
@@ -50,6 +50,7 @@ class BuildDirLoader:
         self.task_opts: dict | None = None
         self.root = Path(root).resolve() if root else None
         self.graph = graph
+        self.given = graph is not None              # planned by the pipeline (which says its notices), not here
         self.caches = caches or Caches()
         self.run = run
         self.reporter = reporter
@@ -84,7 +85,7 @@ class BuildDirLoader:
             self.plan()
         except PyptoBuildError as exc:
             raise InvalidCommand(str(exc)) from None
-        if not self.quiet:
+        if not self.quiet and not self.given:        # the pipeline says a graph's notices it plans itself
             out, err = self.graph.notices()
             for line in out:
                 print(line)
