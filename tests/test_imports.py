@@ -94,6 +94,18 @@ def test_no_upward_import():
     assert upward == []
 
 
+def test_what_all_platforms_share_imports_no_platform_implementation():
+    """Issue 34 item 7: the one L3 driver, its shims, the platform records and the diagnostics listing serve every
+    platform, so none of them imports an implementation folder (`platforms/host/`, `platforms/simpler/`) — the
+    records name theirs as text, loaded when asked."""
+    graph = import_graph()
+    shared = [m for m in graph if m.startswith("pypto_build.platforms.") and m.count(".") == 2]
+    assert "pypto_build.platforms.l3_driver" in shared and "pypto_build.platforms.dfx_outputs" in shared
+    implementations = ("pypto_build.platforms.host", "pypto_build.platforms.simpler")
+    found = sorted(f"{m} imports {d}" for m in shared for d in graph[m] if d.startswith(implementations))
+    assert found == []
+
+
 def door_of(family: str) -> tuple[dict, tuple]:
     """The `_EXPORTS` map and `_MODULES` tuple a family's `__init__` declares."""
     tree = ast.parse((PACKAGE / family / "__init__.py").read_text(encoding="utf-8"))

@@ -33,13 +33,12 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Itera
 
 from ..core import atomic
 from ..core.confine import confine_tree
-from ..errors import PyptoBuildError, ToolchainError, UserError, one_line
+from ..errors import ExecutorError, PyptoBuildError, ToolchainError, UserError, one_line
 from ..builddir.markers import DISPATCH_PROGRAM, DISTRIBUTED_META, HOST_ORCH, KERNEL_CONFIG, NEXT_LEVELS
 from ..core.pyexec import exec_file
 from ..builddir.sidecars import load_distributed_meta
 from . import l3_shims
-from .host.runtime.dfx import changed_files, dfx_snapshot
-from .host.runtime.executor import ExecutorError
+from .dfx_outputs import changed_files, dfx_snapshot
 
 if TYPE_CHECKING:
     from ..builddir.sidecars import ProgramMeta

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..errors import UserError
-from .host.runtime.executor import ExecutorError
+from ..errors import ExecutorError, UserError
 
 __all__ = ["HostUnimplemented", "HostOrch", "ChipProgram", "TensorArg", "TaskArgs", "CallConfig", "TensorArgType",
            "DataType", "make_tensor_arg", "installed", "hidden_main", "unimplemented", "unimplemented_message",

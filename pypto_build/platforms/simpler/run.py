@@ -22,7 +22,7 @@ from ...errors import ToolchainError, UserError, one_line
 from ...builddir.manifest import KernelConfig, read_kernel_config
 from ...builddir.markers import DFX_OUTPUTS, KERNEL_CONFIG
 from ...builddir.runconfig import RunConfig
-from ..host.runtime import changed_files, dfx_snapshot
+from ..dfx_outputs import changed_files, dfx_snapshot
 
 __all__ = ["SIMPLER_PLATFORMS", "CallSettings", "call_settings", "unsupported_lines", "run_on_simpler"]
 

@@ -2,8 +2,7 @@
 
 Door: `HostExecutor` / `ExecutorError` (one L2 program on the CPU), `HostL3` (the host runtime's backend
 of the L3 driver, `platforms/l3_driver.py`: one worker process per device), `write_swimlane` /
-`write_args_dump` (a host run's diagnostics), `dfx_snapshot` / `changed_files` (what a run wrote under
-dfx_outputs). Modules: `executor`, `abi`, `trace`, `dfx`, `l3`, `rank_channel`; its C/C++ headers are
+`write_args_dump` (a host run's diagnostics). Modules: `executor`, `abi`, `trace`, `dfx`, `l3`, `rank_channel`; its C/C++ headers are
 `platforms/host/headers/`.
 """
 from __future__ import annotations
@@ -17,8 +16,6 @@ _EXPORTS = {
     "HostL3": "l3",
     "write_swimlane": "dfx",
     "write_args_dump": "dfx",
-    "dfx_snapshot": "dfx",
-    "changed_files": "dfx",
 }
 
 __all__ = [*_EXPORTS]

@@ -1,5 +1,5 @@
-"""Diagnostics files: a host run's swimlane (Chrome trace / Perfetto JSON) and argument dump, and which files a
-run (of any runtime) wrote under its dfx_outputs folder (`dfx_snapshot` before, `changed_files` after).
+"""Diagnostics files: a host run's swimlane (Chrome trace / Perfetto JSON) and argument dump (which files a run
+wrote under dfx_outputs, of any runtime: `platforms/dfx_outputs.py`).
 
 The writers take the `RunTrace` that `HostExecutor.run(..., trace=True)` returns and write atomically.
 Timings are those of a sequential CPU run (a functional reference), not of the NPU.
@@ -7,7 +7,6 @@ Timings are those of a sequential CPU run (a functional reference), not of the N
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,8 +15,7 @@ from ....core import atomic
 if TYPE_CHECKING:
     from .trace import RunTrace
 
-__all__ = ["write_swimlane", "write_args_dump", "swimlane_events", "args_dump", "ARGS_DUMP", "dfx_snapshot",
-           "changed_files"]
+__all__ = ["write_swimlane", "write_args_dump", "swimlane_events", "args_dump", "ARGS_DUMP"]
 
 ARGS_DUMP = "args_dump.json"
 _TIDS = {"aic": 0, "aiv": 1}
@@ -78,25 +76,3 @@ def write_args_dump(trace: "RunTrace", directory: Path) -> Path:
     path = Path(directory) / ARGS_DUMP
     atomic.write_text(path, json.dumps(args_dump(trace), indent=1) + "\n")
     return path
-
-
-def dfx_snapshot(dfx: Path | None) -> dict[str, tuple[int, int, int]]:
-    """Every file under `dfx` (links not followed) with what tells a rewrite apart."""
-    found: dict[str, tuple[int, int, int]] = {}
-    if dfx is None or not dfx.is_dir():
-        return found
-    for dirpath, _dirs, files in os.walk(dfx):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            found[path] = (st.st_ino, st.st_mtime_ns, st.st_size)
-    return found
-
-
-def changed_files(dfx: Path | None, before: dict[str, tuple[int, int, int]]) -> list[str]:
-    """The files under `dfx` that are new or rewritten since `before`, sorted."""
-    after = dfx_snapshot(dfx)
-    return sorted(path for path, state in after.items() if before.get(path) != state)
