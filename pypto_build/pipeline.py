@@ -165,6 +165,21 @@ def run(root: Path | str, request: Request, *, graph: Graph | None = None, progr
     return _run_engine(graph, request, progress, check)
 
 
+def after_a_whole_build(graph: Graph, tasks: list) -> None:
+    """What a whole, clean build leaves for the next run (the engine calls it under the directory lock, for the
+    pipeline and for `pypto-build doit run`): the platform's header-set records no unit names any more go, and
+    the no-op record is written (`plan.noop.record_graph`: when the graph may keep one)."""
+    import functools
+    from . import options
+    from .builddir.state_dir import current_state_folder
+    from .compile import header_sets
+    from .plan import noop
+
+    root = graph.layout.root
+    header_sets.prune(root, header_sets.named(t.values for t in tasks), current_state_folder(root, graph.platform.name))
+    noop.record_graph(graph, tasks, functools.partial(options.request, {}))     # what `build DIR` asks here
+
+
 def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: bool) -> BuildResult:
     """The caches and the engine on a planned graph, and the result (raised with `check` when not ok)."""
     from .engine import BuildDirLoader, BuildReporter, run_build
@@ -179,7 +194,7 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
             print(line, file=sys.stderr)
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
     loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
-                            quiet=quiet, force=request.force)
+                            quiet=quiet, force=request.force, after_whole_build=after_a_whole_build)
     with _one_run:
         rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
                        keep_going=request.keep_going)

@@ -237,3 +237,29 @@ def test_what_planning_says_goes_to_the_callers_progress_stream(d, capsys):
     said, printed = stream.getvalue(), capsys.readouterr().out
     assert said.startswith("pypto-build: platform host") and "compiled" in said
     assert printed == ""
+
+
+def test_the_engine_keeps_no_record_of_its_own(d, tmp_path):
+    """Issue 34 item 5: the no-op record is the pipeline's bookkeeping: the engine's run of a graph writes none;
+    the pipeline's run (and `pypto-build doit run`) hands the engine `after_a_whole_build`, which does."""
+    import os
+    import subprocess
+    import sys
+    from conftest import age_tree
+    from pypto_build.engine import BuildDirLoader, run_build
+
+    request = Request.given(platform="host")
+    other = synth.write_l2(tmp_path / "other", kernels=2, golden=True)
+    for root in (d, other):
+        pipeline.run(root, request, progress=None)
+        age_tree(root)                  # settled: a whole clean run may now keep a record
+    record = d / ".pypto_build" / "noop.marshal"
+    graph = request.plan(d)
+    assert run_build(BuildDirLoader(d, graph=graph, caches=request.caches(), run=request.run, quiet=True)) == 0
+    assert not record.exists()
+    pipeline.run(d, request, progress=None)
+    assert record.exists()
+    done = subprocess.run([sys.executable, "-m", "pypto_build", "doit", "run", str(other)], capture_output=True,
+                          text=True, env={**os.environ, "PYPTO_BUILD_PLATFORM": "host"})
+    assert done.returncode == 0, done.stderr
+    assert (other / ".pypto_build" / "noop.marshal").exists()

@@ -244,7 +244,9 @@ def _doit(args: argparse.Namespace) -> int:
         from ..core.safeio import unreachable
         what = "not a directory" if directory.exists() else unreachable(directory)
         raise UserError(f"{directory}: {what}; usage: pypto-build doit <command> DIR [...]")
-    return BuildDirMain(BuildDirLoader(find_root(directory))).run([args.command, *rest])
+    from ..pipeline import after_a_whole_build
+    loader = BuildDirLoader(find_root(directory), after_whole_build=after_a_whole_build)
+    return BuildDirMain(loader).run([args.command, *rest])
 
 
 VERBS = (

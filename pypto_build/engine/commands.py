@@ -10,7 +10,6 @@ bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from doit.cmd_clean import Clean
 from doit.cmd_forget import Forget
@@ -24,23 +23,16 @@ from doit.doit_cmd import DoitMain
 from doit import reporter as doit_reporters
 from doit.runner import ERROR as TASK_RAISED
 
-from .. import options
-from ..builddir.state_dir import current_state_folder
-from ..compile import header_sets
 from ..plan import invalidation
 from ..toolchain import local_slots
 from ..errors import FAILED
 from ..core.exits import OneLineOptions, guarded
 from ..toolchain.launcher import local_jobs
-from ..plan import noop
 from .loader import BuildDirLoader, opt_recompile
 from .lock import NotWritable
 from .session import answer_read_only, force_rebuilds, locked, planned
 from .sqlitedb import StateDB
 from .workers import supervise
-
-if TYPE_CHECKING:
-    from ..plan.graph import Graph
 
 
 class BuildDirCommand(OneLineOptions):
@@ -69,10 +61,9 @@ class BuildDirCommand(OneLineOptions):
             with locked(self.loader, self.adopts) as self.dep_manager:
                 rc = supervise(functools.partial(super().execute, params, args),
                                watch=bool(params.get("num_process")), where=str(self.loader.root))
-                if rc == 0 and self.adopts and not args:
-                    _prune_header_sets(self.loader.graph, self.task_list)
-                    plain = functools.partial(options.request, {})       # what `pypto-build build DIR` asks
-                    noop.record_graph(self.loader.graph, self.task_list, plain)
+                kept = self.loader.after_whole_build
+                if rc == 0 and self.adopts and not args and kept is not None:
+                    kept(self.loader.graph, self.task_list)     # the pipeline's records, still under the lock
                 return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
         except NotWritable as refused:          # raised taking the lock: nothing was written
             return self.read_only(params, args, refused)
@@ -80,14 +71,6 @@ class BuildDirCommand(OneLineOptions):
     def read_only(self, params, args, refused: NotWritable) -> int:
         """The directory cannot be written: say so (a command that builds may still answer)."""
         raise refused
-
-
-def _prune_header_sets(graph: Graph | None, tasks: list) -> None:
-    """After a whole build that succeeded: the platform's header-set records no unit names any more go."""
-    if graph is not None:
-        root = graph.layout.root
-        header_sets.prune(root, header_sets.named(t.values for t in tasks),
-                          current_state_folder(root, graph.platform.name))
 
 
 class BuildDirRun(BuildDirCommand, Run):
@@ -188,7 +171,8 @@ def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: i
 
     `jobs` > 1 runs that many doit worker processes (`-n`); `recompile` marks every compile stale (kept
     until each has run); `keep_going` goes on past a failed task (`--continue`). After a full clean build
-    the no-op record is written. Task names follow `--`: a name is never taken for an option.
+    the loader's `after_whole_build` runs (the pipeline's records), still under the lock. Task names follow
+    `--`: a name is never taken for an option.
     """
     argv = [*(["-n", str(jobs)] if jobs > 1 else []), *(["--continue"] if keep_going else []),
             *(["--recompile"] if recompile else []), "--", *(tasks or [])]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
@@ -44,7 +45,7 @@ class BuildDirLoader:
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
-                 force: tuple[str, ...] = ()):
+                 force: tuple[str, ...] = (), after_whole_build: Callable[[Graph, list], None] | None = None):
         self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
         self.config: dict | None = None
         self.task_opts: dict | None = None
@@ -56,6 +57,9 @@ class BuildDirLoader:
         self.reporter = reporter
         self.quiet = quiet
         self.force = force                         # task-name prefixes that run whatever their state says
+        # what a whole clean `run` leaves for the next one, called under the directory lock (the pipeline's
+        # records: `pipeline.after_a_whole_build`); None: nothing
+        self.after_whole_build = after_whole_build
         self.values: dict = {}
 
     def setup(self, opt_values):
