@@ -263,3 +263,22 @@ def test_the_engine_keeps_no_record_of_its_own(d, tmp_path):
                           text=True, env={**os.environ, "PYPTO_BUILD_PLATFORM": "host"})
     assert done.returncode == 0, done.stderr
     assert (other / ".pypto_build" / "noop.marshal").exists()
+
+
+def test_the_engine_overrides_no_underscore_method_of_doit():
+    """Issue 34 item 5: the engine is a doit adapter through doit's public API: none of its classes overrides a
+    method doit keeps private (`Run._execute`), and a build hands doit values, not an argv to parse again."""
+    import importlib
+    import inspect
+    import pkgutil
+    from pypto_build import engine
+    from pypto_build.engine import commands
+
+    modules = [importlib.import_module(f"{engine.__name__}.{m.name}") for m in pkgutil.iter_modules(engine.__path__)]
+    overridden = sorted(f"{cls.__name__}.{name}" for module in modules for cls in vars(module).values()
+                        if inspect.isclass(cls) and cls.__module__ == module.__name__
+                        for name in vars(cls) if name.startswith("_") and not name.startswith("__")
+                        and any(name in vars(base) for base in cls.__mro__[1:]
+                                if base.__module__.startswith("doit.")))
+    assert overridden == []
+    assert "parse_execute" not in inspect.getsource(commands.run_build)

@@ -9,7 +9,9 @@ bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 
 from doit.cmd_clean import Clean
 from doit.cmd_forget import Forget
@@ -58,7 +60,7 @@ class BuildDirCommand(OneLineOptions):
 
     def _execute_locked(self, params, args):
         try:
-            with locked(self.loader, self.adopts) as self.dep_manager:
+            with locked(self.loader, self.adopts) as self.dep_manager, self.around_run(params):
                 rc = supervise(functools.partial(super().execute, params, args),
                                watch=bool(params.get("num_process")), where=str(self.loader.root))
                 kept = self.loader.after_whole_build
@@ -67,6 +69,10 @@ class BuildDirCommand(OneLineOptions):
                 return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
         except NotWritable as refused:          # raised taking the lock: nothing was written
             return self.read_only(params, args, refused)
+
+    def around_run(self, params) -> contextlib.AbstractContextManager:
+        """What the command sets up around doit's own execution, on the open state (a build: `BuildDirRun`)."""
+        return contextlib.nullcontext()
 
     def read_only(self, params, args, refused: NotWritable) -> int:
         """The directory cannot be written: say so (a command that builds may still answer)."""
@@ -94,20 +100,16 @@ class BuildDirRun(BuildDirCommand, Run):
         self.cmdparser["reporter"].choices = {name: cls.desc for name, cls in reporters.items()}
         return reporters
 
-    def _execute(self, outfile, verbosity=None, always=False, continue_=False, reporter="console",
-                 num_process=0, par_type="process", single=False, auto_delayed_regex=False,
-                 force_verbosity=False, failure_verbosity=0, pdb=False, recompile=False):
-        force_rebuilds(self.dep_manager, self.loader, recompile)
-        # With a launcher, -n counts compiles that may run elsewhere: the local work gets this machine's CPUs
-        # (the workers fork after this and inherit the limit).
-        distributed = self.loader.graph.launcher is not None and num_process > local_jobs()
+    @contextlib.contextmanager
+    def around_run(self, params) -> Iterator[None]:
+        """`--recompile` (or an `invalidate_binary_cache()` mark) applied to the state, once (`force_rebuilds`);
+        with a launcher, -n counts compiles that may run elsewhere: the local work gets this machine's CPUs (the
+        workers fork after this and inherit the limit)."""
+        force_rebuilds(self.dep_manager, self.loader, bool(params.get("recompile")))
+        distributed = self.loader.graph.launcher is not None and (params.get("num_process") or 0) > local_jobs()
         previous = local_slots.configure(local_jobs()) if distributed else None
         try:
-            return super()._execute(outfile, verbosity=verbosity, always=always, continue_=continue_,
-                                    reporter=reporter, num_process=num_process, par_type=par_type,
-                                    single=single, auto_delayed_regex=auto_delayed_regex,
-                                    force_verbosity=force_verbosity, failure_verbosity=failure_verbosity,
-                                    pdb=pdb)
+            yield
         finally:
             if previous is not None:
                 local_slots.configure(previous)
@@ -171,11 +173,11 @@ def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: i
 
     `jobs` > 1 runs that many doit worker processes (`-n`); `recompile` marks every compile stale (kept
     until each has run); `keep_going` goes on past a failed task (`--continue`). After a full clean build
-    the loader's `after_whole_build` runs (the pipeline's records), still under the lock. Task names follow
-    `--`: a name is never taken for an option.
+    the loader's `after_whole_build` runs (the pipeline's records), still under the lock. doit's `run` gets its
+    options' defaults with these values set, and the task names as its arguments (no argv to parse again).
     """
-    argv = [*(["-n", str(jobs)] if jobs > 1 else []), *(["--continue"] if keep_going else []),
-            *(["--recompile"] if recompile else []), "--", *(tasks or [])]
     command = BuildDirRun(task_loader=loader, bin_name=BuildDirMain.BIN_NAME)
     command.raises = True
-    return command.parse_execute(argv)
+    params, _ = command.cmdparser.parse([])          # doit's defaults for `run`, then what this build asks
+    params["num_process"], params["continue"], params["recompile"] = jobs if jobs > 1 else 0, keep_going, recompile
+    return command.execute(params, list(tasks or []))
