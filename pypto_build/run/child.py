@@ -234,7 +234,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
             names, tensors = [n for n, _ in pairs], [v for _, v in pairs]
         elif len(pairs) != len(tensors):
             raise ArgumentError(f"replay(validate=True): expected {len(pairs)} tensors (orchestration parameter "
-                                 f"count from {sub}/golden.py), got {len(tensors)}")
+                                f"count from {sub}/golden.py), got {len(tensors)}")
         else:
             names = [n for n, _ in pairs]
     named = dict(zip(names or [f"arg{i}" for i in range(len(tensors))], tensors))
