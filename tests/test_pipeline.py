@@ -282,3 +282,12 @@ def test_the_engine_overrides_no_underscore_method_of_doit():
                                 if base.__module__.startswith("doit.")))
     assert overridden == []
     assert "parse_execute" not in inspect.getsource(commands.run_build)
+
+
+def test_whether_every_unit_is_forced_is_decided_in_one_place():
+    """Issue 34 item 6: `--recompile` (or the invalidate_binary_cache() mark) is decided by
+    `invalidation.forcing` alone — for the build, explain / --dry-run and the read-only answer; the mark itself
+    (`pending`) is asked only by the no-op record's trust and by the build that moves it into its state."""
+    assert sorted(set(calls_of("forcing"))) == ["engine/commands.py", "engine/explanation.py", "engine/session.py"]
+    assert sorted(set(calls_of("pending"))) == ["engine/session.py", "plan/invalidation.py", "plan/noop.py",
+                                                "plan/noop_record.py"]

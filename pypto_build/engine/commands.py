@@ -117,7 +117,7 @@ class BuildDirRun(BuildDirCommand, Run):
     def read_only(self, params, args, refused: NotWritable) -> int:
         """Nothing to run on a directory it cannot write: answered from the state, writing nothing
         (`session.answer_read_only`); else `refused`, naming what would have to run."""
-        if params.get("recompile") or invalidation.pending(self.loader.root) is not None:
+        if invalidation.forcing(self.loader.root, bool(params.get("recompile"))) is not None:
             raise refused
         return answer_read_only(self.loader, list(args), refused)
 

@@ -44,10 +44,10 @@ def explain(graph: Graph, only: list[str] | None = None, *, recompile: bool = Fa
     tasks = [t for t in BuildDirLoader(root, graph=graph, quiet=True).load_tasks(None, [])
              if t.actions and (t.name.startswith((*stages.BUILD, _VALIDATE)) or (only and t.name in only))]
     by_name = {t.name: t for t in tasks}
-    why = "--recompile" if recompile else invalidation.pending(root)
+    why = invalidation.forcing(root, recompile)
     with read_only_state(root, graph.platform.name) as dep:
         out = evaluate(dep, tasks, by_name, forced=set(graph.compile_tasks) if why else set(),
-                       forced_by=why or "--recompile")
+                       forced_by=why or invalidation.RECOMPILE)
         verdicts = _verdicts(dep, [n for n in out if n.startswith(_VALIDATE)])
     names = [n for n in out if not n.startswith(_VALIDATE) or n in verdicts or (only and n in only)]
     for n in verdicts:
@@ -84,7 +84,7 @@ def read_only_state(root: Path, platform: str, force: tuple[str, ...] = ()) -> I
 
 
 def evaluate(dep: ContentDependency | None, tasks: list, by_name: dict,
-             forced: set[str] | frozenset[str] = frozenset(), forced_by: str = "--recompile") -> dict[str, Explanation]:
+             forced: set[str] | frozenset[str] = frozenset(), forced_by: str = invalidation.RECOMPILE) -> dict[str, Explanation]:
     """Each of `tasks` (with actions) judged against the state `dep` (None: never built), in dispatch order;
     `forced` tasks run whatever their state says (`forced_by` says why)."""
     out: dict[str, Explanation] = {}

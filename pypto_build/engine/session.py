@@ -73,13 +73,12 @@ def force_rebuilds(dep: ContentDependency, loader: BuildDirLoader, recompile: bo
     Persistent: the forcing is kept in the state, so an interrupted or failed build still rebuilds the rest
     next time. The mark is removed only once that state is committed (under the directory lock).
     """
-    why = "--recompile" if recompile else None
-    mark = invalidation.pending(loader.root)
-    if why is None and mark is None:
+    why = invalidation.forcing(loader.root, recompile)
+    if why is None:
         return
     for name in loader.graph.compile_tasks:
-        dep.mark_forced(name, why or mark)
-    if mark is not None and dep.commit():
+        dep.mark_forced(name, why)
+    if invalidation.pending(loader.root) is not None and dep.commit():      # the mark is in the state now
         invalidation.clear(loader.root)
 
 

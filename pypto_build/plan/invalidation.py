@@ -16,10 +16,11 @@ import stat
 
 from ..builddir.state_dir import STATE_DIR
 
-__all__ = ["RECORD", "REASON", "mark", "pending", "clear"]
+__all__ = ["RECORD", "REASON", "RECOMPILE", "mark", "pending", "forcing", "clear"]
 
 RECORD = "invalidated.json"
 REASON = "invalidate_binary_cache()"       # the reason every forced unit shows: `forced by invalidate_binary_cache()`
+RECOMPILE = "--recompile"                   # ... and when the build was asked to recompile
 
 
 def _path(root: str | os.PathLike) -> str:
@@ -44,6 +45,13 @@ def pending(root: str | os.PathLike) -> str | None:
         return REASON if stat.S_ISREG(os.stat(_path(root)).st_mode) else None
     except OSError:
         return None
+
+
+def forcing(root: str | os.PathLike, recompile: bool) -> str | None:
+    """Why every compile unit of `root` runs in this build, or None: `--recompile` asked for, else the mark while
+    it is there. Decided here once, for the build (`session.force_rebuilds`), `explain` / `build --dry-run` and
+    the answer on a read-only directory."""
+    return RECOMPILE if recompile else pending(root)
 
 
 def clear(root: str | os.PathLike) -> None:
