@@ -44,7 +44,7 @@ def refusal(why: str, platform: str | None = None) -> str:
     """The line refusing a platform asked for on purpose that needs simpler, which is missing (`why`): what the
     user can do — the host runtime (asked for, or what a recorded simulator falls back to), or simpler built."""
     host = say_fix('pass --platform host', 'pass platform="host" (build(), validate(), RunConfig)')
-    unset = say_fix("give no --platform", "leave platform None") + " nor $PYPTO_BUILD_PLATFORM"
+    unset = say_fix("give no --platform nor $PYPTO_BUILD_PLATFORM", "leave platform None and $PYPTO_BUILD_PLATFORM unset")
     return (f"{why}, and {platform or 'this platform'} runs on it: {host} to run on the host runtime, or "
             f"{unset} (a directory recording a simulator then falls back to the host runtime, as `pypto-build "
             f"example` does); or build simpler and install it into this Python ({GET_SIMPLER})")
