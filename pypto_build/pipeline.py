@@ -176,8 +176,9 @@ def after_a_whole_build(graph: Graph, tasks: list) -> None:
     from .plan import noop
 
     root = graph.layout.root
-    header_sets.prune(root, header_sets.named(t.values for t in tasks), current_state_folder(root, graph.platform.name))
-    noop.record_graph(graph, tasks, functools.partial(options.request, {}))     # what `build DIR` asks here
+    sets = header_sets.named(t.values for t in tasks)
+    header_sets.prune(root, sets, current_state_folder(root, graph.platform.name))
+    noop.record_graph(graph, tasks, functools.partial(options.request, {}), sets)     # what `build DIR` asks here
 
 
 def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: bool) -> BuildResult:

@@ -202,14 +202,16 @@ def invalidate(root: Path) -> None:
     Path(noop_record.path(root)).unlink(missing_ok=True)
 
 
-def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | None = None) -> bool:
+def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | None = None,
+                 sets: set[str] | None = None) -> bool:
     """After a full, clean build of `graph` (doit's `tasks`): let the next identical run skip doit (and, given
-    `plain_request` — what a plain `build DIR` asks here, `options.request`, made — the console script too)."""
+    `plain_request` — what a plain `build DIR` asks here, `options.request`, made — the console script too).
+    `sets`: the header sets the tasks name (`header_sets.named`), when the caller has them already."""
     from ..compile import header_sets
     if graph is None or graph.unknown_identities() or graph.platform.facts.noop is None:
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
-    sets = header_sets.named(values.values())
+    sets = header_sets.named(values.values()) if sets is None else sets
     folder = current_state_folder(graph.layout.root, graph.platform.name)
     if any(v.get("not_applied") or v.get("forced") for v in values.values()):
         return False

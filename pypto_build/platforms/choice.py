@@ -114,6 +114,6 @@ def choose(root: Path, requested: str | None = None, env: Mapping[str, str] | No
                       fallback=f"not a platform PyPTO has ({', '.join(platform_names())}); "
                       + say_fix("pass --platform", "pass platform=") + " to choose one")
     why = cannot_serve(record.name) if cannot_serve and record.fallback else None
-    if why and record.fallback:
+    if why:
         return Choice(record.fallback, where or "default", recorded, where, fallback=why)
     return Choice(record.name, where or "default", recorded, where)
