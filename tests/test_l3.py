@@ -258,3 +258,23 @@ def test_rank_workers_are_forked_from_one_server_and_see_the_callers_environment
     parents = {int(out[rank, 0]) for out in seen for rank in (0, 1)}
     assert len(parents) == 1 and parents != {os.getpid()}          # one server, the same for both calls
     assert [float(out[rank, 1]) for out in seen for rank in (0, 1)] == [1.5, 1.5, 2.5, 2.5]
+
+
+def test_a_kernel_rebuilt_between_two_calls_runs_its_new_code_on_the_reused_rank_server(l3g):
+    """Issue 33 item 11's fast path steps aside for a rebuilt kernel: the server the workers are forked from
+    never loads a kernel, so the second call of a program in one process runs the rebuilt binary, as a fresh
+    process would (the same result as the in-process driver on a new pool)."""
+    from pypto_build import DistributedCompiledProgram
+
+    program = DistributedCompiledProgram.from_dir(l3g, platform="host")
+    named = inputs(l3g)
+    program(named["a"], named["out"])
+    torch.testing.assert_close(named["out"], expected_out(named))
+    kernel = synth.kernel_path(l3g / "next_levels" / "chip_b", 1)
+    kernel.write_text(kernel.read_text().replace("out[i] * 0.5f", "out[i] * 0.25f"))
+    again = inputs(l3g)
+    program(again["a"], again["out"])               # builds what changed, then runs on the same server
+    torch.testing.assert_close(again["out"], expected_out(again, chip_b_half=0.25))
+    fresh = inputs(l3g)
+    run(l3g, fresh)
+    assert torch.equal(again["out"], fresh["out"])
