@@ -3,12 +3,11 @@
 Per `.pto` unit a `ptoas:` and a `splice:` task; per sub-build one `compile:`
 task per kernel, one `orch:` task per orchestration and one `stamp:` task that
 writes cache/binary_context.json after all of them; per run target a
-`replay:` and a `validate:` task. Task dicts are plain data plus module-level
+`replay:` and a `validate:` task (the run stage's own: run/tasks.py). Task dicts are plain data plus module-level
 actions (picklable for `-j`): the contract with doit.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -16,14 +15,13 @@ from ..core import stages
 from ..cache import Caches
 from ..compile.actions import run_compile, run_stamp
 from ..compile.command import unit_launcher
-from ..plan.graph import Graph, RunTarget, run_targets
+from ..plan.graph import Graph
 from ..compile.header_sets import SetChecker
 from ..builddir.state_dir import current_state_folder
-from ..run import run_replay, run_validate
+from ..run import task_dicts as run_tasks
 from ..builddir.runconfig import RunSpec
 from ..compile.steps import run_step
 from ..compile.checks import StampCheck, StepCheck, UnitCheck
-from ..run import VerdictCheck
 
 if TYPE_CHECKING:
     from ..core.shared_flag import SharedFlag
@@ -89,10 +87,7 @@ def task_dicts(graph: Graph, caches: Caches | None = None, run: RunSpec | None =
             "uptodate": [StampCheck(p.stamp_path, fields, why)],
             "clean": True,
         })
-    # a run goes to the platform the graph was planned for (and a verdict is kept per platform)
-    run = replace(run, config=replace(run.config, platform=graph.platform.name))
-    for target in run_targets(graph):
-        _run_tasks(groups, run, target, str(graph.layout.root / target.rel))
+    groups.update(run_tasks(graph, run))
     return groups
 
 
@@ -151,26 +146,3 @@ def _pto_tasks(groups: dict[str, list[dict]], graph: Graph) -> dict[str, list[st
         })
         splices.setdefault(u.sub_rel, []).append(stages.task(stages.SPLICE, u.name))
     return splices
-
-
-def _run_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, sub: str) -> None:
-    """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached)."""
-    groups[stages.REPLAY].append({
-        "name": t.name,
-        "doc": f"run {t.rel} on golden.py's inputs ({run.config.platform})",
-        "actions": [(run_replay, [t.rel, run.config, run.timeout, run.quiet])],
-        "task_dep": list(t.stamps),
-        "uptodate": [False],
-        "verbosity": 2,
-    })
-    groups[stages.VALIDATE].append({
-        "name": t.name,
-        "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
-        "actions": [(run_validate, [t.rel, run.config, run.timeout, run.quiet])],
-        "task_dep": list(t.stamps),
-        "file_dep": list(t.inputs),
-        "uptodate": [VerdictCheck(run.config.key(), sub)],
-        "verbosity": 2,
-    })
-
-

@@ -4,10 +4,10 @@ Door: `check_replayable` / `execute` (running a built directory), `run_program`
 (the parent side of the child process: golden -> execute -> save -> compare),
 `run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`; `Refused`: their
 failure when the child refused its input, a user error),
-`VerdictCheck` (when a verdict still holds), `require_fit` (the caller's tensors against the
+`VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `require_fit` (the caller's tensors against the
 sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`).
 Modules: `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
-`golden_cache`, `reads`, `actions`, `checks`.
+`golden_cache`, `reads`, `actions`, `checks`, `tasks`.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ _EXPORTS = {
     "Refused": "actions",
     "require_fit": "arguments",
     "VerdictCheck": "checks",
+    "task_dicts": "tasks",
 }
 
 __all__ = [*_EXPORTS]
