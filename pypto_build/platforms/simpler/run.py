@@ -24,6 +24,7 @@ from ...builddir.markers import DFX_OUTPUTS, KERNEL_CONFIG
 from ...builddir.runconfig import RunConfig
 from .argv import simpler_platforms, simulated
 from ..dfx_outputs import changed_files, dfx_snapshot
+from ..installed import GET_SIMPLER, choose_host
 
 __all__ = ["CallSettings", "call_settings", "require_simpler", "unsupported_lines", "run_on_simpler"]
 
@@ -263,8 +264,8 @@ def import_simpler() -> SimplerApi:
         from simpler_setup.torch_interop import make_tensor_arg, torch_dtype_to_datatype
     except ImportError as exc:
         raise ToolchainError(f"PyPTO's runtime simpler cannot be imported by {sys.executable} "
-                             f"({one_line(exc, 200)}); install simpler into this Python (pip install "
-                             "--no-build-isolation -e <simpler checkout>) or use --platform host") from None
+                             f"({one_line(exc, 200)}); install simpler into this Python ({GET_SIMPLER}), or "
+                             + choose_host()) from None
     return SimplerApi(ArgDirection, CallConfig, ChipCallable, CoreCallable, TaskArgs, Worker, scalar_to_uint64,
                     make_tensor_arg, torch_dtype_to_datatype, get_logger(), parse_level)
 
