@@ -26,6 +26,30 @@ def test_say_fix_names_the_flag_only_under_the_command_line():
     assert say_fix("--platform host", 'platform="host"') == 'platform="host"'
 
 
+def test_simpler_not_importable_at_run_time_says_the_same_remedies(monkeypatch):
+    """Where simpler cannot be imported when a run needs it, the line points at the same recipe for building it
+    and the host runtime as every other line about a missing simpler, in the words of the front end that runs."""
+    import builtins
+
+    from pypto_build.platforms.simpler.run import import_simpler
+
+    real = builtins.__import__
+
+    def refuse(name, *args, **kwargs):
+        if name.partition(".")[0] in ("simpler", "simpler_setup"):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", refuse)
+    with pytest.raises(ToolchainError) as api:
+        import_simpler()
+    with command_line(), pytest.raises(ToolchainError) as cli:
+        import_simpler()
+    assert 'tools/build-simpler.sh' in str(api.value) and "pip install" not in str(api.value)
+    assert 'pass platform="host"' in str(api.value) and "--platform" not in str(api.value)
+    assert "pass --platform host" in str(cli.value)
+
+
 def test_a_simulator_without_simpler_names_the_api_parameter(l2, monkeypatch):
     """replay(config=RunConfig(platform="a2a3sim")) where simpler is missing: what the caller can do, in the
     API's words; the platform asked for is refused, never replaced."""

@@ -19,7 +19,7 @@ from pypto_build.testing import FAKE_RECORD, FakePlatform, synth
 
 
 def fake(name: str = "fake", **fields) -> Record:
-    """The fake platform's record under `name`, with `fields` (serves, unserved, fallback, noop_key)."""
+    """The fake platform's record under `name`, with `fields` (serves, unserved, fallback, noop_key, arch, simulator)."""
     return Record(name, FAKE_RECORD.planning, FAKE_RECORD.execution, **fields)
 
 
@@ -80,3 +80,23 @@ def test_the_records_are_light():
     assert "pypto_build.platforms.records" in loaded
     assert sorted(loaded & {"dataclasses", "typing", "json", "pypto_build.platforms.base",
                             "pypto_build.platforms.registry", "pypto_build.platforms.host.platform"}) == []
+
+
+
+def test_simplers_platforms_and_what_it_simulates_are_the_records(monkeypatch):
+    """simpler's implementation keeps no table of its own: which platforms it builds for, their architecture and
+    whether they run in its simulator come from the records (no name ending in "sim" decides)."""
+    from pypto_build.platforms.simpler import argv
+    from pypto_build.platforms.simpler.run import require_simpler
+
+    assert argv.simpler_platforms() == ("a2a3sim", "a5sim", "a2a3", "a5")
+    assert [argv.simulated(n) for n in argv.simpler_platforms()] == [True, True, False, False]
+    assert argv.arch_of("a5sim") == "a5"
+    with pytest.raises(ToolchainError, match="'host' does not run on simpler; choose one of a2a3sim, a5sim, a2a3, a5"):
+        require_simpler("host")
+    with pytest.raises(ToolchainError, match="not one simpler compiles for"):
+        argv.arch_of("host")
+    monkeypatch.setitem(RECORDS, "b7emu", fake("b7emu", arch="a5", simulator=True))
+    monkeypatch.setitem(RECORDS, "a5", fake("a5", arch="a5", simulator=True))      # the record says it, not the name
+    assert argv.arch_of("b7emu") == "a5" and argv.simulated("b7emu") and argv.simulated("a5")
+    require_simpler("b7emu")

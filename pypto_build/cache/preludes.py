@@ -79,8 +79,14 @@ class PreludeStore:
 
     def current(self, key: str) -> Entry | None:
         """The entry that answers `key`, when whole and made from headers that are unchanged; else None."""
-        name = self.ref(key).get("entry")
-        return self.entry(name, key) if isinstance(name, str) else None
+        return self.lookup(key)[0]
+
+    def lookup(self, key: str) -> tuple[Entry | None, str]:
+        """`current(key)`, and when there is none the refusal recorded for `key` (`refuse`; '' when none is)."""
+        ref = self.ref(key)
+        name = ref.get("entry")
+        entry = self.entry(name, key) if isinstance(name, str) else None
+        return entry, "" if entry is not None else str(ref.get("why") or "")
 
     def refuse(self, key: str, name: str, why: str) -> None:
         """Record that the headers `name` stands for make no exact prelude of `key` (`why`): its kernels compile

@@ -245,11 +245,9 @@ def take(unit: CompileUnit, prelude: PreludeUnit | None, store: str | None, laun
     beside = quoted_beside(prelude.directives, source)
     if beside is not None:
         return plain(f'"{beside}" beside it answers the prelude\'s #include')
-    where = PreludeStore(store)
-    ref = where.ref(prelude.key)
-    entry = where.entry(ref["entry"], prelude.key) if isinstance(ref.get("entry"), str) else None
+    entry, refused = PreludeStore(store).lookup(prelude.key)
     if entry is None:
-        return plain(f"{prelude.task}: {ref['why']}" if ref.get("why") else
+        return plain(f"{prelude.task}: {refused}" if refused else
                      f"{prelude.task} is not in the store (or a header it read has changed since)")
     real_root = os.path.realpath(root)
     if any(inside(os.path.realpath(h), real_root) for h in entry.headers):

@@ -30,20 +30,26 @@ def simpler_missing() -> str | None:
     return None
 
 
+def choose_host(api_where: str = "") -> str:
+    """The remedy "run on the host runtime instead", as the front end that runs says it (`errors.say_fix`);
+    `api_where`: the library calls that take the parameter, in parentheses after it."""
+    return say_fix("pass --platform host", 'pass platform="host"' + (f" ({api_where})" if api_where else ""))
+
+
 def unserved(platform: str) -> str | None:
     """Why `platform`, one of simpler's, cannot serve here (the record's `unserved`: a recorded one then falls
     back to the host runtime): simpler not importable, with what to do in the same line; else None."""
     if simpler_missing() is None:
         return None
     return (f"simpler (PyPTO's runtime) is not importable here — install it for {platform}'s results "
-            f"({GET_SIMPLER}), or " + say_fix("pass --platform host", 'pass platform="host"')
+            f"({GET_SIMPLER}), or " + choose_host()
             + " to choose the host runtime on purpose")
 
 
 def refusal(why: str, platform: str | None = None) -> str:
     """The line refusing a platform asked for on purpose that needs simpler, which is missing (`why`): what the
     user can do — the host runtime (asked for, or what a recorded simulator falls back to), or simpler built."""
-    host = say_fix('pass --platform host', 'pass platform="host" (build(), validate(), RunConfig)')
+    host = choose_host("build(), validate(), RunConfig")
     unset = say_fix("give no --platform nor $PYPTO_BUILD_PLATFORM", "leave platform None and $PYPTO_BUILD_PLATFORM unset")
     return (f"{why}, and {platform or 'this platform'} runs on it: {host} to run on the host runtime, or "
             f"{unset} (a directory recording a simulator then falls back to the host runtime, as `pypto-build "

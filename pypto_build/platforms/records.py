@@ -27,13 +27,14 @@ class Record:
     why it cannot serve here, in one line with what to do, or None — light, asked before planning; None: nothing
     to ask (locating says what is missing). `fallback`: the platform a directory recording it is built for when
     it cannot serve here (None: never; asked for on purpose, it never falls back). `noop_key`: the light module
-    (relative name) with `places(env)` and `compilers(env)` (`noop_keys`); None: it keeps no quick no-op record."""
+    (relative name) with `places(env)` and `compilers(env)` (`noop_keys`); None: it keeps no quick no-op record. `arch`: the device architecture its binaries are for (`a2a3`, `a5`; None: this
+machine's own); `simulator`: it runs them in a simulator on this machine (no device)."""
 
-    __slots__ = ("name", "planning", "execution", "serves", "unserved", "fallback", "noop_key")
+    __slots__ = ("name", "planning", "execution", "serves", "unserved", "fallback", "noop_key", "arch", "simulator")
 
     def __init__(self, name: str, planning: str, execution: str | None = None, *, serves: tuple[str, ...] = (),
                  unserved: Callable[[str], str | None] | None = None, fallback: str | None = None,
-                 noop_key: str | None = None) -> None:
+                 noop_key: str | None = None, arch: str | None = None, simulator: bool = False) -> None:
         self.name = name
         self.planning = planning
         self.execution = execution
@@ -41,6 +42,8 @@ class Record:
         self.unserved = unserved
         self.fallback = fallback
         self.noop_key = noop_key
+        self.arch = arch
+        self.simulator = simulator
 
     def __repr__(self) -> str:
         return f"Record({self.name!r}, {self.planning!r}, {self.execution!r})"
@@ -51,12 +54,12 @@ DEFAULT_PLATFORM = "host"       # what a run targets when nothing chooses anothe
 RECORDS: dict[str, Record] = {record.name: record for record in (
     Record("host", ".host.platform:HostPlatform", ".host.run:HostRunner", noop_key=".host.noop_key"),
     Record("a2a3sim", ".simpler.sim:SimplerSimPlatform", ".simpler.runner:SimplerRunner", unserved=simpler_unserved,
-           fallback=DEFAULT_PLATFORM, noop_key=".simpler.noop_key"),
+           fallback=DEFAULT_PLATFORM, noop_key=".simpler.noop_key", arch="a2a3", simulator=True),
     Record("a5sim", ".simpler.sim:SimplerSimPlatform", ".simpler.runner:SimplerRunner", unserved=simpler_unserved,
-           fallback=DEFAULT_PLATFORM, noop_key=".simpler.noop_key"),
+           fallback=DEFAULT_PLATFORM, noop_key=".simpler.noop_key", arch="a5", simulator=True),
     # a device's build needs CANN and its replay an NPU: locating and the runner say what is missing
-    Record("a2a3", ".simpler.device:SimplerDevicePlatform", ".simpler.runner:DeviceRunner"),
-    Record("a5", ".simpler.device:SimplerDevicePlatform", ".simpler.runner:DeviceRunner"),
+    Record("a2a3", ".simpler.device:SimplerDevicePlatform", ".simpler.runner:DeviceRunner", arch="a2a3"),
+    Record("a5", ".simpler.device:SimplerDevicePlatform", ".simpler.runner:DeviceRunner", arch="a5"),
 )}
 
 

@@ -23,11 +23,11 @@ from typing import NoReturn
 from ...errors import ToolchainError, one_line
 from ...builddir.manifest_ast import parse_quietly
 from ...core.procs import path_arg, run
+from ..records import RECORDS
 from .env import SimplerInstall
 from .noop_key import HOST_CXX, SIM_CXX
 
 RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
-ARCHES = {"a2a3sim": "a2a3", "a2a3": "a2a3", "a5sim": "a5", "a5": "a5"}
 CCE_ARCH = {"a2a3": "dav-c220", "a5": "dav-c310"}
 PROBE_TIMEOUT_S = 5.0       # simpler's `--version` probe of the orchestration compiler
 
@@ -42,13 +42,24 @@ _CCEC_A5 = ("-mllvm", "-cce-vf-aa-between-iters=true")
 _ORCH_FLAGS = ("-shared", "-fPIC", "-O3", "-g", "-std=c++17")
 
 
+def simpler_platforms() -> tuple[str, ...]:
+    """The platforms simpler builds and runs: those whose record names a device architecture."""
+    return tuple(name for name, record in RECORDS.items() if record.arch)
+
+
 def arch_of(platform: str) -> str:
-    """`a2a3` or `a5`: the source tree a platform compiles against."""
-    try:
-        return ARCHES[platform]
-    except KeyError:
+    """`a2a3` or `a5`: the source tree a platform compiles against (its record's `arch`)."""
+    record = RECORDS.get(platform)
+    if record is None or not record.arch:
         raise ToolchainError(f"platform {platform!r} is not one simpler compiles for; use one of "
-                             f"{', '.join(ARCHES)}") from None
+                             f"{', '.join(simpler_platforms())}")
+    return record.arch
+
+
+def simulated(platform: str) -> bool:
+    """Whether `platform` runs in simpler's simulator on this machine (its record's `simulator`), not on a device."""
+    record = RECORDS.get(platform)
+    return record is not None and record.simulator
 
 
 def compile_cwd(install: SimplerInstall) -> Path:
@@ -125,7 +136,7 @@ def orchestration_compiler(platform: str, runtime: str, ascend_home: str | None)
     if runtime not in RUNTIMES:
         raise ToolchainError(f"RUNTIME_CONFIG runtime {runtime!r} is not one simpler builds; use one of "
                              f"{', '.join(RUNTIMES)}")
-    if runtime == "host_build_graph" or platform.endswith("sim"):
+    if runtime == "host_build_graph" or simulated(platform):
         return HOST_CXX, True
     if not ascend_home:
         raise ToolchainError(f"ASCEND_HOME_PATH is not set: platform {platform} needs the CANN toolkit; "
@@ -153,7 +164,7 @@ def orchestration_argv(install: SimplerInstall, platform: str, runtime: str, cxx
     root = install.project_root
     base = _runtime_dir(install, arch, runtime)
     config_dirs, config_sources = _orchestration_config(base)
-    helpers = root / "src" / "common" / "platform" / ("sim" if platform.endswith("sim") else "onboard") / "aicpu"
+    helpers = root / "src" / "common" / "platform" / ("sim" if simulated(platform) else "onboard") / "aicpu"
     sources: list[Path] = [*config_sources, helpers / "cache_ops.cpp", helpers / "device_time.cpp"]
     dirs: list[Path] = [base / "runtime", base / "common", root / "src" / "common" / "task_interface",
                         root / "src" / "common", root / "src" / arch / "platform" / "include",

@@ -23,7 +23,7 @@ from ...builddir.runconfig import RunConfig
 from ..l3_shims import TENSOR_ARG
 from ..l3_driver import L3Backend, Prepared
 from .places import kernel_payload_path, orchestration_path
-from .run import (SIMPLER_PLATFORMS, LogLevel, call_config, call_settings, chip_callable, import_simpler,
+from .run import (LogLevel, call_config, call_settings, chip_callable, import_simpler, require_simpler,
                   missing_runtime, read_binaries, unsupported_lines)
 
 if TYPE_CHECKING:
@@ -38,9 +38,7 @@ class SimplerL3(L3Backend):
     unit = "chip"
 
     def __init__(self, platform: str, config: RunConfig) -> None:
-        if platform not in SIMPLER_PLATFORMS:
-            raise ToolchainError(f"platform {platform!r} does not run on simpler; choose one of "
-                                 f"{', '.join(SIMPLER_PLATFORMS)}")
+        require_simpler(platform)
         self.platform, self.config = platform, config
         self.worker: Any = None
 

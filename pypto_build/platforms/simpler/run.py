@@ -22,11 +22,12 @@ from ...errors import ToolchainError, UserError, one_line
 from ...builddir.manifest import KernelConfig, read_kernel_config
 from ...builddir.markers import DFX_OUTPUTS, KERNEL_CONFIG
 from ...builddir.runconfig import RunConfig
+from .argv import simpler_platforms, simulated
 from ..dfx_outputs import changed_files, dfx_snapshot
+from ..installed import GET_SIMPLER, choose_host
 
-__all__ = ["SIMPLER_PLATFORMS", "CallSettings", "call_settings", "unsupported_lines", "run_on_simpler"]
+__all__ = ["CallSettings", "call_settings", "require_simpler", "unsupported_lines", "run_on_simpler"]
 
-SIMPLER_PLATFORMS = ("a2a3sim", "a5sim", "a2a3", "a5")
 LOG_ENV = "PYPTO_RUNTIME_LOG"           # PyPTO applies it to simpler's logger when pypto.runtime is imported
 _SWIMLANE_MAX = 4                       # levels 0..4; a bare True means the full level (PyPTO, simpler)
 _RING_FIELDS = ("ring_task_window", "ring_heap", "ring_dep_pool")
@@ -88,13 +89,20 @@ def call_settings(config: RunConfig, runtime_config: Mapping[str, Any], sub_dir:
     return settings
 
 
+def require_simpler(platform: str) -> None:
+    """`platform` is one simpler runs (a ToolchainError naming those it runs, if not)."""
+    if platform not in simpler_platforms():
+        raise ToolchainError(f"platform {platform!r} does not run on simpler; choose one of "
+                             f"{', '.join(simpler_platforms())}")
+
+
 def unsupported_lines(settings: CallSettings, platform: str) -> list[str]:
     """One line per request simpler cannot honour here (the run goes on, as on the host runtime)."""
     lines = []
-    if settings.enable_pmu and platform.endswith("sim"):
+    if settings.enable_pmu and simulated(platform):
         lines.append(f"[execute] enable_pmu (--pmu) on {platform}: the simulator counts nothing; pmu.csv will "
                      "hold zeros")
-    if settings.enable_chip_swimlane and not platform.endswith("sim"):
+    if settings.enable_chip_swimlane and not simulated(platform):
         lines.append(f"[execute] chip swimlane on {platform}: one run only; PyPTO's extra dep-gen run and its "
                      "merged_swimlane_*.json conversion are not done here (chip_swimlane_records.json is kept)")
     if settings.enable_dump_args > 3:
@@ -115,9 +123,7 @@ def run_on_simpler(sub_dir: Path, platform: str, payloads: Mapping[int, Path], o
     the user can fix; failures inside the runtime propagate as simpler raises them.
     """
     sub_dir = Path(sub_dir)
-    if platform not in SIMPLER_PLATFORMS:
-        raise ToolchainError(f"platform {platform!r} does not run on simpler; choose one of "
-                             f"{', '.join(SIMPLER_PLATFORMS)}")
+    require_simpler(platform)
     manifest = read_kernel_config(sub_dir / KERNEL_CONFIG)
     blobs = read_binaries(manifest, payloads, Path(orchestration))
     settings = call_settings(config, manifest.runtime_config, sub_dir)
@@ -258,8 +264,8 @@ def import_simpler() -> SimplerApi:
         from simpler_setup.torch_interop import make_tensor_arg, torch_dtype_to_datatype
     except ImportError as exc:
         raise ToolchainError(f"PyPTO's runtime simpler cannot be imported by {sys.executable} "
-                             f"({one_line(exc, 200)}); install simpler into this Python (pip install "
-                             "--no-build-isolation -e <simpler checkout>) or use --platform host") from None
+                             f"({one_line(exc, 200)}); install simpler into this Python ({GET_SIMPLER}), or "
+                             + choose_host()) from None
     return SimplerApi(ArgDirection, CallConfig, ChipCallable, CoreCallable, TaskArgs, Worker, scalar_to_uint64,
                     make_tensor_arg, torch_dtype_to_datatype, get_logger(), parse_level)
 

@@ -16,7 +16,8 @@ import shutil
 from dataclasses import dataclass
 from typing import Mapping
 
-from ...errors import ToolchainError, say_fix
+from ...errors import ToolchainError
+from ..installed import choose_host
 from ...toolchain.identity import BinaryContext
 from ...builddir.markers import STAMP_FILE
 from ...toolchain.compiler import Compiler, resolve_compiler, system_include_dirs
@@ -108,5 +109,5 @@ def bare_compiler(cxx: str, what: str, platform: str, env: Mapping[str, str]) ->
     if shutil.which(cxx, path=env.get("PATH")) is None:
         raise ToolchainError(f"{cxx} not found on PATH: simpler compiles {platform} {what} with {cxx}; install it "
                              f"(or put a {cxx} on PATH), or "
-                             + say_fix("pass --platform host", 'pass platform="host"'))
+                             + choose_host())
     return keyed(resolve_compiler(cxx, path=env.get("PATH")), (), env)
