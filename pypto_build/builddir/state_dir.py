@@ -1,7 +1,8 @@
 """`.pypto_build/`: where pypto_build keeps its own state inside a build directory.
 
-PyPTO never reads it. Each platform's build state (its doit database and header-set
-records) has a folder of its own, as its binaries are kept apart: switching
+PyPTO never reads it. Each platform's build state (its doit database — sqlite: of doit's
+stock backends the only one that survived concurrent runs and kill -9 when measured — and
+header-set records) has a folder of its own, as its binaries are kept apart: switching
 platforms and back finds each one's state as it left it. Before, one database sat
 in STATE_DIR itself (the legacy place, taken over by the first run that keeps
 state per platform). Names only: nothing here reads or writes a file.

@@ -4,6 +4,14 @@ doit tracks neither command lines, nor identities, nor the headers a compiler
 read, nor whether a target was modified; `UnitCheck` does. Each returns
 True/False (never None: doit would ignore it, which fails open) and keeps the
 reason, which its repr shows in `doit info` and our explain output.
+
+What a compile depends on, besides its source (doit's `file_dep`, content-checked): every header the
+compiler read (its `-MD` depfile; those outside the build directory as a shared set, `header_sets`; one
+changed since the compile started, by ctime, is recorded without a digest, so the next run rebuilds); the
+argv digest, with the roots an identity covers as placeholders (their headers are not tracked per unit:
+`identity.identity_covers`); the compiler identity as the platform located it (`toolchain/driver.py`: with
+the environment it reads and the programs its driver runs); the sub-build's binary context (unknown:
+always stale, with the reason); and the output's own digest (a binary changed behind our back rebuilds).
 """
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Parse the Makefile-style depfile that `g++ -MD -MF <file> -MT <target>` writes, exactly.
 
+`-MD`, not `-MMD`: `-MMD` leaves out what g++ deems a system header (all under `-isystem`, a file after
+`#pragma GCC system_header` and what it includes), and those are inputs like any other.
 We pass the target ourselves, so the rule is found by its known text (GCC writes
 an `-MT` target verbatim): a `:` inside a header name is just a character.
 The prerequisites are unquoted the way GCC 12's `munge` quotes them: a space

@@ -2,15 +2,20 @@
 
 The compiler's own headers (`<cstdint>`, glibc, `/usr/local/include`), `-isystem`
 libraries, an external kernel's directory: tracked as exactly as the build
-directory's own headers, but hundreds of units read the same dozens of them. A
-state per header per unit made the state database 8x larger and the no-op
-through doit 2x slower on 2,048 kernels (docs/architecture.md). So a unit's
+directory's own headers (the compiler's identity does not cover them: `libc6-dev`
+changes them with the compiler untouched), but hundreds of units read the same dozens
+of them. A state per header per unit made the state database 8x larger (2.2 -> 18 MB)
+and the no-op through doit and the one-edit rebuild 2x slower (2.65 -> 5.1 s, 2.55 ->
+5.3 s) on the 2,048-kernel synth directory; shared sets keep them as before. So a unit's
 values name its set — a digest of the paths and contents — and the states live
 once in `headers/<name>.json` of the platform's state folder
 (`state_dir.state_folder`: `.pypto_build/state/<platform>/`), written (atomically)
 by the first compile that reads that set; `SetChecker` checks each set once per
-run. Every function takes that folder (relative to the build root): a platform's
-full build prunes the sets its own units no longer name, never another's.
+run. A missing or damaged record makes its units stale. A set's states are not
+refreshed after a `touch` (explain must not write): such a header is hashed again
+once per run until a compile rewrites the set. Every function takes that folder
+(relative to the build root): a platform's full build prunes the sets its own units
+no longer name, never another's.
 """
 from __future__ import annotations
 

@@ -7,7 +7,9 @@ says nothing. The run goes on quietly to its end and exits with its own status (
 to a pipe"). Only these two streams are guarded: an EPIPE from a compiler's pipes, a replayed
 program's channel or a real file is still the error it is. Front ends only (the console script,
 `exits.guarded`, the processes a run starts that print to the same streams); never a library caller's
-streams. Imports only `os` and `sys`: the console script's quick answer loads it.
+streams. Imports only `os` and `sys`: the console script's quick answer loads it. Chosen over SIGPIPE's
+default action (death, 141): that could land mid-commit of the state or between a unit's install and its
+state, and the next build would redo work already done.
 """
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """Planning's front door: `load_graph()` reads a build directory and returns its `Graph`.
 
-Pure planning: nothing runs, nothing is written, doit is not imported (a test
-checks it). The graph says what there is to do — every compile unit per
+Pure planning: nothing is built, nothing is written, doit is not imported (a test
+checks it). The only programs it runs are probes, through `procs.run`: each compiler's
+`--version`, and `-x c++ -E -v`, `-print-search-dirs` and `-print-prog-name=` only when
+`search_dirs.json` does not still hold the answer; git (`rev-parse`, `status`, `ls-files`)
+for the identities of covered checkouts. The graph says what there is to do — every compile unit per
 sub-build, the `.pto` units, what replay/validate can run; `engine/tasks.py`
 turns it into doit task dicts, with the caches and run settings of one run.
 """

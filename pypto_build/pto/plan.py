@@ -3,7 +3,9 @@
 Per sub-build with a `ptoas/` directory, one `PtoUnit` per `ptoas/<unit>.pto`:
 `ptoas:<unit>` regenerates the raw `ptoas/<unit>.cpp` when the `.pto` content
 (or ptoas) changed; `splice:<unit>` re-splices the preprocessed raw body into
-every `kernels/<core>/<func>.cpp` it defines when the raw output changed.
+every `kernels/<core>/<func>.cpp` it defines when the raw output changed. A sub-build's
+kernel compiles wait for its splices for ordering only (doit's `task_dep` makes nothing
+stale): a kernel's own source content decides whether it compiles.
 """
 from __future__ import annotations
 

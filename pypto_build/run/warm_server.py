@@ -13,6 +13,9 @@ status pipe. The server forks; the run takes its own session, dies with the serv
 works in `sub_dir` and calls `entry(inbox, outbox)`; the server writes the run's pid
 on the status pipe at once, and its exit status (-N: killed by signal N) once it has
 reaped it. The server leaves when the socket closes (the starter closed it, or died).
+Not multiprocessing's forkserver: its only hook is a preload import, and a run stuck in a
+kernel held the server's "alive" pipe open, so the server never saw the watch go and each
+kept the other alive.
 
 A run leaves with `sys.exit`: the exit handlers run (those of the run, the runtime's
 clean-ups, and of what the server imported), and the last of them, registered before
