@@ -216,7 +216,7 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
             print(line, file=sys.stderr)
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet or request.doit_reports, echo_errors=False)
     loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
-                            quiet=quiet, force=request.force, records=RECORDS)
+                            quiet=quiet, force=request.force, records=RECORDS, progress=progress)
     with _one_run:
         rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
                        keep_going=request.keep_going, doit=request.doit)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TextIO
 
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
@@ -60,7 +60,7 @@ class BuildDirLoader:
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
-                 force: tuple[str, ...] = (), records: Records | None = None):
+                 force: tuple[str, ...] = (), records: Records | None = None, progress: TextIO | None = None):
         self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
         self.config: dict | None = None
         self.task_opts: dict | None = None
@@ -73,6 +73,7 @@ class BuildDirLoader:
         self.quiet = quiet
         self.force = force                         # task-name prefixes that run whatever their state says
         self.records = records                     # the pipeline's bookkeeping around a command; None: none
+        self.progress = progress                   # where the engine's own notices go (None: stdout)
         self.values: dict = {}
 
     def setup(self, opt_values):

@@ -57,7 +57,7 @@ def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
             loader.records.before(root)
         moved = take_over(root, loader.graph.platform.name)
         if moved and not loader.quiet:
-            print(moved, flush=True)
+            print(moved, file=loader.progress, flush=True)     # the caller's stream (None: stdout)
         yield open_state(loader.dep_file, adopts, force=loader.force)
 
 
