@@ -283,6 +283,9 @@ class Request:
     trace: str | None = None
     quiet: bool = False
     run: RunSpec = field(default_factory=RunSpec)
+    # doit's own `run` options a build has no word for, as `pypto-build doit run` was given them (`--reporter`,
+    # `--verbosity`, `--always-execute`, ...: name, value; `engine.commands.DOIT_ONLY`): handed to the engine
+    doit: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def given(cls, *, platform: str | None = None, rebuild_from_pto: bool | None = None, ptoas: str | None = None,
@@ -290,7 +293,7 @@ class Request:
               launcher: str | None = None, preludes: bool | None = None, cache_dir: str | os.PathLike | None = None,
               remote_cache: str | None = None, tasks: Iterable[str] = (), jobs: int = 1, recompile: bool = False,
               keep_going: bool = False, force: Iterable[str] = (), trace: str | os.PathLike | None = None,
-              quiet: bool = False, run: RunSpec | None = None) -> Request:
+              quiet: bool = False, run: RunSpec | None = None, doit: Iterable[tuple[str, Any]] = ()) -> Request:
         """The API's keyword arguments (and the flags', through `request`) as a Request, judged here:
         the `.pto` settings, the launcher, the remote cache's URL, the cache's folder and $PYPTO_BUILD_PCH (each
         a `UserError` in one line). `preludes`: None takes $PYPTO_BUILD_PCH (default on)."""
@@ -309,12 +312,19 @@ class Request:
                    cache_dir=settings.cache_folder(os.fspath(cache_dir) if cache_dir else None),
                    remote=remote, tasks=tuple(tasks or ()), jobs=max(1, int(jobs)), recompile=recompile,
                    keep_going=keep_going, force=tuple(force or ()),
-                   trace=os.fspath(trace) if trace is not None else None, quiet=quiet, run=run or RunSpec())
+                   trace=os.fspath(trace) if trace is not None else None, quiet=quiet, run=run or RunSpec(), doit=tuple(doit))
 
     @property
     def may_skip(self) -> bool:
         """Whether the no-op record may answer: a whole build, nothing forced, nothing extra asked."""
-        return not (self.tasks or self.recompile or self.include_stale or self.force or self.trace is not None)
+        return not (self.tasks or self.recompile or self.include_stale or self.force or self.trace is not None
+                    or self.doit)
+
+    @property
+    def doit_reports(self) -> bool:
+        """Whether one of doit's reporters shows the run (`pypto-build doit run --reporter`, `--output-file`): the
+        pipeline's then only collects what happened."""
+        return any(name in ("reporter", "outfile") for name, _value in self.doit)
 
     def plan(self, root: Path, choice: Choice | None = None) -> Graph:
         """The pipeline's first stage: the graph of the build directory at `root` (`choice`: the platform

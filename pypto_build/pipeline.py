@@ -1,9 +1,10 @@
 """The one pipeline: what the user asked (`options.Request`) -> plan -> caches -> engine -> `BuildResult`.
 
 Every front end builds through `run()`: the API (`build`, `validate`, `replay` and
-the program objects), the `pypto-build` verbs and their doit commands, `ci`,
-`watch`, `example` and `debug/run.py` (`pypto-build doit <command>` plans through the same
-`Request` stages, then runs doit's own command: engine/loader.py). `run` chooses
+the program objects), the `pypto-build` verbs and their doit commands, `pypto-build doit
+run`, `ci`, `watch`, `example` and `debug/run.py` (`pypto-build doit <command>` plans through the
+same `Request` stages, then runs doit's own command: engine/loader.py). What a run leaves for the
+next besides doit's state is the pipeline's too (`Records`: the engine calls them under the lock). `run` chooses
 the platform once, lets the no-op record answer when it may (only after the refusals
 the rest of the run would make: `noop.refuse`), plans, opens the caches, runs the
 engine (`engine.run_build`: `--recompile` and the other forcing are applied there,
@@ -165,20 +166,40 @@ def run(root: Path | str, request: Request, *, graph: Graph | None = None, progr
     return _run_engine(graph, request, progress, check)
 
 
-def after_a_whole_build(graph: Graph, tasks: list) -> None:
-    """What a whole, clean build leaves for the next run (the engine calls it under the directory lock, for the
-    pipeline and for `pypto-build doit run`): the platform's header-set records no unit names any more go, and
-    the no-op record is written (`plan.noop.record_graph`: when the graph may keep one)."""
-    import functools
-    from . import options
-    from .builddir.state_dir import current_state_folder
-    from .compile import header_sets
-    from .plan import noop
+class Records:
+    """What a run leaves for the next one besides doit's state: the pipeline's bookkeeping, handed to the engine
+    (`BuildDirLoader(records=...)`) and called under the directory lock, for the pipeline's runs and for every
+    `pypto-build doit` command."""
 
-    root = graph.layout.root
-    sets = header_sets.named(t.values for t in tasks)
-    header_sets.prune(root, sets, current_state_folder(root, graph.platform.name))
-    noop.record_graph(graph, tasks, functools.partial(options.request, {}), sets)     # what `build DIR` asks here
+    def before(self, root: Path) -> None:
+        """Every command, before anything can change the state: the no-op record is removed, whatever follows
+        (a run that dies half way leaves none that says "nothing to do"; a whole clean build writes it again)."""
+        from .plan import noop
+        noop.invalidate(root)
+
+    def after(self, graph: Graph, tasks: list | None) -> None:
+        """After a run that builds (it ended without raising): with `tasks` (a whole, clean build) the platform's
+        header-set records no unit names any more go and the no-op record is written (`plan.noop.record_graph`:
+        when the graph may keep one); then the compiler's answers planning asked for (`search_dirs`) and the
+        digests of files outside the directory (`hashing.keep`) are kept."""
+        import functools
+        from . import options
+        from .builddir.state_dir import STATE_DIR, current_state_folder
+        from .compile import header_sets
+        from .core import hashing
+        from .plan import noop
+        from .toolchain import search_dirs
+
+        root = graph.layout.root
+        if tasks is not None:
+            sets = header_sets.named(t.values for t in tasks)
+            header_sets.prune(root, sets, current_state_folder(root, graph.platform.name))
+            noop.record_graph(graph, tasks, functools.partial(options.request, {}), sets)  # what `build DIR` asks
+        search_dirs.save(root)
+        hashing.keep(root, root / STATE_DIR)
+
+
+RECORDS = Records()
 
 
 def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: bool) -> BuildResult:
@@ -193,12 +214,12 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
             print(line, file=progress)
         for line in warned:
             print(line, file=sys.stderr)
-    reporter = BuildReporter(progress or io.StringIO(), quiet=quiet, echo_errors=False)
+    reporter = BuildReporter(progress or io.StringIO(), quiet=quiet or request.doit_reports, echo_errors=False)
     loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
-                            quiet=quiet, force=request.force, after_whole_build=after_a_whole_build)
+                            quiet=quiet, force=request.force, records=RECORDS, progress=progress)
     with _one_run:
         rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
-                       keep_going=request.keep_going)
+                       keep_going=request.keep_going, doit=request.doit)
     if request.trace is not None:
         from .engine import write_trace
         write_trace(reporter.spans, Path(request.trace))

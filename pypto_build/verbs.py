@@ -25,9 +25,10 @@ from .builddir.markers import GOLDEN_PY
 from .options import Request
 
 
-def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | None = None) -> int:
-    """Do `verb` on the build directory containing `directory` (found as git finds its root)."""
-    request = options.request(values, tasks=tasks or ())
+def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | None = None, **fields: Any) -> int:
+    """Do `verb` on the build directory containing `directory` (found as git finds its root); `fields`: what the
+    front end adds to the request (`pypto-build doit run`: doit's own options, `Request.doit`)."""
+    request = options.request(values, tasks=tasks or (), **fields)
     root = find_root(Path(directory))
     if verb == "explain" or (verb == "build" and options.option_value(values, "dry_run", False)):
         return explain_verb(request, root, all_tasks=bool(options.option_value(values, "all", False)))

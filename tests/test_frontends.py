@@ -141,6 +141,7 @@ FRONT_ENDS = {
     "ci": ci_record,
     "watch round": lambda d: run(sys.executable, "-c", WATCH_ONE_ROUND, str(d)).returncode,
     "api": api_status,
+    "doit run": lambda d: run("pypto-build", "doit", "run", str(d), "validate:.").returncode,
 }
 
 
@@ -149,7 +150,8 @@ FRONT_ENDS = {
                          ids=["wrong result", "a FIFO in data", "not a build directory"])
 def test_one_outcome_one_status_from_every_front_end(built_golden, tmp_path, change, status):
     """The status `BuildResult.status` decides is what replay, validate, ci's record for the directory, a watch
-    round and the API give: a FIFO in data/ is bad input (2) whichever stage meets it."""
+    round, the API and `pypto-build doit run` (issue 34 item 5: through the pipeline; refused input was 1 there)
+    give: a FIFO in data/ is bad input (2) whichever stage meets it."""
     got = {}
     for name, front_end in FRONT_ENDS.items():
         d = copy_dir(built_golden, tmp_path / name.replace(" ", "_"))

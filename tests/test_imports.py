@@ -153,6 +153,17 @@ def test_a_door_names_real_things_and_never_a_module_by_an_export(family):
         assert getattr(package, name) is not None
 
 
+def test_the_engine_keeps_none_of_the_pipelines_records():
+    """Issue 34 item 5: the no-op record, the compiler's answers and the digests of outside files are the
+    pipeline's bookkeeping (`pipeline.Records`, handed to the engine): no engine module imports their modules.
+    (The header sets' pruning too: test_pipeline.py; the engine's tasks still check a unit against its set.)"""
+    records = {"pypto_build.plan.noop", "pypto_build.plan.noop_record", "pypto_build.toolchain.search_dirs",
+               "pypto_build.core.hashing"}
+    found = sorted(f"{m} imports {d}" for m, deps in import_graph().items() if m.startswith("pypto_build.engine")
+                   for d in deps & records)
+    assert found == []
+
+
 def test_planning_imports_no_doit(tmp_path):
     """`graph.load_graph` plans without doit: planning can be used (and tested) on its own."""
     from pypto_build.testing import synth

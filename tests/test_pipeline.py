@@ -241,7 +241,7 @@ def test_what_planning_says_goes_to_the_callers_progress_stream(d, capsys):
 
 def test_the_engine_keeps_no_record_of_its_own(d, tmp_path):
     """Issue 34 item 5: the no-op record is the pipeline's bookkeeping: the engine's run of a graph writes none;
-    the pipeline's run (and `pypto-build doit run`) hands the engine `after_a_whole_build`, which does."""
+    the pipeline's run (and `pypto-build doit run`) hands the engine its `Records`, which do."""
     import os
     import subprocess
     import sys
@@ -263,6 +263,78 @@ def test_the_engine_keeps_no_record_of_its_own(d, tmp_path):
                           text=True, env={**os.environ, "PYPTO_BUILD_PLATFORM": "host"})
     assert done.returncode == 0, done.stderr
     assert (other / ".pypto_build" / "noop.marshal").exists()
+
+
+def test_what_a_run_leaves_for_the_next_is_written_by_the_pipeline_alone():
+    """Issue 34 item 5: the no-op record (removed, written), the header sets no unit names (pruned), the
+    compiler's answers and the outside digests (kept) are written by `pipeline.Records` alone."""
+    assert [calls_of(name) for name in ("record_graph", "prune", "keep")] == [["pipeline.py"]] * 3
+    assert calls_of("invalidate") == ["pipeline.py", "plan/noop.py"]      # noop.record removes it first too
+    assert "pipeline.py" in calls_of("save") and "engine/session.py" not in calls_of("save")
+
+
+class SpyRecords:
+    """The pipeline's records as the engine calls them: where and when."""
+
+    def __init__(self, dep_file: Path):
+        self.dep_file, self.calls = dep_file, []
+
+    def before(self, root):
+        self.calls.append(("before", Path.cwd() == root, self.dep_file.exists()))
+
+    def after(self, graph, tasks):
+        self.calls.append(("after", Path.cwd() == graph.layout.root, tasks and len(tasks)))
+
+
+def test_every_doit_command_calls_the_records_it_is_given_under_the_lock(d):
+    """Issue 34 item 5: the engine does none of the pipeline's bookkeeping itself: it calls the `Records` it is
+    handed, in the root under the directory lock — `before` first, ahead of the state (so the no-op record is
+    gone before anything can change), and, for a run that builds, `after` with doit's tasks when the run was
+    whole and clean, else None; `forget` (which changes the state too) only `before`."""
+    from pypto_build.cli.doit_commands import PipelineRun
+    from pypto_build.engine import BuildDirLoader, BuildDirMain, run_build
+
+    request = Request.given(platform="host")
+    graph = request.plan(d)
+    spy = SpyRecords(BuildDirLoader(d, graph=graph).dep_file)
+    loader = BuildDirLoader(d, graph=graph, caches=request.caches(), run=request.run, quiet=True, records=spy)
+    assert run_build(loader) == 0
+    assert run_build(BuildDirLoader(d, graph=graph, caches=request.caches(), run=request.run, quiet=True,
+                                    records=spy), ["orch:main"]) == 0
+    everything = len(loader.load_tasks(None, []))          # doit's tasks of the whole graph
+    assert spy.calls == [("before", True, False), ("after", True, everything),
+                         ("before", True, True), ("after", True, None)]
+    spy.calls.clear()
+    forget = BuildDirMain(BuildDirLoader(d, records=spy), run=PipelineRun).run(["forget", "--platform", "host",
+                                                                               "orch:main"])
+    assert forget == 0 and spy.calls == [("before", True, True)]
+
+
+def test_doit_run_builds_through_the_pipeline_with_doits_own_options(d, tmp_path, monkeypatch, capsys):
+    """Issue 34 item 5: `pypto-build doit run DIR` is the pipeline's run (one Request: -n is its jobs, --continue
+    its keep-going, task names its tasks); doit's options a build has no word for ride in `Request.doit` as
+    parsed values, and the reporter they name shows the run while the pipeline's still collects it."""
+    import json
+    from pypto_build.cli.main import main
+
+    seen: list[Request] = []
+    real = pipeline.run
+
+    def spy(root, request, **kwargs):
+        seen.append(request)
+        return real(root, request, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run", spy)
+    monkeypatch.setenv("PYPTO_BUILD_PLATFORM", "host")
+    report = tmp_path / "report.json"
+    assert main(["doit", "run", str(d), "-n", "2", "--continue", "--reporter", "json", "-o", str(report),
+                 "-v", "2", "orch:main"]) == 0
+    (request,) = seen
+    assert (request.tasks, request.jobs, request.keep_going) == (("orch:main",), 2, True)
+    assert dict(request.doit) == {"reporter": "json", "outfile": str(report), "verbosity": 2}
+    assert not request.may_skip
+    assert [t["name"] for t in json.loads(report.read_text())["tasks"]] == ["orch:main"]
+    assert "up to date" not in capsys.readouterr().out       # the pipeline's reporter only collected
 
 
 def test_the_engine_overrides_no_underscore_method_of_doit():

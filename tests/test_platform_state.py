@@ -81,3 +81,17 @@ def test_the_state_of_before_is_taken_over_once_saying_so(tmp_path):
     assert "kept per platform" not in again.stdout and again.stdout.splitlines()[-1].startswith("pypto-build: 0 "
                                                                                                 "compiled")
     assert on_fake(root) == UNITS                     # the state of before was the host's alone
+
+
+def test_the_take_over_is_said_on_the_callers_progress_stream(tmp_path, capsys):
+    """Issue 34 item 5: the line saying the state of before moved goes to `build(progress=stream)`, as every
+    other line of the run, not past it on sys.stdout."""
+    import io
+
+    root = synth.write_l2(tmp_path / "d", kernels=1)
+    on_host(root)
+    os.replace(root / state_folder("host") / STATE_DB, root / STATE_DIR / STATE_DB)
+    stream = io.StringIO()
+    build(root, platform="host", progress=stream)
+    assert "the build state is now kept per platform" in stream.getvalue()
+    assert capsys.readouterr().out == ""

@@ -234,19 +234,8 @@ def _cache(args: argparse.Namespace) -> int:
 
 
 def _doit(args: argparse.Namespace) -> int:
-    from ..engine import BuildDirLoader, BuildDirMain
-    from ..builddir.layout import find_root
-    if not args.args:
-        raise UserError("doit needs a build directory: pypto-build doit <command> DIR [...]")
-    rest = list(args.args)           # DIR is the first word that is not an option (`doit list --all DIR`)
-    directory = Path(rest.pop(next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)))
-    if not directory.is_dir():
-        from ..core.safeio import unreachable
-        what = "not a directory" if directory.exists() else unreachable(directory)
-        raise UserError(f"{directory}: {what}; usage: pypto-build doit <command> DIR [...]")
-    from ..pipeline import after_a_whole_build
-    loader = BuildDirLoader(find_root(directory), after_whole_build=after_a_whole_build)
-    return BuildDirMain(loader).run([args.command, *rest])
+    from .doit_commands import doit_verb
+    return doit_verb(args.command, list(args.args))
 
 
 VERBS = (

@@ -1,11 +1,11 @@
 """doit as the engine: loading a graph as tasks, its commands, dependency state, reports.
 
-Door: `BuildDirLoader` / `BuildDirMain` (a build directory as doit tasks and
-commands), `run_build` (a build's own run: doit's `run` command with the values
+Door: `BuildDirLoader` / `BuildDirMain` / `BuildDirRun` (a build directory as doit
+tasks and commands; `DOIT_ONLY`: doit's `run` options a build has no word for), `run_build` (a build's own run: doit's `run` command with the values
 a build gives it), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
 `dir_lock` (one run per directory), `sigterm_as_interrupt`,
 and `open_state` (a platform's doit state). Modules: `loader`, `tasks` (graph ->
-task dicts), `session`, `commands`, `depstate`, `statedb`, `sqlitedb`,
+task dicts), `session`, `commands`, `shown`, `depstate`, `statedb`, `sqlitedb`,
 `file_checker`, `reporter`, `explanation`, `workers`, `lock`, `trace`.
 """
 from __future__ import annotations
@@ -15,6 +15,8 @@ from ..core.doors import door
 _EXPORTS = {
     "BuildDirLoader": "loader",
     "BuildDirMain": "commands",
+    "BuildDirRun": "commands",
+    "DOIT_ONLY": "commands",
     "run_build": "commands",
     "BuildReporter": "reporter",
     "explain": "explanation",

@@ -2,16 +2,19 @@
 
 Every command runs with the build root as working directory (state keys are
 relative paths, so copies of a directory keep their state), under the
-directory lock, with the content dependency manager and the xxhash checker;
-bad input is one line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR`;
-`run_build` is the run build / replay / validate and the API make: doit's own
-`run` command (`BuildDirRun`), given the options a build asks for.
+directory lock, with the content dependency manager and the xxhash checker,
+and with the pipeline's `records` around it (the loader's); bad input is one
+line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR` (its `run`: the
+one it is given, the pipeline's); `run_build` is the run of the one pipeline
+(build, replay, validate, the API, `pypto-build doit run`): doit's own `run`
+command (`BuildDirRun`), given the values a build asks for.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from doit.cmd_clean import Clean
 from doit.cmd_forget import Forget
@@ -32,7 +35,9 @@ from ..core.exits import OneLineOptions, guarded
 from ..toolchain.launcher import local_jobs
 from .loader import BuildDirLoader, opt_recompile
 from .lock import NotWritable
+from .reporter import BuildReporter
 from .session import answer_read_only, force_rebuilds, locked, planned
+from .shown import shown
 from .sqlitedb import StateDB
 from .workers import supervise
 
@@ -63,9 +68,9 @@ class BuildDirCommand(OneLineOptions):
             with locked(self.loader, self.adopts) as self.dep_manager, self.around_run(params):
                 rc = supervise(functools.partial(super().execute, params, args),
                                watch=bool(params.get("num_process")), where=str(self.loader.root))
-                kept = self.loader.after_whole_build
-                if rc == 0 and self.adopts and not args and kept is not None:
-                    kept(self.loader.graph, self.task_list)     # the pipeline's records, still under the lock
+                records = self.loader.records
+                if self.adopts and records is not None:     # the pipeline's records, still under the lock
+                    records.after(self.loader.graph, self.task_list if rc == 0 and not args else None)
                 return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
         except NotWritable as refused:          # raised taking the lock: nothing was written
             return self.read_only(params, args, refused)
@@ -80,8 +85,8 @@ class BuildDirCommand(OneLineOptions):
 
 
 class BuildDirRun(BuildDirCommand, Run):
-    """`run`: build (part of) the graph (`pypto-build doit run DIR`; build, replay, validate and the API run
-    the same through `run_build`)."""
+    """`run`: build (part of) the graph — the engine stage of the pipeline (`run_build`); `pypto-build doit run`
+    is the pipeline's run, a subclass with these options and help (cli/doit_commands.py)."""
 
     name = "run"
     adopts = True
@@ -147,37 +152,49 @@ class BuildDirResetDep(BuildDirCommand, ResetDep):
 
 
 class BuildDirMain(DoitMain):
-    """doit's own commands on a build directory's graph (no dodo.py, no config files)."""
+    """doit's own commands on a build directory's graph (no dodo.py, no config files); `run` is the one given,
+    a `BuildDirRun` that builds through the pipeline (`pypto-build doit run`: cli/doit_commands.py)."""
 
     BIN_NAME = "pypto-build doit"
-    DOIT_CMDS = (Help, BuildDirRun, BuildDirList, BuildDirInfo, BuildDirClean, BuildDirForget,
-                 BuildDirIgnore, BuildDirResetDep)
+    DOIT_CMDS = (Help, BuildDirList, BuildDirInfo, BuildDirClean, BuildDirForget, BuildDirIgnore, BuildDirResetDep)
 
-    def __init__(self, loader: BuildDirLoader):
+    def __init__(self, loader: BuildDirLoader, *, run: type[BuildDirRun]):
         super().__init__(loader, config_filenames=())
+        self.commands = (self.DOIT_CMDS[0], run, *self.DOIT_CMDS[1:])
 
     def get_cmds(self):
         # Only our commands: a plugin elsewhere must not replace them.
         from doit.plugin import PluginDict
         cmds = PluginDict()
-        for cls in self.DOIT_CMDS:
+        for cls in self.commands:
             cmds[cls.get_name()] = cls
         return cmds
 
 
+DOIT_ONLY = tuple(o["name"] for o in Run.cmd_options if o["name"] not in ("num_process", "continue"))
+"""doit's own `run` options a build has no word for (`--reporter`, `--verbosity`, `--always-execute`, ...):
+`pypto-build doit run` hands them to `run_build` as given (`options.Request.doit`)."""
+
+
 def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: int = 1, recompile: bool = False,
-              keep_going: bool = False) -> int:
+              keep_going: bool = False, doit: Iterable[tuple[str, Any]] = ()) -> int:
     """Build `tasks` (default: every stamp) of the loader's graph with doit's `run` command: the engine stage
     of the one pipeline. Its exit status (0, or 1: a task failed or raised); bad input, a failed write of
     the run and anything that stops doit itself are raised (errors.py says each).
 
     `jobs` > 1 runs that many doit worker processes (`-n`); `recompile` marks every compile stale (kept
-    until each has run); `keep_going` goes on past a failed task (`--continue`). After a full clean build
-    the loader's `after_whole_build` runs (the pipeline's records), still under the lock. doit's `run` gets its
-    options' defaults with these values set, and the task names as its arguments (no argv to parse again).
+    until each has run); `keep_going` goes on past a failed task (`--continue`); `doit`: doit's own options of
+    `DOIT_ONLY` as `pypto-build doit run` was given them (a reporter named: it shows the run, the loader's
+    still hears every event: `shown`). Around the run the loader's `records` (the pipeline's) are called,
+    under the lock. doit's `run` gets its options' defaults with these values set, and the task names as its
+    arguments (no argv to parse again).
     """
     command = BuildDirRun(task_loader=loader, bin_name=BuildDirMain.BIN_NAME)
     command.raises = True
     params, _ = command.cmdparser.parse([])          # doit's defaults for `run`, then what this build asks
     params["num_process"], params["continue"], params["recompile"] = jobs if jobs > 1 else 0, keep_going, recompile
-    return command.execute(params, list(tasks or []))
+    given = dict(doit)
+    for name, value in given.items():
+        params[name] = value
+    with shown(given, params, command.reporters, loader.reporter, BuildReporter):
+        return command.execute(params, list(tasks or []))

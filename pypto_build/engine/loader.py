@@ -4,14 +4,17 @@ It is given the graph, caches and run settings of the one pipeline (`pipeline.ru
 under doit's own commands, plans them from their option values through the same
 `options.Request` (`options.request`: the pipeline's first two stages), then says what
 that planning has to tell (`Graph.notices`); it hands doit the task dicts of
-`engine/tasks.py`. The commands that use it are in `engine/commands.py`.
+`engine/tasks.py`. The commands that use it are in `engine/commands.py`. What a command
+leaves for the next run besides doit's state (the no-op record, the compiler's answers,
+digests, header sets) is the pipeline's: it hands its `Records` here, and the commands
+call them under the directory lock; the engine keeps no record of its own.
 """
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Protocol, TextIO
 
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
@@ -26,6 +29,18 @@ from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
 from .tasks import DEFAULT_TASKS, task_dicts
+
+class Records(Protocol):
+    """What the pipeline keeps around a doit command on the directory (`pipeline.Records`), called under the
+    directory lock."""
+
+    def before(self, root: Path) -> None:
+        """Every command, before anything can change the state (nothing of the run is written yet)."""
+
+    def after(self, graph: Graph, tasks: list | None) -> None:
+        """A command that builds, once it ended without raising; `tasks`: doit's tasks when the run was whole
+        and clean (every default task, none failed), else None."""
+
 
 opt_recompile, = options.doit_options(tuple(o for o in options.BUILD if o.dest == "recompile"))
 GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "cache_dir",
@@ -45,7 +60,7 @@ class BuildDirLoader:
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
-                 force: tuple[str, ...] = (), after_whole_build: Callable[[Graph, list], None] | None = None):
+                 force: tuple[str, ...] = (), records: Records | None = None, progress: TextIO | None = None):
         self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
         self.config: dict | None = None
         self.task_opts: dict | None = None
@@ -57,9 +72,8 @@ class BuildDirLoader:
         self.reporter = reporter
         self.quiet = quiet
         self.force = force                         # task-name prefixes that run whatever their state says
-        # what a whole clean `run` leaves for the next one, called under the directory lock (the pipeline's
-        # records: `pipeline.after_a_whole_build`); None: nothing
-        self.after_whole_build = after_whole_build
+        self.records = records                     # the pipeline's bookkeeping around a command; None: none
+        self.progress = progress                   # where the engine's own notices go (None: stdout)
         self.values: dict = {}
 
     def setup(self, opt_values):

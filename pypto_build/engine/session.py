@@ -16,13 +16,10 @@ from doit.control import TaskControl
 from doit.exceptions import InvalidCommand
 from doit.globals import Globals
 
-from ..core import hashing
 from ..plan import invalidation
-from ..toolchain import search_dirs
 from ..errors import UserError, one_line
 from ..builddir.state_dir import STATE_DIR
 from ..core.oserrors import run_failure
-from ..plan import noop
 from .depstate import ContentDependency
 from .loader import BuildDirLoader
 from .lock import NotWritable, dir_lock, sigterm_as_interrupt
@@ -49,22 +46,19 @@ def planned(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
 
 @contextlib.contextmanager
 def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
-    """The directory lock, the root as working directory, SIGTERM as an interrupt, the no-op record
-    removed (the state is about to change, or be read by doit), the state of before taken over for the
-    graph's platform (`statedb.take_over`) and the platform's state opened (`adopts`: a build,
-    which also keeps the compiler's answers planning asked for, `search_dirs`, and the digests of files
-    outside the directory, `hashing.keep`)."""
+    """The directory lock, the root as working directory, SIGTERM as an interrupt, the pipeline's
+    `records.before` first (its no-op record removed: the state is about to change, or be read by doit),
+    the state of before taken over for the graph's platform (`statedb.take_over`) and the platform's
+    state opened (`adopts`: a build). What the run leaves besides is the caller's (`records.after`)."""
     root = loader.root
     install_fork_hooks()            # a process forked while the lock is held is a doit worker (workers.py)
     with dir_lock(root / STATE_DIR, quiet=loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
-        noop.invalidate(root)
+        if loader.records is not None:
+            loader.records.before(root)
         moved = take_over(root, loader.graph.platform.name)
         if moved and not loader.quiet:
-            print(moved, flush=True)
+            print(moved, file=loader.progress, flush=True)     # the caller's stream (None: stdout)
         yield open_state(loader.dep_file, adopts, force=loader.force)
-        if adopts:
-            search_dirs.save(root)
-            hashing.keep(root, root / STATE_DIR)
 
 
 def force_rebuilds(dep: ContentDependency, loader: BuildDirLoader, recompile: bool) -> None:
