@@ -76,7 +76,8 @@ def test_the_platform_interface_is_two_small_ones_planning_and_running():
     assert set(Facts.__dataclass_fields__) == {"runtimes", "runtime_label", "pto_isa_label", "stamp_path",
                                                "system_dirs", "covered_roots", "no_preludes", "noop"}
     assert set(NoopKey.__dataclass_fields__) == {"toolchain_key", "watched_checkouts"}  # what the no-op record keys
-    assert set(Record.__slots__) == {"name", "serves", "unserved", "fallback", "planning", "execution", "noop_key"}
+    assert set(Record.__slots__) == {"name", "serves", "unserved", "fallback", "planning", "execution", "noop_key",
+                                     "arch", "simulator"}
     assert members(Runner) == {"run_l2", "run_l3", "prepare_l3"}      # prepare_l3: optional (nothing by default)
     assert set(Runner.__abstractmethods__) == {"run_l2", "run_l3"}
     for name in ("host", "a2a3sim", "a5sim", "a2a3", "a5", FakePlatform):
