@@ -210,3 +210,38 @@ def chain(*steps: Callable[[Path], object]) -> Callable[[Path], None]:
         for step in steps:
             step(d)
     return apply
+
+
+HISTORY = f"{STATE}/history.json"
+VARIANT = {"digest": "ab" * 16, "first_seen": 1.7e9, "last_seen": 1.7e9, "verdict": "PASSED", "seconds": [0.002],
+           "changed": [], "rounds": 1}
+DEEP = "[" * 100_000 + "]" * 100_000           # past the JSON parser's recursion limit
+
+
+def history(**fields) -> Callable[[Path], None]:
+    """A history.json whose one variant has `fields` changed."""
+    return write(HISTORY, json.dumps({"variants": [{**VARIANT, **fields}]}))
+
+
+def report_file(text: str) -> Callable[[Path], Path]:
+    """A JSON file to pass to ci-report instead of the directory."""
+    def apply(d: Path) -> Path:
+        (d / "report.json").write_text(text)
+        return d / "report.json"
+    return apply
+
+
+def link_loop(rel: str) -> Callable[[Path], None]:
+    """Put a symbolic link to itself where the file `rel` is."""
+    def apply(d: Path) -> None:
+        (d / rel).unlink()
+        (d / rel).symlink_to((d / rel).name)
+    return apply
+
+
+def make_dir(rel: str) -> Callable[[Path], None]:
+    """Put an empty directory where the file `rel` is."""
+    def apply(d: Path) -> None:
+        (d / rel).unlink()
+        (d / rel).mkdir()
+    return apply

@@ -20,7 +20,7 @@ from bad_input_breaks import (BEGIN, END, append, chain, compile_error, corrupt_
                              file_not_dir, golden, HOST_STATE_DB, K1, kc, KERNEL1, missing_dir,
                              orch_compile_error, pad_huge, parent_of_two, prepend, pto_edit, RAW, raw_edit_and,
                              replace, reverse_sentinels, set_dconfig, set_meta, set_param, STATE, truncate,
-                             truncate_state, write)
+                             truncate_state, write, history, HISTORY, DEEP, report_file, link_loop, make_dir)
 
 FAKE_PTOAS = str(Path(fake_ptoas.__file__).resolve())
 
@@ -351,25 +351,6 @@ def _odd_file_cases() -> list[Case]:
     ]
 
 
-HISTORY = f"{STATE}/history.json"
-VARIANT = {"digest": "ab" * 16, "first_seen": 1.7e9, "last_seen": 1.7e9, "verdict": "PASSED", "seconds": [0.002],
-           "changed": [], "rounds": 1}
-DEEP = "[" * 100_000 + "]" * 100_000           # past the JSON parser's recursion limit
-
-
-def history(**fields) -> Callable[[Path], None]:
-    """A history.json whose one variant has `fields` changed."""
-    return write(HISTORY, json.dumps({"variants": [{**VARIANT, **fields}]}))
-
-
-def report_file(text: str) -> Callable[[Path], Path]:
-    """A JSON file to pass to ci-report instead of the directory."""
-    def apply(d: Path) -> Path:
-        (d / "report.json").write_text(text)
-        return d / "report.json"
-    return apply
-
-
 def _history_and_ci_cases() -> list[Case]:
     """`history` on a damaged history.json or no directory; ci-report on deep JSON; --shard N past any CI
     (issue 25 item 11, issue 22 item 8): one line, exit 2."""
@@ -401,22 +382,6 @@ def _history_and_ci_cases() -> list[Case]:
         Case("ci_shard_billion", "l2", lambda d: None, "ci", "--shard '1/1000000000'",
              r"more than the 10,000 a plan takes", args=("--shard", "1/1000000000"), status=2),
     ]
-
-
-def link_loop(rel: str) -> Callable[[Path], None]:
-    """Put a symbolic link to itself where the file `rel` is."""
-    def apply(d: Path) -> None:
-        (d / rel).unlink()
-        (d / rel).symlink_to((d / rel).name)
-    return apply
-
-
-def make_dir(rel: str) -> Callable[[Path], None]:
-    """Put an empty directory where the file `rel` is."""
-    def apply(d: Path) -> None:
-        (d / rel).unlink()
-        (d / rel).mkdir()
-    return apply
 
 
 NO_SIMPLER = ("simpler", "_task_interface", "__editable___simpler")     # what a simpler install provides
