@@ -3,9 +3,9 @@
 `check_replayable` says whether a directory can run, `execute` runs it on its
 platform's runner (`Runner.run_l2` or `run_l3`, as the layout's kind says: the caller
 hands it in, nothing here tells L2 from L3 again) and writes the diagnostics asked
-for, `save_outputs` keeps the run's outputs. Used by the child process (`child.py`) and by
-`CompiledProgram`; it builds nothing and runs no golden (`child.run_program`
-puts the steps together for `compat.replay` and the `replay:`/`validate:` tasks).
+for, `save_outputs` keeps the run's outputs. Used by the run stage's entry only (`entry.run_built`: in
+process, and in the child, `child.py`); it builds nothing and runs no golden (`child.in_child` puts the
+steps together).
 torch is imported only inside these functions, never on a build-only path.
 """
 from __future__ import annotations

@@ -13,7 +13,6 @@ verdict and runs again, in the same block, once the writes settle (`pending`).
 """
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 import statistics
 import sys
@@ -185,18 +184,18 @@ class Session:
 
     def _run(self, report: Round, read: list[str]) -> None:
         from ..engine import dir_lock
-        from ..run import check_replayable, run_program
+        from ..plan.program import program
+        from ..run import run_built
         from ..errors import ExecutorError
 
         run = self.settings.request.run
-        config = dataclasses.replace(run.config, platform=self.graph.platform.name)
         lines: list[str] = []
         marks: dict[str, float] = {}
         began = time.perf_counter()
 
         def phase(what: str) -> None:
             if what.startswith("compared ") and what.endswith(": passed"):      # the verdict, before timing runs
-                self._unmoved(read)         # moved: the run is stopped (run_program's way out), no verdict
+                self._unmoved(read)         # moved: the run is stopped (the entry's way out), no verdict
                 report.verdict, report.detail = "PASSED", what[len("compared "):-len(": passed")]
                 self._verdict(report)
             for key in ("running the program", "saving the outputs", "calling golden.py compute_golden",
@@ -206,9 +205,9 @@ class Session:
 
         try:
             with dir_lock(self.root / STATE_DIR):
-                outcome = run_program(check_replayable(self.root), config, validate=self.settings.validate,
-                                      timeout=run.timeout, say=lines.append,
-                                      start=self.starter.start, timing_runs=self.settings.runs, on_phase=phase)
+                outcome = run_built(program(self.graph, "."), config=run.config, validate=self.settings.validate,
+                                    timeout=run.timeout, say=lines.append, start=self.starter.start,
+                                    timing_runs=self.settings.runs, on_phase=phase)
             report.verdict = "PASSED" if self.settings.validate else "RAN"
             report.detail = ", ".join(outcome.checked)
             report.seconds = outcome.run_seconds
