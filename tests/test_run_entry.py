@@ -151,3 +151,12 @@ def test_a_watch_round_runs_through_the_entry(g, spy, tmp_path):
     assert (p.path, p.kind.name, p.platform) == (g, "L2", "host")
     assert kw["start"] == session.starter.start and kw["timing_runs"] == 3 and kw["validate"] is True
     assert report.verdict == "CRASHED" and "spy" in report.detail
+
+
+def test_only_the_gates_before_planning_classify_a_directory():
+    """Issue 34 item 7: after planning the layout's kind travels in the plan's `Program`; what classifies a
+    directory is the layout itself and the front ends' gates before anything is planned (`check_replayable`,
+    `watch`'s first check) or where nothing is planned (`emit-runner`'s debug/run.py)."""
+    users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+                   if "classify" in _used_names(path)[0])
+    assert users == ["builddir/layout.py", "cli/watch.py", "compat/runner.py", "run/execution.py"]

@@ -21,7 +21,7 @@ from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
 from ..builddir.layout import BuildKind, classify, load_layout
-from ..builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH, SWIMLANE_PREFIX
+from ..builddir.markers import DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH
 from ..builddir.state_dir import STATE_DIR
 from ..builddir.runconfig import RunConfig
 
@@ -49,7 +49,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
             device_ids: Sequence[int] | None = None, on_task: Callable[[str], None] | None = None) -> list[str]:
     """Run the built directory `sub_dir`, of the layout's `kind`, on `config.platform`'s runner; write the
     diagnostics asked for, after clearing what an earlier run of ours wrote. Returns the diagnostics files."""
-    from ..platforms import implementation
+    from ..platforms import clear_dfx, implementation
 
     runner = implementation(config.platform or "host").runner()
     if kind is BuildKind.L3:            # PyPTO's rule: a host driver over chip programs (it clears its own dfx)
@@ -63,13 +63,6 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
         confine_tree(base, base / DFX_OUTPUTS, "dfx_outputs folder")
         clear_dfx(base / DFX_OUTPUTS)
     return runner.run_l2(sub_dir, args, config, names=names, say=say, on_task=on_task)
-
-
-def clear_dfx(dfx: Path) -> None:
-    """Remove what an earlier L2 run of ours wrote under dfx_outputs/ (PyPTO's own files stay): runs never mix."""
-    for old in dfx.glob(f"{SWIMLANE_PREFIX}*.json"):
-        old.unlink(missing_ok=True)
-    shutil.rmtree(dfx / ARGS_DUMP_DIR, ignore_errors=True)
 
 
 def save_outputs(work_dir: Path, named: dict) -> None:
