@@ -1,10 +1,13 @@
-"""doit actions of `replay:<sub>` and `validate:<sub>`: inputs from golden.py, the program in a child process.
+"""doit actions of `replay:<sub>` and `validate:<sub>`: the plan's program on golden.py's inputs, through the run
+stage's one entry (`entry.run_built`, in a child process).
 
 `replay:` always runs when selected (its output is what the user wants to see);
 `validate:` keeps its verdict while the binaries, the run configuration and the
 kept golden result it was compared against (and everything that result is keyed
 on: `golden_key`) are unchanged — what CI reruns need. A verdict is recorded
-only for a comparison that ran and passed.
+only for a comparison that ran and passed: this is the one route that records a verdict, whoever asked for the
+run (`pypto-build validate`, `replay --validate`, `compat.replay` on golden.py's inputs). Each task keeps what
+its run did for the caller (`run`: outputs compared, diagnostics; a failure carries the typed error).
 """
 from __future__ import annotations
 
