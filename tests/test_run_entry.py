@@ -160,3 +160,25 @@ def test_only_the_gates_before_planning_classify_a_directory():
     users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                    if "classify" in _used_names(path)[0])
     assert users == ["builddir/layout.py", "cli/watch.py", "compat/runner.py", "run/execution.py"]
+
+
+@pytest.mark.slow
+def test_the_binaries_a_run_loads_are_data(g, tmp_path):
+    """The entry runs the binaries it is handed: a scratch copy's (a kernel changed there) against the program's
+    own golden.py, through the same entry — no other route is needed to run mixed binaries."""
+    from pypto_build import build
+    from pypto_build.builddir.layout import BuildKind
+    from pypto_build.errors import ValidationFailed
+    from pypto_build.plan.program import Binaries, Program
+    from pypto_build.run import run_built
+    from pypto_build.testing import synth
+
+    scratch = copy_dir(g, tmp_path / "scratch")
+    kernel = synth.kernel_path(scratch, 1)
+    kernel.write_text(kernel.read_text().replace("0.5f", "0.75f"))
+    build(scratch)
+    program = Program(g, BuildKind.L2, "host")
+    quiet = dict(validate=True, say=lambda _line: None)
+    assert run_built(program, **quiet).checked == ["out"]                               # its own binaries
+    with pytest.raises(ValidationFailed, match="Output 'out' does not match golden"):
+        run_built(program, binaries=Binaries(scratch), **quiet)                         # the scratch copy's
