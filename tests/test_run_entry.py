@@ -153,13 +153,13 @@ def test_a_watch_round_runs_through_the_entry(g, spy, tmp_path):
     assert report.verdict == "CRASHED" and "spy" in report.detail
 
 
-def test_only_the_gates_before_planning_classify_a_directory():
-    """Issue 34 item 7: after planning the layout's kind travels in the plan's `Program`; what classifies a
-    directory is the layout itself and the front ends' gates before anything is planned (`check_replayable`,
-    `watch`'s first check) or where nothing is planned (`emit-runner`'s debug/run.py)."""
+def test_only_what_plans_nothing_classifies_a_directory():
+    """Issue 34 item 7: the layout's kind travels in the plan (`Program`; `run.runnable` reads the planned layout),
+    so what classifies a directory is the layout itself and the two verbs that plan nothing: `history` (is it a
+    build directory at all) and `emit-runner` (debug/run.py from the sidecar)."""
     users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                    if "classify" in _used_names(path)[0])
-    assert users == ["builddir/layout.py", "cli/watch.py", "compat/runner.py", "run/execution.py"]
+    assert users == ["builddir/layout.py", "cli/watch.py", "compat/runner.py"]
 
 
 @pytest.mark.slow

@@ -20,7 +20,6 @@ from typing import Any, Mapping, Sequence, TextIO
 from ..core import stages
 from ..run import require_fit
 from ..errors import ArgumentError, BuildError
-from ..run import check_replayable
 from ..builddir.sidecars import load_sidecar
 from ..builddir.runconfig import RunConfig, RunSpec
 from ..options import Request
@@ -58,14 +57,19 @@ def replay(work_dir, *tensors, config: RunConfig | Mapping[str, Any] | None = No
     which a later `validate()` / `pypto-build validate` reuses while it holds. A run on the caller's `tensors`
     is about those tensors, not golden.py's inputs: its result is never recorded as a verdict.
     """
-    from ..api import build
-    from ..run import run_built
+    from .. import pipeline
+    from ..run import run_built, runnable
 
     run = replace(RunSpec.given(config, run_timeout), quiet=quiet)
     config = run.config
     if progress == "stdout":
         progress = sys.stdout           # looked up per call (tests and callers may replace sys.stdout)
-    work_dir = check_replayable(Path(work_dir).resolve())
+    request = Request.given(platform=config.platform, recompile=recompile, jobs=jobs, quiet=quiet, run=run,
+                            rebuild_from_pto=None if rebuild_from_pto else False,
+                            allow_unapplied_pto=allow_unapplied_pto)
+    graph = request.plan(Path(work_dir).resolve())       # planned once: it says what runs, the build goes on it
+    program = runnable(graph)
+    work_dir = program.path
     say = (lambda line: print(line, file=progress, flush=True)) if progress else (lambda line: None)
     if tensors:
         require_fit(load_sidecar(work_dir), tensors)   # before anything is built or the child starts
@@ -75,20 +79,16 @@ def replay(work_dir, *tensors, config: RunConfig | Mapping[str, Any] | None = No
             if not isinstance(t, torch.Tensor):
                 raise ArgumentError(f"replay(validate=True): argument {i} is {type(t).__name__}, expected a torch.Tensor")
     if not tensors:
-        request = Request.given(platform=config.platform, recompile=recompile, jobs=jobs, quiet=quiet, run=run,
-                                rebuild_from_pto=None if rebuild_from_pto else False,
-                                allow_unapplied_pto=allow_unapplied_pto)
-        return _on_golden_inputs(work_dir, request, validate, progress)
-    result = build(work_dir, platform=config.platform, recompile=recompile,
-                   rebuild_from_pto=None if rebuild_from_pto else False, allow_unapplied_pto=allow_unapplied_pto,
-                   jobs=jobs, progress=progress, quiet=quiet)
-    outcome = run_built(result.program(), config=config, validate=validate, say=say, tensors=tensors,
-                        timeout=run.timeout, quiet=quiet)
+        return _on_golden_inputs(work_dir, request, graph, validate, progress)
+    result = pipeline.run(work_dir, request, graph=graph, progress=progress)
+    outcome = run_built(program, config=config, validate=validate, say=say, tensors=tensors, timeout=run.timeout,
+                        quiet=quiet)
     _copy_back(tensors, outcome.outputs or [])
     return ReplayResult(work_dir, result, outcome.checked, outcome.dfx)
 
 
-def _on_golden_inputs(work_dir: Path, request: Request, validate: bool, progress: TextIO | None) -> ReplayResult:
+def _on_golden_inputs(work_dir: Path, request: Request, graph, validate: bool, progress: TextIO | None
+                      ) -> ReplayResult:
     """The run on golden.py's inputs as `pypto-build replay [--validate]` makes it: the pipeline's `replay:` task,
     or its `validate:` task forced (a fresh verdict, recorded as that task records every verdict). The run's
     lines (its task prints them) go to `progress` with the build's; a failed run raises the error tree's
@@ -100,7 +100,7 @@ def _on_golden_inputs(work_dir: Path, request: Request, validate: bool, progress
     task = stages.task(stage, ".")
     with redirect_stdout(progress if progress is not None else io.StringIO()):
         try:
-            result = pipeline.run(work_dir, request, progress=progress)
+            result = pipeline.run(work_dir, request, graph=graph, progress=progress)
         except BuildError as exc:
             raised = exc.result.run_of(task) if exc.result is not None else None
             if isinstance(raised, BaseException):

@@ -1,8 +1,8 @@
 """Running a built directory: the program in a child process, golden inputs and the comparison.
 
 Door: `run_built` (the one entry: every way of running a built program calls it; `Binaries`: what it
-loads, `Loaded`: what an in-process run keeps loaded, `RunOutcome`: what it returns), `check_replayable`
-(whether a directory can run, before anything is built),
+loads, `Loaded`: what an in-process run keeps loaded, `RunOutcome`: what it returns), `runnable`
+(the program a planned directory runs, or why it cannot: before anything is built),
 `run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`; `RunFailed`: their failure,
 carrying the run's typed error; `Refused`: the one when the child refused its input, a user error),
 `VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `require_fit` (the
@@ -19,7 +19,7 @@ _EXPORTS = {
     "Binaries": "entry",
     "Loaded": "entry",
     "RunOutcome": "entry",
-    "check_replayable": "execution",
+    "runnable": "execution",
     "WarmStarter": "starter",
     "run_replay": "actions",
     "run_validate": "actions",

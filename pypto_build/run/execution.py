@@ -1,6 +1,6 @@
 """Running a built directory on its platform: what the replay child does (PyPTO's replay).
 
-`check_replayable` says whether a directory can run, `execute` runs it on its
+`runnable` says whether a planned directory can run (and which program), `execute` runs it on its
 platform's runner (`Runner.run_l2` or `run_l3`, as the layout's kind says: the caller
 hands it in, nothing here tells L2 from L3 again) and writes the diagnostics asked
 for, `save_outputs` keeps the run's outputs. Used by the run stage's entry only (`entry.run_built`: in
@@ -15,33 +15,39 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
-from ..builddir.layout import BuildKind, classify, load_layout
+from ..builddir.layout import BuildKind
 from ..builddir.markers import DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH
 from ..builddir.state_dir import STATE_DIR
 from ..builddir.runconfig import RunConfig
 
+if TYPE_CHECKING:
+    from ..plan.graph import Graph
+    from ..plan.program import Program
 
-def check_replayable(work_dir: Path) -> Path:
-    """The sub-build to run, or one clear error (PyPTO's L2/L3 rule).
+
+def runnable(graph: Graph) -> Program:
+    """The program a planned directory runs as a whole, or one clear error (PyPTO's L2/L3 rule), from the plan's
+    layout (nothing is classified again).
 
     Its sidecar is validated here, before anything is built or run (an L3 build needs distributed_meta.json).
     """
     from ..builddir.sidecars import load_sidecar
+    from ..plan.program import program
 
-    kind, _markers = classify(work_dir)
-    if kind is BuildKind.MULTI_ORCH:
-        subs = ", ".join(str(s.path) for s in load_layout(work_dir).sub_builds)
-        raise UserError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
+    layout = graph.layout
+    if layout.kind is BuildKind.MULTI_ORCH:
+        subs = ", ".join(str(s.path) for s in layout.sub_builds)
+        raise UserError(f"{layout.root} is a multi-orchestration parent; replay one of its sub-builds "
                         f"instead: {subs}")
-    if load_sidecar(work_dir) is None and kind is BuildKind.L3:
-        raise UserError(f"{Path(work_dir) / DISTRIBUTED_META} not found; a distributed build needs "
+    if load_sidecar(layout.root) is None and layout.kind is BuildKind.L3:
+        raise UserError(f"{layout.root / DISTRIBUTED_META} not found; a distributed build needs "
                         "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
-    return Path(work_dir)
+    return program(graph, ".")
 
 
 def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind,

@@ -62,12 +62,12 @@ class Round:
 class Session:
     """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm starter, the inputs."""
 
-    def __init__(self, root: Path, settings: Settings, out: TextIO | None = None) -> None:
+    def __init__(self, root: Path, settings: Settings, out: TextIO | None = None, graph=None) -> None:
         from ..run import WarmStarter
 
         self.root, self.settings, self.out = root, settings, out if out is not None else sys.stdout
         self.graph = None
-        self.plan()
+        self.plan(planned=graph)
         self.starter = WarmStarter(self.graph.platform.name)
         self.snapshot = Snapshot()
         self.inputs = Inputs(root)
@@ -81,10 +81,11 @@ class Session:
         self.previous: float | None = None
         self._refresh()            # the inputs the last build recorded: an edit during round 1 counts
 
-    def plan(self, report: Round | None = None) -> bool:
-        """(Re-)plan the graph; on bad input the round is an ERROR (nothing built or run). Whether it planned."""
+    def plan(self, report: Round | None = None, planned=None) -> bool:
+        """(Re-)plan the graph (`planned`: the plan made already); on bad input the round is an ERROR (nothing built
+        or run). Whether it planned."""
         try:
-            self.graph = self.settings.request.plan(self.root)
+            self.graph = planned or self.settings.request.plan(self.root)
         except (PyptoBuildError, OSError) as exc:
             if report is None:
                 raise
@@ -184,8 +185,7 @@ class Session:
 
     def _run(self, report: Round, read: list[str]) -> None:
         from ..engine import dir_lock
-        from ..plan.program import program
-        from ..run import run_built
+        from ..run import run_built, runnable
         from ..errors import ExecutorError
 
         run = self.settings.request.run
@@ -205,7 +205,7 @@ class Session:
 
         try:
             with dir_lock(self.root / STATE_DIR):
-                outcome = run_built(program(self.graph, "."), config=run.config, validate=self.settings.validate,
+                outcome = run_built(runnable(self.graph), config=run.config, validate=self.settings.validate,
                                     timeout=run.timeout, say=lines.append, start=self.starter.start,
                                     timing_runs=self.settings.runs, on_phase=phase)
             report.verdict = "PASSED" if self.settings.validate else "RAN"
