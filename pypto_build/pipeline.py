@@ -71,6 +71,28 @@ class BuildResult:
     identical: tuple[str, ...] = field(default=())      # compiled units whose bytes were already in place
     doit_errors: tuple[str, ...] = field(default=())    # doit's own lines when it did not complete the run
     stopped: BaseException | None = None    # what stopped the run before it had a result (`stopped_by`)
+    runs: tuple[tuple[str, str], ...] = field(default=())   # the plan's programs (`programs`), as plain data
+    ran: dict = field(default_factory=dict, compare=False)   # run task -> what its run did (`run_of`)
+
+    @property
+    def programs(self) -> tuple:
+        """The programs this build can run (`plan.program.Program`: directory, layout kind, platform), as the
+        plan found them — also when the no-op record answered (it keeps them): no stage classifies again."""
+        from .plan.program import decode
+        return decode(self.work_dir, self.platform, self.runs)
+
+    def program(self):
+        """The one program of an L2 or L3 build directory (a multi-orch parent has one per sub-build)."""
+        found = [p for p in self.programs if p.path == self.work_dir]
+        if not found:
+            raise UserError(f"{self.work_dir} is a multi-orchestration parent; run one of its sub-builds instead: "
+                            + ", ".join(str(p.path) for p in self.programs))
+        return found[0]
+
+    def run_of(self, task: str) -> dict | BaseException | None:
+        """What the run of `task` (a `replay:`/`validate:` task that ran) did: its kept outcome (outputs
+        compared, diagnostics written) or the error tree's exception it failed with; None when it did not run."""
+        return self.ran.get(task)
 
     @classmethod
     def stopped_by(cls, work_dir: Path | str, exc: BaseException, platform: str = "") -> BuildResult:
@@ -226,9 +248,12 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
     warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
+    from .plan.program import programs
+    ran = {**{name: v["run"] for name, v in reporter.values.items() if "run" in v}, **reporter.raised}
     result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
                          tuple(reporter.not_applied), banner, tuple(reporter.pto_rejected),
-                         tuple(sorted(reporter.identical)), tuple(reporter.errors))
+                         tuple(sorted(reporter.identical)), tuple(reporter.errors),
+                         runs=tuple(p.encode(root) for p in programs(graph)), ran=ran)
     if reporter.refused:                # the input refused while running (as planning would): a user error
         raise UserError(reporter.refused[0])
     error = result.error() if check else None
@@ -245,4 +270,5 @@ def _noop_result(root: Path, platform: str, hit: dict, progress: TextIO | None) 
     if progress is not None:
         print("\n".join(said(hit)), file=progress, flush=True)
     return BuildResult(root, platform, tuple(UnitResult(n, "up-to-date", "no-op record") for n in sorted(names)),
-                       0, tuple(lines[1:]), banner=lines[0] if lines else "")
+                       0, tuple(lines[1:]), banner=lines[0] if lines else "",
+                       runs=tuple(tuple(r) for r in hit.get("runs") or ()))

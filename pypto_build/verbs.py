@@ -39,9 +39,10 @@ def run_verb(verb: str, values: Any, directory: Path | str, tasks: list[str] | N
 
 def _run_golden(verb: str, values: Any, root: Path, request: Request) -> int:
     """replay (with --validate: a fresh verdict, recorded) or validate (the last verdict while it holds)."""
-    from .run import check_replayable
+    from .run import runnable
 
-    root = check_replayable(root)
+    graph = request.plan(root)          # planned once: the run goes on this graph, which says what can run
+    root = runnable(graph).path
     if not (root / GOLDEN_PY).is_file():
         raise UserError(f"{root / GOLDEN_PY} not found; the CLI takes its inputs from golden.py — add one "
                         "(generate_inputs/compute_golden) or call pypto_build.replay(dir, *tensors) from Python")
@@ -50,7 +51,7 @@ def _run_golden(verb: str, values: Any, root: Path, request: Request) -> int:
     validating = verb == "validate" or bool(options.option_value(values, "validate", False))
     request = replace(request, tasks=(stages.VALIDATE if validating else stages.REPLAY,),
                       force=(stages.prefix(stages.VALIDATE),) if verb == "replay" and validating else ())
-    return _status(pipeline.run(root, request, progress=sys.stdout, check=False), request.quiet)
+    return _status(pipeline.run(root, request, graph=graph, progress=sys.stdout, check=False), request.quiet)
 
 
 def _status(result: pipeline.BuildResult, quiet: bool) -> int:

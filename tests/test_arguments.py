@@ -289,13 +289,14 @@ def test_the_runs_child_raises_the_error_trees_own_class(g):
     """Issue 34 item 1: an error crosses the run's child process as the class the in-process run raises (here
     the sidecar's MetaError for a compiled_meta.json broken after the build, a ValueError), not a string
     rebuilt as a broader class."""
-    from pypto_build.builddir.runconfig import RunConfig
+    from pypto_build.builddir.layout import BuildKind
     from pypto_build.errors import MetaError
-    from pypto_build.run import run_program
+    from pypto_build.plan.program import Program
+    from pypto_build.run import run_built
 
     (g / "compiled_meta.json").write_text("{")
     with pytest.raises(MetaError, match=r"compiled_meta\.json") as info:
-        run_program(g, RunConfig(platform="host"), validate=True, say=lambda _line: None)
+        run_built(Program(g, BuildKind.L2, "host"), validate=True, say=lambda _line: None)
     assert isinstance(info.value, ValueError)
 
 

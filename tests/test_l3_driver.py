@@ -14,7 +14,8 @@ import pytest
 
 from pypto_build.errors import PyptoBuildError
 from pypto_build.platforms.host.runtime import ExecutorError
-from pypto_build.platforms.l3_driver import call_alloc, clear_dispatch_dirs
+from pypto_build.platforms.l3_driver import call_alloc
+from pypto_build.platforms.dfx_outputs import clear_dispatch_dirs
 
 
 def test_alloc_intermediates_is_called_as_pypto_calls_it(tmp_path):

@@ -270,3 +270,21 @@ def test_a_header_outside_the_directory_is_in_the_record(l2, tmp_path, monkeypat
     edit(sysinc / "site.h")
     result = build(l2)
     assert not is_fast(result) and result.compiled == ["compile:aiv/main_incore_1_aiv"]
+
+
+def test_a_result_the_record_answered_hands_the_run_its_programs(tmp_path):
+    """Issue 34 item 7: the no-op record keeps the plan's programs (directory, layout kind, platform), so a
+    `BuildResult` always carries them — the run stage never classifies the directory again."""
+    from pypto_build.builddir.layout import BuildKind
+    from pypto_build.plan.program import Program
+
+    root = synth.write_multi_orch(tmp_path / "m", kernels=1, golden=True)
+    (root / "next_levels/orch_b/golden.py").unlink()               # a sub-build without golden.py does not run
+    build(root)
+    planned = build(root, tasks=["stamp"])                          # the full path (tasks bypass the record)
+    settle(root)
+    answered = build(root)
+    assert is_fast(answered) and not is_fast(planned)
+    assert answered.programs == planned.programs == (Program(root / "next_levels/orch_a", BuildKind.L2, "host"),)
+    with pytest.raises(Exception, match="multi-orchestration parent; run one of its sub-builds"):
+        answered.program()

@@ -85,6 +85,35 @@ def test_validate_reuses_the_verdict_until_something_changes(g):
 
 
 @pytest.mark.slow
+def test_validate_after_replay_with_validate_reuses_its_verdict(g, capsys):
+    """Issue 34 item 1: `replay(dir, validate=True)` on golden.py's inputs records its verdict the way the
+    `validate:` task records every verdict, so `validate` after it reuses it (it ran the program again before);
+    a run on the caller's own tensors is no verdict about golden.py's inputs: nothing is recorded."""
+    result = replay(g, validate=True)
+    assert result.validated == ["out"]
+    assert "Golden validation: PASSED" in capsys.readouterr().out      # the run's lines: to `progress`
+    again = validate(g)
+    assert again.names("up-to-date", "validate:") == ["validate:."] and again.names("ran") == []
+    fresh = replay(g, validate=True, progress=None)                    # replay always runs (as --validate does)
+    assert fresh.build.names("ran", "validate:") == ["validate:."] and capsys.readouterr().out == ""
+
+
+@pytest.mark.slow
+def test_a_replay_on_the_callers_tensors_records_no_verdict(g):
+    names, args = golden_args(g)
+    assert replay(g, *args, validate=True, progress=None).validated == ["out"]
+    assert validate(g).names("ran", "validate:") == ["validate:."]      # about those tensors: no verdict kept
+
+
+@pytest.mark.slow
+def test_a_mismatch_on_golden_inputs_raises_as_on_the_callers_tensors(g):
+    k = synth.kernel_path(g, 1)
+    k.write_text(k.read_text().replace("0.5f", "0.75f"))
+    with pytest.raises(AssertionError, match="Output 'out' does not match golden"):
+        replay(g, validate=True, progress=None)
+
+
+@pytest.mark.slow
 def test_failed_validation_is_not_cached(g):
     k = synth.kernel_path(g, 1)
     k.write_text(k.read_text().replace("0.5f", "0.75f"))

@@ -155,7 +155,10 @@ def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
                                                            None, None, None, False]] \
         * len(compiles)        # the platform's state folder, the caches, no launcher, no precompiled prelude
     (replay,) = groups[stages.REPLAY]
-    assert replay["actions"][0][1][1:] == [RunConfig(platform="fake", enable_dump_args=1), 9.0, True]  # the graph's; -q
+    program, *rest = replay["actions"][0][1]
+    assert (program.path, program.kind.name, program.platform) == (graph.layout.root, "L2", "fake")  # the plan's
+    assert rest == [RunConfig(enable_dump_args=1), 9.0, True]          # the caller's config (the entry adds the platform); -q
+    assert program.config(rest[0]) == RunConfig(platform="fake", enable_dump_args=1)
     assert replay["task_dep"] == [stages.task(stages.STAMP, ".")]
     default = task_dicts(graph)                                 # no caches, the default run settings
     assert all(d["actions"][0][1][4:] == [None] * 6 + [False] for d in default[stages.COMPILE])

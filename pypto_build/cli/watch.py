@@ -19,18 +19,19 @@ def watch_verb(values: Any, directory: Path | str) -> int:
     from ..errors import UserError
     from ..builddir.layout import find_root
     from ..builddir.markers import GOLDEN_PY
-    from ..run import check_replayable
+    from ..run import runnable
     from ..watch import watch
     from ..watch import Settings
 
     get = functools.partial(options.option_value, values)
     request = options.request(values)       # judged once: options, launcher, the remote cache's URL
-    root = check_replayable(find_root(Path(directory)))
+    graph = request.plan(find_root(Path(directory)))       # the session's first plan: it says what can run
+    root = runnable(graph).path
     if not (root / GOLDEN_PY).is_file():
         raise UserError(f"{root / GOLDEN_PY} not found; watch takes the program's inputs from golden.py — "
                         "add one (generate_inputs/compute_golden), or use `pypto-build build` after each edit")
     settings = Settings(request, validate=bool(get("validate", False)), runs=int(get("runs", 5)))
-    return watch(root, settings, poll=True if get("poll", False) else None)
+    return watch(root, settings, poll=True if get("poll", False) else None, graph=graph)
 
 
 def history_verb(directory: Path | str) -> int:

@@ -7,16 +7,13 @@ from __future__ import annotations
 import os
 import statistics
 import threading
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from ..run import require_fit
 from ..errors import ArgumentError
-from ..builddir.state_dir import STATE_DIR
-from ..platforms import HOST_OUTPUTS
-from ..builddir.markers import COMPILED_META, DEBUG_DIR, DFX_OUTPUTS, KERNEL_CONFIG, NEXT_LEVELS, PTOAS_DIR
+from ..builddir.markers import COMPILED_META
 from ..builddir.sidecars import ParamMeta, ProgramMeta, load_compiled_meta
 
 __all__ = ["CompiledProgram", "BenchmarkStats", "benchmark"]
@@ -25,7 +22,6 @@ _MISSING = ("{path} not found — cannot reconstruct a compiled program from thi
             "single-chip replay feature, is a distributed (L3+) build (use DistributedCompiledProgram.from_dir), "
             "or is the parent of a multi-orch build (each next_levels/<name>/ sub-build has its own sidecar — "
             "reload one of those). Recompile via ir.compile() to refresh.")
-_SKIP_DIRS = frozenset((STATE_DIR, NEXT_LEVELS, DFX_OUTPUTS, DEBUG_DIR, PTOAS_DIR))
 
 
 class CompiledProgram:
@@ -51,8 +47,7 @@ class CompiledProgram:
         self.program = None
         self.jobs = 1
         self._lock = threading.RLock()
-        self._executor = None
-        self._fingerprint: tuple | None = None
+        self._loaded = None             # run.Loaded: the host executor kept loaded across calls
 
     @classmethod
     def from_dir(cls, output_dir, *, platform: str | None = None,
@@ -98,45 +93,39 @@ class CompiledProgram:
         require_fit(self.meta, args, outputs_optional=True)
         return args, allocated
 
-    # -- build + load ------------------------------------------------------------
-    def _binaries(self) -> tuple:
-        """Identity of every loadable binary (and kernel_config.py): a rebuild replaces files atomically."""
-        found = []
-        for top in (self.output_dir, self.output_dir / HOST_OUTPUTS):     # the host platform's binaries too
-            for dirpath, dirs, files in os.walk(top):
-                if dirpath == str(self.output_dir):
-                    dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
-                for name in files:
-                    if name.endswith(".so") or (dirpath == str(self.output_dir) and name == KERNEL_CONFIG):
-                        st = os.stat(os.path.join(dirpath, name))
-                        found.append((os.path.join(dirpath, name), st.st_ino, st.st_mtime_ns, st.st_size))
-        return tuple(sorted(found))
+    # -- build + run ------------------------------------------------------------
+    @property
+    def _executor(self):
+        """The host executor holding the loaded binaries (None: nothing loaded)."""
+        return None if self._loaded is None else self._loaded.executor
 
     def ensure_built(self):
-        """Build what changed and return what runs it: on the host runtime an executor holding the current
-        binaries (reloaded if changed); on another platform its `execute` (simpler loads them per run)."""
+        """Build what changed; return the program the build planned (`plan.program.Program`: its directory, kind
+        and platform), which `run.run_built` runs."""
         from ..api import build
-        from ..platforms import HostExecutor
 
         with self._lock:
             built = build(self.output_dir, platform=self.platform, jobs=self.jobs, progress=None)
             self.platform = built.platform
-            if built.platform != "host":
-                self.close()
-                return _PlatformRun(self.output_dir, built.platform)
-            fingerprint = self._binaries()
-            if self._executor is None or fingerprint != self._fingerprint:
-                self.close()
-                self._executor = HostExecutor(self.output_dir)
-                self._fingerprint = fingerprint
-            return self._executor
+            return built.program()
 
     def close(self) -> None:
         """Drop the loaded binaries (the next call loads them again)."""
         with self._lock:
-            if self._executor is not None:
-                self._executor.close()
-            self._executor = self._fingerprint = None
+            if self._loaded is not None:
+                self._loaded.close()
+
+    def _run(self, full: list, *, config=None, timing_runs: int = 1) -> list[float]:
+        """Build what changed and run on `full` in this process (the run stage's one entry), keeping the host
+        executor loaded across calls; each run's seconds."""
+        from ..run import Loaded, run_built
+
+        program = self.ensure_built()
+        if self._loaded is None:
+            self._loaded = Loaded()
+        outcome = run_built(program, config=config, tensors=full, names=[p.name for p in self.params],
+                            loaded=self._loaded, timing_runs=timing_runs)
+        return outcome.run_seconds
 
     def __call__(self, *args, config=None):
         """Build what changed, then run on `args` (outputs written in place).
@@ -151,36 +140,11 @@ class CompiledProgram:
         """
         with self._lock:
             full, allocated = self._full_args(args)
-            executor = self.ensure_built()
-            names = [p.name for p in self.params]
-            if config is not None and (config.enable_chip_swimlane or config.enable_dump_args):
-                from ..builddir.layout import BuildKind
-                from ..run import execute
-                execute(self.output_dir, full, replace(config, platform=self.platform), kind=BuildKind.L2,
-                        names=names, say=lambda _line: None)
-            else:
-                executor.run(full, param_names=names)
+            self._run(full, config=config)
         if not allocated:
             return None
         outs = tuple(full[i] for i in allocated)
         return outs[0] if len(outs) == 1 else outs
-
-
-@dataclass(frozen=True)
-class _PlatformRun:
-    """A platform other than host runs a built directory through its runner (`platforms.Runner`: simpler's Worker
-    loads the binaries on each run: nothing stays loaded between calls)."""
-
-    output_dir: Path
-    platform: str
-
-    def run(self, args: Sequence, *, param_names: Sequence[str] | None = None) -> None:
-        from ..builddir.layout import BuildKind
-        from ..run import execute
-        from ..builddir.runconfig import RunConfig
-
-        execute(self.output_dir, args, RunConfig(platform=self.platform), kind=BuildKind.L2, names=param_names,
-                say=lambda _line: None)
 
 
 @dataclass
@@ -261,13 +225,5 @@ def benchmark(compiled, args: Sequence, *, rounds: int = 100, warmup: int = 3) -
             raise ArgumentError(f"benchmark(): expected a CompiledProgram, got {type(compiled).__name__}")
     with compiled._lock:
         full, _ = compiled._full_args(args)
-        executor = compiled.ensure_built()
-        names = [p.name for p in compiled.params]
-        samples: list[float] = []
-        for i in range(warmup + rounds):
-            start = time.perf_counter_ns()
-            executor.run(full, param_names=names)
-            elapsed = (time.perf_counter_ns() - start) / 1000.0
-            if i >= warmup:
-                samples.append(elapsed)
-    return BenchmarkStats(samples, rounds, warmup)
+        seconds = compiled._run(full, timing_runs=warmup + rounds)
+    return BenchmarkStats([s * 1e6 for s in seconds[warmup:]], rounds, warmup)

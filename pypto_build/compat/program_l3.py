@@ -5,7 +5,7 @@ driver (the one L3 driver) on the platform the build chose.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -83,16 +83,13 @@ class DistributedCompiledProgram:
         distributed_meta.json first (count, dtype, shape, contiguous, CPU, no Out/InOut tensor sharing memory
         with another): a misfit raises ArgumentError, nothing is built or run."""
         from ..api import build
-        from ..builddir.layout import BuildKind
-        from ..run import execute
-        from ..builddir.runconfig import RunConfig
+        from ..run import Loaded, run_built
 
         require_fit(self.meta, tensors)
         built = build(self.output_dir, platform=self.platform, progress=None)
         self.platform = built.platform
-        execute(self.output_dir, list(tensors), replace(RunConfig.of(config), platform=built.platform),
-                kind=BuildKind.L3, names=[p.name for p in self.params], say=lambda _line: None,
-                device_ids=self.device_ids)
+        run_built(built.program(), config=config, tensors=list(tensors), names=[p.name for p in self.params],
+                  loaded=Loaded(), device_ids=self.device_ids)
 
     def __repr__(self) -> str:
         return f"DistributedCompiledProgram({self.output_dir}, device_ids={list(self.device_ids)})"

@@ -52,6 +52,8 @@ class BuildReporter:
         self.stamped: list[str] = []        # stamp tasks that wrote binary_context.json (run_stamp's values say)
         self.unstamped: list[str] = []      # ... that ran and wrote none (an identity unknown: stale one removed)
         self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
+        self.values: dict[str, dict] = {}   # each task that ran: the values it returned (the caller reads them)
+        self.raised: dict[str, BaseException] = {}  # each failed task whose failure carries a typed error (`error`)
         self._lane: dict[str, int] = {}
         self._t0 = time.monotonic()
         self.total = 0
@@ -90,6 +92,7 @@ class BuildReporter:
         if not task.actions:
             return
         values = task.values if isinstance(task.values, dict) else {}
+        self.values[task.name] = values
         if values.get("not_applied"):
             self.not_applied.append(values["not_applied"])
             self._finish(task.name, "skipped", "ptoas not found (--allow-unapplied-pto)")
@@ -121,6 +124,8 @@ class BuildReporter:
             self._finish(task.name, "skipped", "a unit it depends on failed")
             return
         out = self._finish(task.name, "failed", message=message.strip())
+        if isinstance(getattr(exception, "error", None), BaseException):
+            self.raised[task.name] = exception.error
         first, _, details = out.message.partition("\n")
         if not self.echo_errors and _refused(task, exception):
             self.refused.append(first)              # the caller raises it: a user error, its one line

@@ -251,8 +251,10 @@ def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | N
     paths += tool_paths(list(dict.fromkeys(p for c in used for p in (c.path, *c.watch))), ptoas_path)
     current = sum(1 for n in names if n.startswith(stages.UNITS))
     quick = plain(graph, ptoas_path, state, plain_request) if state is not None and plain_request else None
+    from .program import programs          # what the run stage needs of the plan: a no-op result carries it too
+    runs = [list(p.encode(graph.layout.root)) for p in programs(graph)]
     return record(graph.layout.root, run_key, paths, {"tasks": names, "lines": lines, "current": current,
-                                                      "quick": quick}, graph.planned_ns,
+                                                      "quick": quick, "runs": runs}, graph.planned_ns,
                   noop.watched_checkouts, own)
 
 

@@ -13,6 +13,10 @@ for each git checkout whose clean HEAD is an identity (`trees`), the watch `git_
 root, its watched paths, git's own files and their `lstat` signatures then — which both readers compare
 with `trees_unchanged` (`watch_stats.unchanged`: one function for both; the quick answer's in two processes).
 
+Besides what it compares, the record keeps what a run it answers reports: the task names, the lines, and
+the programs the plan found (`runs`: each one's directory and layout kind, `plan.program`), so a
+`BuildResult` the record answered hands the run stage its programs as a planned one does.
+
 `quick` answers only where the full path would answer the same. Besides the stats and the key, the record
 holds what a plain `build DIR` decides from (its `quick` part, written only when a plain request under that
 environment takes this run's platform and `.pto` settings with no launcher to find and is refused
@@ -51,7 +55,7 @@ from ..toolchain.watch_stats import unchanged as unchanged_trees
 from . import invalidation
 
 NAME = "noop.marshal"
-FORMAT = 4
+FORMAT = 5
 ENV_PREFIXES = ("PYPTO", "PTO", "CXX", "GIT_")      # with ENV_NAMES: every variable a plain build's decision
 ENV_NAMES = ("PATH", "HOME", "XDG_CONFIG_HOME",     # reads (HOME, XDG_CONFIG_HOME and GIT_*: where git's config
              *COMPILE_ENV)                          # is; COMPILE_ENV: what the compiler reads, in its identity)

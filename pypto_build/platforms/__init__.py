@@ -8,11 +8,12 @@ Door: `Record`, `RECORDS` (every platform's record), `platform_names`, `DEFAULT_
 `.locate()` for planning, `.runner()` for running), `choose` / `Choice` (which platform a directory targets,
 and why), `choice_inputs` (what that reads besides the markers), `simpler_missing`, `key_module` /
 `toolchain_key` / `toolchain_key_now` (each platform's no-op key part, light), `HostPlatform`,
-`HostExecutor`, `HOST_OUTPUTS` (where host binaries go), `kernel_payload`.
+`HostExecutor`, `HOST_OUTPUTS` (where host binaries go), `kernel_payload`, `clear_dfx` (what goes from
+dfx_outputs/ before an L2 run: `dfx_outputs`, the one home of that folder's handling).
 Modules: `records` (every platform's record: the one table), `base` (the interfaces and their data),
 `choice`, `installed` (whether simpler is importable, and where), `noop_keys` (the light modules of the
 no-op key), `registry` (implementations by name), `l3_driver` (the one L3 host driver, with its backend
-seam) and `l3_shims` (the stand-ins for the modules a host driver imports: the only module that replaces
+seam), `dfx_outputs` (a run's dfx_outputs folder: cleared before, listed after) and `l3_shims` (the stand-ins for the modules a host driver imports: the only module that replaces
 `sys.modules` entries); folders `host/` and `simpler/`.
 """
 from __future__ import annotations
@@ -45,6 +46,7 @@ _EXPORTS = {
     "Choice": "choice",
     "choose": "choice",
     "choice_inputs": "choice",
+    "clear_dfx": "dfx_outputs",
 }
 
 __all__ = [*_EXPORTS]

@@ -23,7 +23,6 @@ import contextlib
 import inspect
 import itertools
 import json
-import shutil
 import traceback
 import types
 from abc import ABC, abstractmethod
@@ -38,13 +37,12 @@ from ..builddir.markers import DISPATCH_PROGRAM, DISTRIBUTED_META, HOST_ORCH, KE
 from ..core.pyexec import exec_file
 from ..builddir.sidecars import load_distributed_meta
 from . import l3_shims
-from .dfx_outputs import changed_files, dfx_snapshot
+from .dfx_outputs import changed_files, clear_dispatch_dirs, dfx_snapshot
 
 if TYPE_CHECKING:
     from ..builddir.sidecars import ProgramMeta
 
-__all__ = ["run_l3", "L3Backend", "Prepared", "ENTRY_MARKER", "call_alloc",
-           "clear_dispatch_dirs", "check_rank"]
+__all__ = ["run_l3", "L3Backend", "Prepared", "ENTRY_MARKER", "call_alloc", "check_rank"]
 
 ENTRY_MARKER = "_pypto_distributed_entry"       # PyPTO finds the driver's entry by this mark, not by its name
 _PROVIDED = "make_tensor_arg (pypto.runtime.tensor_arg) and _submit_chip (pypto.runtime.distributed_runner)"
@@ -346,27 +344,3 @@ class _Dispatcher:
             return orch.submit_next_level(handle, task_args, config, worker=worker)
         finally:
             config.output_prefix = base
-
-
-def clear_dispatch_dirs(dfx: Path) -> None:
-    """Stale `rank<r>/d<k>` folders of an earlier (maybe larger) run go first, as PyPTO does. A symbolic link
-    where the run clears (the folder itself, a `rank*`, a `d<k>`) is refused in one line before anything is
-    deleted: nothing is ever deleted through a link."""
-    _no_link(dfx)
-    if not dfx.is_dir():
-        return
-    doomed = []
-    for rank_dir in sorted(dfx.glob("rank*")):
-        _no_link(rank_dir)
-        for folder in sorted(rank_dir.glob("d[0-9]*")) if rank_dir.is_dir() else ():
-            _no_link(folder)
-            if folder.is_dir():
-                doomed.append(folder)
-    for folder in doomed:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _no_link(path: Path) -> None:
-    if path.is_symlink():
-        raise UserError(f"{path}: a symbolic link where the run clears its dispatch folders (rank<r>/d<k>); "
-                              "nothing was deleted — replace the link with a folder (or remove it) and run again")

@@ -1,12 +1,13 @@
 """Running a built directory: the program in a child process, golden inputs and the comparison.
 
-Door: `check_replayable` / `execute` (running a built directory), `run_program`
-(the parent side of the child process: golden -> execute -> save -> compare),
-`run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`; `Refused`: their
-failure when the child refused its input, a user error),
-`VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `require_fit` (the caller's tensors against the
-sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`).
-Modules: `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
+Door: `run_built` (the one entry: every way of running a built program calls it; `Binaries`: what it
+loads, `Loaded`: what an in-process run keeps loaded, `RunOutcome`: what it returns), `runnable`
+(the program a planned directory runs, or why it cannot: before anything is built),
+`run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`; `RunFailed`: their failure,
+carrying the run's typed error; `Refused`: the one when the child refused its input, a user error),
+`VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `require_fit` (the
+caller's tensors against the sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`).
+Modules: `entry`, `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
 `golden_cache`, `reads`, `actions`, `checks`, `tasks`.
 """
 from __future__ import annotations
@@ -14,14 +15,16 @@ from __future__ import annotations
 from ..core.doors import door
 
 _EXPORTS = {
-    "check_replayable": "execution",
-    "execute": "execution",
-    "save_outputs": "execution",
-    "run_program": "child",
+    "run_built": "entry",
+    "Binaries": "entry",
+    "Loaded": "entry",
+    "RunOutcome": "entry",
+    "runnable": "execution",
     "WarmStarter": "starter",
     "run_replay": "actions",
     "run_validate": "actions",
     "Refused": "actions",
+    "RunFailed": "actions",
     "require_fit": "arguments",
     "VerdictCheck": "checks",
     "task_dicts": "tasks",

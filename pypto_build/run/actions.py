@@ -1,14 +1,17 @@
-"""doit actions of `replay:<sub>` and `validate:<sub>`: inputs from golden.py, the program in a child process.
+"""doit actions of `replay:<sub>` and `validate:<sub>`: the plan's program on golden.py's inputs, through the run
+stage's one entry (`entry.run_built`, in a child process).
 
 `replay:` always runs when selected (its output is what the user wants to see);
 `validate:` keeps its verdict while the binaries, the run configuration and the
 kept golden result it was compared against (and everything that result is keyed
 on: `golden_key`) are unchanged — what CI reruns need. A verdict is recorded
-only for a comparison that ran and passed.
+only for a comparison that ran and passed: this is the one route that records a verdict, whoever asked for the
+run (`pypto-build validate`, `replay --validate`, `compat.replay` on golden.py's inputs). Each task keeps what
+its run did for the caller (`run`: outputs compared, diagnostics; a failure carries the typed error).
 """
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
@@ -16,9 +19,26 @@ from ..errors import USER, PyptoBuildError, exit_status
 from ..toolchain.local_slots import local_work
 from ..core.oserrors import one_line_failures
 from ..builddir.runconfig import RunConfig
+from ..plan.program import Program
+
+if TYPE_CHECKING:
+    from .entry import RunOutcome
 
 
-class Refused(TaskFailed):
+class RunFailed(TaskFailed):
+    """A failed run of a `replay:`/`validate:` task: its one line for the reporter, and `error`, the error tree's
+    exception the run raised (`ValidationFailed`, `ProgramFailed`, ...) for a caller that raises it as it is
+    (`compat.replay`: `BuildResult.runs`)."""
+
+    def __init__(self, msg: str, error: BaseException | None = None) -> None:
+        super().__init__(msg)
+        self.error = error
+
+    def __reduce__(self):           # doit's exceptions keep no args: say how to make it again (`-j`)
+        return type(self), (self.message, self.error)
+
+
+class Refused(RunFailed):
     """The run refused its input (a `UserError` in the child: e.g. a symbolic link among the L3 dispatch
     folders): not a failed program but the user's to fix. The reporter keeps its line and the pipeline raises
     it as a `UserError` (exit 2), where a failed unit would be exit 1."""
@@ -33,49 +53,53 @@ def _failures() -> tuple[type[BaseException], ...]:
 
 @one_line_failures
 @local_work
-def run_replay(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = False):
-    """Run the sub-build on golden.py's inputs; print PyPTO's lines as they come (`quiet`: not the progress)."""
-    from .child import run_program
+def run_replay(program: Program, config: RunConfig, timeout: float, quiet: bool = False):
+    """Run the program on golden.py's inputs; print PyPTO's lines as they come (`quiet`: not the progress)."""
+    from .entry import run_built
 
     failures = _failures()
     try:
-        run_program(Path(sub_rel), config, validate=False, timeout=timeout, say=_say, quiet=quiet)
+        outcome = run_built(program, config=config, validate=False, timeout=timeout, say=_say, quiet=quiet)
     except failures as exc:
-        return _failed(sub_rel, "replay", exc)
-    return {}
+        return _failed(program, "replay", exc)
+    return {"run": _kept(outcome)}
 
 
 @one_line_failures
 @local_work
-def run_validate(sub_rel: str, config: RunConfig, timeout: float, quiet: bool = False):
+def run_validate(program: Program, config: RunConfig, timeout: float, quiet: bool = False):
     """Run and validate; the verdict (and the seal of the golden result it was compared against, which keys
     it: `run.checks.VerdictCheck`) is recorded only when it passes."""
-    from .child import run_program
+    from .entry import run_built
 
     failures = _failures()
     try:
-        outcome = run_program(Path(sub_rel), config, validate=True, timeout=timeout, say=_say, quiet=quiet)
+        outcome = run_built(program, config=config, validate=True, timeout=timeout, say=_say, quiet=quiet)
     except failures as exc:
-        return _failed(sub_rel, "validation", exc)
-    return {"verdict": "PASSED", "outputs": outcome.checked, "config": config.key(),
-            "golden": {"seal": outcome.golden, "states": {}}}
+        return _failed(program, "validation", exc)
+    return {"verdict": "PASSED", "outputs": outcome.checked, "config": program.config(config).key(),
+            "golden": {"seal": outcome.golden, "states": {}}, "run": _kept(outcome)}
+
+
+def _kept(outcome: RunOutcome) -> dict:
+    """What a task keeps of its run for the caller (`pipeline.BuildResult.runs`): outputs compared, diagnostics."""
+    return {"checked": list(outcome.checked), "dfx": list(outcome.dfx)}
 
 
 def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def _failed(sub_rel: str, what: str, exc: BaseException) -> TaskFailed:
+def _failed(program: Program, what: str, exc: BaseException) -> TaskFailed:
     """A refusal of the input (what the error tree gives 2: `errors.exit_status`) keeps its own line (it names
-    the file and the fix); a failure says what failed."""
+    the file and the fix); a failure says what failed. Either carries the error as the run raised it."""
     if exit_status(exc) == USER:
-        return Refused(str(exc))
-    return TaskFailed(_failure(sub_rel, what, exc))
+        return Refused(str(exc), exc)
+    return RunFailed(_failure(program, what, exc), exc)
 
 
-def _failure(sub_rel: str, what: str, exc: BaseException) -> str:
+def _failure(program: Program, what: str, exc: BaseException) -> str:
     """The one line (what failed, in which directory) and the details after it."""
     text = str(exc) or type(exc).__name__
     head, _, rest = text.partition("\n")
-    where = Path(sub_rel).resolve()
-    return f"{what} of {where} failed: {head}" + (f"\n{rest}" if rest else "")
+    return f"{what} of {program.path} failed: {head}" + (f"\n{rest}" if rest else "")

@@ -1,7 +1,7 @@
 """Run a built directory's program in a child process: a crash or a hang is a failed run, not a dead tool.
 
-`run_program()` (the parent side) starts `python -P -m pypto_build.run.child` in
-its own session, sends it a request, prints the lines it sends back, and
+`in_child()` (the parent side; called by the run stage's entry, `entry.run_built`) starts
+`python -P -m pypto_build.run.child` in its own session, sends it a request, prints the lines it sends back, and
 returns an outcome only when the child said so explicitly. Anything else is a
 failure naming the program and what was running: a signal (segfault, abort), an
 exit status (`exit()` in a kernel, `sys.exit()` in golden.py), a timeout
@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..core import pipes, procs
 from .starter import spawn
@@ -40,6 +40,9 @@ from ..errors import ArgumentError, ProgramFailed, PyptoBuildError, UserError, V
 from ..builddir.markers import DFX_OUTPUTS
 from ..builddir.runconfig import RunConfig
 from ..core.safeio import refusal
+
+if TYPE_CHECKING:
+    from ..plan.program import Binaries, Program
 
 DEFAULT_TIMEOUT = 1800.0
 _POLL_S = 0.2
@@ -60,11 +63,12 @@ class RunOutcome:
     run_seconds: list[float] = field(default_factory=list)   # each timed run of the program (`timing_runs`)
 
 
-def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: float = DEFAULT_TIMEOUT,
-                say: Callable[[str], None] = print, tensors: Sequence | None = None,
-                names: Sequence[str] | None = None, start: Callable | None = None, timing_runs: int = 1,
-                on_phase: Callable[[str], None] | None = None, quiet: bool = False) -> RunOutcome:
-    """Run `sub_dir` in a child process (inputs from golden.py, or `tensors`); raise on any failure.
+def in_child(program: Program, binaries: Binaries, config: RunConfig, *, validate: bool,
+             timeout: float = DEFAULT_TIMEOUT, say: Callable[[str], None] = print, tensors: Sequence | None = None,
+             names: Sequence[str] | None = None, start: Callable | None = None, timing_runs: int = 1,
+             on_phase: Callable[[str], None] | None = None, quiet: bool = False) -> RunOutcome:
+    """Run `program` (loading `binaries`) in a child process (inputs from golden.py, or `tensors`); raise on any
+    failure. `config` names the platform already (`entry.run_built` put it there).
 
     `start` starts the process (`starter.spawn`, a new interpreter, by default; `starter.WarmStarter.start`
     forks a warm one); `timing_runs` runs the program that many times (fresh inputs each time) and reports
@@ -74,10 +78,11 @@ def run_program(sub_dir: Path, config: RunConfig, *, validate: bool, timeout: fl
     Raises ProgramFailed (crash, exit, timeout), GoldenError/NothingCompared, ExecutorError, or
     AssertionError for an output that does not match — the same types the in-process steps raise.
     """
-    sub_dir = Path(sub_dir).resolve()
+    sub_dir = Path(program.path).resolve()
     _check_data(sub_dir)
     started = (start or spawn)(sub_dir, _child)
-    request = {"sub": str(sub_dir), "config": config, "validate": validate, "names": list(names or []),
+    request = {"sub": str(sub_dir), "kind": program.kind, "binaries": str(Path(binaries.where).resolve()),
+               "config": config, "validate": validate, "names": list(names or []),
                "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
                "parent": started.parent, "timing_runs": timing_runs, "quiet": quiet}
     inbox, outbox = started.inbox, started.outbox
@@ -184,11 +189,11 @@ def _typed(exc: BaseException, sub: str) -> PyptoBuildError:
 
 
 def _run(request: dict, send: Callable[[str, object], None]) -> dict:
-    from ..builddir.layout import BuildKind, classify
+    from ..builddir.layout import BuildKind
     from ..platforms import implementation
 
-    sub = Path(request["sub"])
-    kind, _markers = classify(sub)                  # L2 or L3: decided once, by the layout
+    sub, built = Path(request["sub"]), Path(request["binaries"])
+    kind: BuildKind = request["kind"]               # L2 or L3: the plan's (classified once, by the layout)
     config: RunConfig = request["config"]
     if kind is BuildKind.L3:                        # e.g. the rank workers' server: its imports overlap ours
         implementation(config.platform or "host").runner().prepare_l3()
@@ -248,10 +253,10 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
     pristine = copies(named) if runs > 1 else {}
     at(f"running the program on {config.platform}")
     began = time.perf_counter()
-    dfx = execute(sub, tensors, config, kind=kind, names=list(named), say=said_by_run,
+    dfx = execute(built, tensors, config, kind=kind, names=list(named), say=said_by_run,
                   on_task=lambda what: at(f"running {what}"))
     seconds = [time.perf_counter() - began]
-    note(f"Replay finished. DFX artefacts (if any) under {sub / DFX_OUTPUTS}")
+    note(f"Replay finished. DFX artefacts (if any) under {built / DFX_OUTPUTS}")
     at("saving the outputs")
     save_outputs(sub, named)
     checked: list[str] = []
@@ -274,7 +279,7 @@ def _run(request: dict, send: Callable[[str, object], None]) -> dict:
         again = copies(pristine)
         at(f"timing the program (run {i + 1} of {runs})")
         began = time.perf_counter()
-        execute(sub, list(again.values()), config, kind=kind, names=list(again), say=lambda line: None)
+        execute(built, list(again.values()), config, kind=kind, names=list(again), say=lambda line: None)
         seconds.append(time.perf_counter() - began)
     return {"checked": checked, "dfx": dfx, "reads": _keyed_files(sub, cached, taken, reads),
             "golden": kept if from_golden else None,

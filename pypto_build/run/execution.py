@@ -1,11 +1,11 @@
 """Running a built directory on its platform: what the replay child does (PyPTO's replay).
 
-`check_replayable` says whether a directory can run, `execute` runs it on its
+`runnable` says whether a planned directory can run (and which program), `execute` runs it on its
 platform's runner (`Runner.run_l2` or `run_l3`, as the layout's kind says: the caller
 hands it in, nothing here tells L2 from L3 again) and writes the diagnostics asked
-for, `save_outputs` keeps the run's outputs. Used by the child process (`child.py`) and by
-`CompiledProgram`; it builds nothing and runs no golden (`child.run_program`
-puts the steps together for `compat.replay` and the `replay:`/`validate:` tasks).
+for, `save_outputs` keeps the run's outputs. Used by the run stage's entry only (`entry.run_built`: in
+process, and in the child, `child.py`); it builds nothing and runs no golden (`child.in_child` puts the
+steps together).
 torch is imported only inside these functions, never on a build-only path.
 """
 from __future__ import annotations
@@ -15,33 +15,39 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
-from ..builddir.layout import BuildKind, classify, load_layout
-from ..builddir.markers import ARGS_DUMP_DIR, DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH, SWIMLANE_PREFIX
+from ..builddir.layout import BuildKind
+from ..builddir.markers import DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH
 from ..builddir.state_dir import STATE_DIR
 from ..builddir.runconfig import RunConfig
 
+if TYPE_CHECKING:
+    from ..plan.graph import Graph
+    from ..plan.program import Program
 
-def check_replayable(work_dir: Path) -> Path:
-    """The sub-build to run, or one clear error (PyPTO's L2/L3 rule).
+
+def runnable(graph: Graph) -> Program:
+    """The program a planned directory runs as a whole, or one clear error (PyPTO's L2/L3 rule), from the plan's
+    layout (nothing is classified again).
 
     Its sidecar is validated here, before anything is built or run (an L3 build needs distributed_meta.json).
     """
     from ..builddir.sidecars import load_sidecar
+    from ..plan.program import program
 
-    kind, _markers = classify(work_dir)
-    if kind is BuildKind.MULTI_ORCH:
-        subs = ", ".join(str(s.path) for s in load_layout(work_dir).sub_builds)
-        raise UserError(f"{work_dir} is a multi-orchestration parent; replay one of its sub-builds "
+    layout = graph.layout
+    if layout.kind is BuildKind.MULTI_ORCH:
+        subs = ", ".join(str(s.path) for s in layout.sub_builds)
+        raise UserError(f"{layout.root} is a multi-orchestration parent; replay one of its sub-builds "
                         f"instead: {subs}")
-    if load_sidecar(work_dir) is None and kind is BuildKind.L3:
-        raise UserError(f"{Path(work_dir) / DISTRIBUTED_META} not found; a distributed build needs "
+    if load_sidecar(layout.root) is None and layout.kind is BuildKind.L3:
+        raise UserError(f"{layout.root / DISTRIBUTED_META} not found; a distributed build needs "
                         "it to run (device ids, parameters) — restore it or recompile via ir.compile()")
-    return Path(work_dir)
+    return program(graph, ".")
 
 
 def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind,
@@ -49,7 +55,7 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
             device_ids: Sequence[int] | None = None, on_task: Callable[[str], None] | None = None) -> list[str]:
     """Run the built directory `sub_dir`, of the layout's `kind`, on `config.platform`'s runner; write the
     diagnostics asked for, after clearing what an earlier run of ours wrote. Returns the diagnostics files."""
-    from ..platforms import implementation
+    from ..platforms import clear_dfx, implementation
 
     runner = implementation(config.platform or "host").runner()
     if kind is BuildKind.L3:            # PyPTO's rule: a host driver over chip programs (it clears its own dfx)
@@ -63,13 +69,6 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
         confine_tree(base, base / DFX_OUTPUTS, "dfx_outputs folder")
         clear_dfx(base / DFX_OUTPUTS)
     return runner.run_l2(sub_dir, args, config, names=names, say=say, on_task=on_task)
-
-
-def clear_dfx(dfx: Path) -> None:
-    """Remove what an earlier L2 run of ours wrote under dfx_outputs/ (PyPTO's own files stay): runs never mix."""
-    for old in dfx.glob(f"{SWIMLANE_PREFIX}*.json"):
-        old.unlink(missing_ok=True)
-    shutil.rmtree(dfx / ARGS_DUMP_DIR, ignore_errors=True)
 
 
 def save_outputs(work_dir: Path, named: dict) -> None:

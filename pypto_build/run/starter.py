@@ -1,6 +1,6 @@
 """How a run's process starts: cold (`spawn`, a new interpreter) or warm (`WarmStarter`, forked).
 
-`run_program` by default starts `python -m pypto_build.run.child` for every run,
+`child.in_child` by default starts `python -m pypto_build.run.child` for every run,
 which pays the interpreter's start and torch's import (about 1.3 s) each time.
 `WarmStarter` starts one server process (`warm_server`, `python -m
 pypto_build.run.warm_server`) that imports them once; every run is a new process
@@ -108,7 +108,7 @@ class WarmStarter:
         return time.perf_counter() - start
 
     def start(self, sub_dir: Path, entry: Callable[[Connection, Connection], None]) -> Started:
-        """A new process forked from the server, running `entry` (the child side of `run_program`) in `sub_dir`."""
+        """A new process forked from the server, running `entry` (the child side of `child.in_child`) in `sub_dir`."""
         request = pickle.dumps((entry, str(sub_dir)))
         child_in, to_child = os.pipe()
         from_child, child_out = os.pipe()
@@ -187,7 +187,7 @@ def _nothing(inbox: Connection, outbox: Connection) -> None:
 
 
 def spawn(sub_dir: Path, entry: Callable | None = None) -> "Spawned":
-    """The cold way (`run_program`'s default): a new interpreter runs `python -P -m pypto_build.run.child`
+    """The cold way (`child.in_child`'s default): a new interpreter runs `python -P -m pypto_build.run.child`
     (whose `__main__` is the entry)."""
     read_fd, child_w = os.pipe()
     child_r, write_fd = os.pipe()

@@ -31,20 +31,21 @@ TICK_MS = 500           # the watcher wakes this often with nothing to report (t
 
 
 def watch(root: Path, settings: Settings, *, out: TextIO | None = None, poll: bool | None = None,
-          stop: threading.Event | None = None, rounds: int | None = None) -> int:
+          stop: threading.Event | None = None, rounds: int | None = None, graph=None) -> int:
     """Watch the build directory at `root` until Ctrl-C (`stop` set, or `rounds` rounds: for tests); the last
-    round's status (`Round.status`)."""
+    round's status (`Round.status`). `graph`: its plan already made (the verb's, which checked it can run)."""
     from ..engine import sigterm_as_interrupt
 
     with sigterm_as_interrupt():        # SIGTERM as Ctrl-C: the run stopped, the summary said, state kept
-        return _watch(root, settings, out if out is not None else sys.stdout, poll, stop, rounds)   # sys.stdout as it is now
+        return _watch(root, settings, out if out is not None else sys.stdout, poll, stop, rounds,  # sys.stdout now
+                      graph)
 
 
 def _watch(root: Path, settings: Settings, out: TextIO, poll: bool | None, stop: threading.Event | None,
-           rounds: int | None) -> int:
+           rounds: int | None, graph=None) -> int:
     import watchfiles
 
-    session = Session(root, settings, out)
+    session = Session(root, settings, out, graph)
     session.starter.start_server()     # from this thread: the server dies with it
     warm = threading.Thread(target=session.starter.warm_up, daemon=True, name="pypto-build-warm-up")
     warm.start()                        # torch imports in the server while the first round compiles

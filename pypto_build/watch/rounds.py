@@ -13,7 +13,6 @@ verdict and runs again, in the same block, once the writes settle (`pending`).
 """
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 import statistics
 import sys
@@ -63,12 +62,12 @@ class Round:
 class Session:
     """The warm state of `pypto-build watch DIR`: imports, the planned graph, the warm starter, the inputs."""
 
-    def __init__(self, root: Path, settings: Settings, out: TextIO | None = None) -> None:
+    def __init__(self, root: Path, settings: Settings, out: TextIO | None = None, graph=None) -> None:
         from ..run import WarmStarter
 
         self.root, self.settings, self.out = root, settings, out if out is not None else sys.stdout
         self.graph = None
-        self.plan()
+        self.plan(planned=graph)
         self.starter = WarmStarter(self.graph.platform.name)
         self.snapshot = Snapshot()
         self.inputs = Inputs(root)
@@ -82,10 +81,11 @@ class Session:
         self.previous: float | None = None
         self._refresh()            # the inputs the last build recorded: an edit during round 1 counts
 
-    def plan(self, report: Round | None = None) -> bool:
-        """(Re-)plan the graph; on bad input the round is an ERROR (nothing built or run). Whether it planned."""
+    def plan(self, report: Round | None = None, planned=None) -> bool:
+        """(Re-)plan the graph (`planned`: the plan made already); on bad input the round is an ERROR (nothing built
+        or run). Whether it planned."""
         try:
-            self.graph = self.settings.request.plan(self.root)
+            self.graph = planned or self.settings.request.plan(self.root)
         except (PyptoBuildError, OSError) as exc:
             if report is None:
                 raise
@@ -185,18 +185,17 @@ class Session:
 
     def _run(self, report: Round, read: list[str]) -> None:
         from ..engine import dir_lock
-        from ..run import check_replayable, run_program
+        from ..run import run_built, runnable
         from ..errors import ExecutorError
 
         run = self.settings.request.run
-        config = dataclasses.replace(run.config, platform=self.graph.platform.name)
         lines: list[str] = []
         marks: dict[str, float] = {}
         began = time.perf_counter()
 
         def phase(what: str) -> None:
             if what.startswith("compared ") and what.endswith(": passed"):      # the verdict, before timing runs
-                self._unmoved(read)         # moved: the run is stopped (run_program's way out), no verdict
+                self._unmoved(read)         # moved: the run is stopped (the entry's way out), no verdict
                 report.verdict, report.detail = "PASSED", what[len("compared "):-len(": passed")]
                 self._verdict(report)
             for key in ("running the program", "saving the outputs", "calling golden.py compute_golden",
@@ -206,9 +205,9 @@ class Session:
 
         try:
             with dir_lock(self.root / STATE_DIR):
-                outcome = run_program(check_replayable(self.root), config, validate=self.settings.validate,
-                                      timeout=run.timeout, say=lines.append,
-                                      start=self.starter.start, timing_runs=self.settings.runs, on_phase=phase)
+                outcome = run_built(runnable(self.graph), config=run.config, validate=self.settings.validate,
+                                    timeout=run.timeout, say=lines.append, start=self.starter.start,
+                                    timing_runs=self.settings.runs, on_phase=phase)
             report.verdict = "PASSED" if self.settings.validate else "RAN"
             report.detail = ", ".join(outcome.checked)
             report.seconds = outcome.run_seconds
