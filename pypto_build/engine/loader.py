@@ -25,7 +25,7 @@ from ..builddir.layout import find_root
 from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
-from .tasks import DEFAULT_TASKS, task_dicts
+from ..compile.stage import DEFAULT_TASKS, task_dicts
 
 opt_recompile, = options.doit_options(tuple(o for o in options.BUILD if o.dest == "recompile"))
 GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "cache_dir",

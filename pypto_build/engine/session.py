@@ -28,7 +28,7 @@ from .loader import BuildDirLoader
 from .lock import NotWritable, dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
 from .statedb import open_state, take_over
-from .tasks import DEFAULT_TASKS
+from ..compile.stage import DEFAULT_TASKS
 from .workers import install_fork_hooks
 
 
