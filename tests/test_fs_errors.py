@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_PTOAS, age_tree, copy_dir, edit, settle_ctimes
-from pypto_build.engine.reporter import KEPT_VERDICT
+from pypto_build.run import KEPT_VERDICT
 from pypto_build.core import atomic
 from pypto_build.testing import synth
 from pypto_build.api import build

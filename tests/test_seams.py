@@ -142,7 +142,7 @@ def test_host_platform_places_binaries_and_refuses_a_bad_pto_isa_root(tmp_path):
 
 
 def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
-    from pypto_build.compile.stage import task_dicts
+    from pypto_build.engine.tasks import task_dicts
     root = synth.write_l2(tmp_path / "d", kernels=2)
     graph = load_graph(root, platform=FakePlatform())
     caches = Caches(str(tmp_path / "cache"), None)

@@ -31,9 +31,10 @@ class ContentDependency(Dependency):
     """doit's dependency manager with the fixes above; `reasons` says why each task must run."""
 
     def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, force: tuple[str, ...] = (),
-                 **kwargs):
+                 read_only: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.force = force          # task-name prefixes that run whatever their state says (replay --validate)
+        self.read_only = read_only  # a reader deciding as a build does (explain): adopts in memory, records nothing
         # commit each success at once (sqlitedb.StateDB): a killed run keeps its finished units
         self.checkpoint = checkpoint
         if checkpoint:
@@ -41,7 +42,7 @@ class ContentDependency(Dependency):
         self._snapshots: dict[str, dict[str, list]] = {}
         self.reasons: dict[str, str] = {}
         self.refused: set[str] = set()  # tasks whose inputs hold a FIFO or device: bad input, not a failed unit
-        self.adopt = adopt          # only a build adopts; inspecting commands never write
+        self.adopt = adopt          # a build adopts (and explain, read-only); inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
         if self.adopt and not self.recorded(task.name) and not self.failed(task.name):
@@ -92,7 +93,7 @@ class ContentDependency(Dependency):
             if values is not None:
                 adopted = getattr(utd, "adopted", None)
                 try:
-                    if adopted:
+                    if adopted and not self.read_only:
                         adopted(values)
                 except OSError:
                     return          # its record cannot be written (full disk): not adopted, the task runs

@@ -3,15 +3,15 @@
 It is given the graph, caches and run settings of the one pipeline (`pipeline.run`), or,
 under doit's own commands, plans them from their option values through the same
 `options.Request` (`options.request`: the pipeline's first two stages), then says what
-that planning has to tell (`Graph.notices`); it hands doit the task dicts of
-`engine/tasks.py`. The commands that use it are in `engine/commands.py`.
+that planning has to tell (`Graph.notices`); it hands doit the task dicts of the stages it is given
+(`engine/tasks.py`; default the build's table). The commands that use it are in `engine/commands.py`.
 """
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
@@ -25,7 +25,10 @@ from ..builddir.layout import find_root
 from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
-from ..compile.stage import DEFAULT_TASKS, task_dicts
+from .tasks import build_stages, default_tasks, task_dicts
+
+if TYPE_CHECKING:
+    from ..core.stage_seam import Stage
 
 opt_recompile, = options.doit_options(tuple(o for o in options.BUILD if o.dest == "recompile"))
 GRAPH_OPTIONS = ("platform", "no_rebuild_from_pto", "ptoas", "allow_unapplied_pto", "include_stale", "cache_dir",
@@ -45,7 +48,8 @@ class BuildDirLoader:
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
-                 force: tuple[str, ...] = (), after_whole_build: Callable[[Graph, list], None] | None = None):
+                 force: tuple[str, ...] = (), after_whole_build: Callable[[Graph, list], None] | None = None,
+                 stages: tuple[Stage, ...] | None = None):
         self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
         self.config: dict | None = None
         self.task_opts: dict | None = None
@@ -61,6 +65,7 @@ class BuildDirLoader:
         # records: `pipeline.after_a_whole_build`); None: nothing
         self.after_whole_build = after_whole_build
         self.values: dict = {}
+        self.stages = build_stages() if stages is None else stages      # what the graph is assembled from
 
     def setup(self, opt_values):
         if self.root is None:
@@ -75,7 +80,7 @@ class BuildDirLoader:
 
     def load_doit_config(self):
         return {"check_file_uptodate": XXHChecker, "backend": "sqlite3", "dep_file": str(self.dep_file),
-                "default_tasks": list(DEFAULT_TASKS), "reporter": self.reporter or BuildReporter}
+                "default_tasks": default_tasks(self.stages), "reporter": self.reporter or BuildReporter}
 
     def plan(self) -> Graph:
         """The graph, planned once from doit's option values when none was given (bad input: a UserError)."""
@@ -96,6 +101,6 @@ class BuildDirLoader:
             for line in err:
                 print(line, file=sys.stderr)
         tasks = []
-        for base, dicts in task_dicts(self.graph, self.caches, self.run).items():
+        for base, dicts in task_dicts(self.graph, self.caches, self.run, self.stages).items():
             tasks.extend(generate_tasks(base, (d for d in dicts), f"{base} units of {self.root.name}"))
         return tasks

@@ -2,8 +2,9 @@
 
 Pure planning: nothing runs, nothing is written, doit is not imported (a test
 checks it). The graph says what there is to do — every compile unit per
-sub-build, the `.pto` units, what replay/validate can run; `engine/tasks.py`
-turns it into doit task dicts, with the caches and run settings of one run.
+sub-build, the `.pto` units, what replay/validate can run; each stage turns it into its doit task
+dicts (`Stage.tasks`: `pto/stage.py`, `compile/stage.py`, `run/tasks.py`), with the caches and run settings
+of one run.
 """
 from __future__ import annotations
 
