@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+NO_EFFECT = "not_applied"
+"""The key of a task's values when it ran without effect (a `.pto` edit ptoas could not apply, accepted): its
+state is not saved (`ContentDependency.save_success`), so it stays stale and says so again, and no no-op
+record is kept after the run (`plan.noop.record_graph`); its stage reports it (`Done.skipped`)."""
+
+
 @dataclass(frozen=True)
 class Done:
     """What one success of a stage's task adds to the run's report."""

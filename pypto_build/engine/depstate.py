@@ -22,6 +22,7 @@ import sqlite3
 from doit.dependency import Dependency, get_md5
 
 from ..core.filestate import is_modified, make_state, refreshed
+from ..core.stage_seam import NO_EFFECT
 from ..errors import PyptoBuildError
 from ..core.oserrors import run_failure
 from ..core.safeio import is_regular, refusal
@@ -160,7 +161,7 @@ class ContentDependency(Dependency):
 
     def save_success(self, task, result_hash=None):
         snapshot = self._snapshots.pop(task.name, {})
-        if isinstance(task.values, dict) and task.values.get("not_applied"):
+        if isinstance(task.values, dict) and task.values.get(NO_EFFECT):
             return                  # ran without effect (no ptoas): stay stale, say so again next run
         self.backend.set(task.name, "_values_:", task.values)
         if result_hash is not None:

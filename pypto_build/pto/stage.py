@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..core import stages
-from ..core.stage_seam import Done, Seen, Stage
+from ..core.stage_seam import NO_EFFECT, Done, Seen, Stage
 
 
 def task_dicts(graph, _caches=None, _run=None) -> dict[str, list[dict]]:
@@ -47,8 +47,8 @@ NO_PTOAS = "ptoas not found (--allow-unapplied-pto)"
 def done(_name: str, values: dict) -> Done:
     """A `ptoas:` that found no ptoas (accepted): skipped, said at once under -q; else the kernel files it
     spliced and the unedited `.pto` ptoas could not compile (their kernels kept)."""
-    if values.get("not_applied"):
-        return Done({"not_applied": (values["not_applied"],)}, NO_PTOAS, not_applied_line([values["not_applied"]]))
+    if values.get(NO_EFFECT):
+        return Done({"not_applied": (values[NO_EFFECT],)}, NO_PTOAS, not_applied_line([values[NO_EFFECT]]))
     return Done({"spliced": tuple(values.get("spliced") or ()),
                  "pto_rejected": (values["rejected"],) if values.get("rejected") else ()})
 
@@ -74,6 +74,13 @@ def unapplied(seen: Seen) -> list[str]:
     if failed:
         lines.append(f"[pto->cpp] edits NOT applied: {', '.join(failed)} failed (see above)")
     return lines
+
+
+def unapplied_sources(graph, result) -> list[str]:
+    """The `.pto` files of `graph` whose edits did not reach the kernel files in the run `result` (a
+    `BuildResult`): accepted by --allow-unapplied-pto, or whose ptoas or splice failed."""
+    failed = {u.task.partition(":")[2] for u in result.failures if u.task.startswith(stages.PTO)}
+    return sorted({*result.not_applied, *(u.pto for u in graph.pto.units if u.name in failed)})
 
 
 def not_applied_line(units: list[str]) -> str:
