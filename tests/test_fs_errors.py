@@ -149,6 +149,28 @@ def test_read_only_dir_explain_and_dry_run_work_build_and_replay_refuse(referenc
     assert tree(src) == before
 
 
+def test_read_only_dir_is_forced_as_a_build_forces_it(reference, tmp_path):
+    """Issue 34 item 6: `--recompile` and an `invalidate_binary_cache()` mark are applied to a read-only
+    directory by the build's own forcing (`forcing.force_rebuilds`, in memory): explain says every unit is
+    forced, and a build is refused naming the unit it would force and why (before: a refusal naming none);
+    the mark stays."""
+    from pypto_build.plan import invalidation
+    src = copy_dir(reference, tmp_path / "src")
+    with read_only_view(src, tmp_path / "view") as view:
+        out = cli("explain", "--recompile", str(view))
+        assert out.returncode == 0 and "pypto-build: 4 would compile, 0 up to date" in out.stdout, out.stdout
+        line = one_line(out := cli("build", "--recompile", str(view)))
+        assert out.returncode == 2 and line.startswith(refusal(view, "is on a read-only filesystem", "")[:60])
+        assert "needs to run (forced by --recompile)" in line, line
+    invalidation.mark(src)
+    before = tree(src)
+    with read_only_view(src, tmp_path / "view2") as view:
+        assert f"compile:aiv/{K1_UNIT}: forced by invalidate_binary_cache()" in cli("explain", str(view)).stdout
+        line = one_line(out := cli("build", str(view)))
+        assert out.returncode == 2 and "needs to run (forced by invalidate_binary_cache())" in line, line
+    assert tree(src) == before
+
+
 def refusal(view: Path, what: str, needs: str) -> str:
     """The one line of a run that must write into a directory it cannot write."""
     return (f"pypto-build: error: {view}: {what}, and {needs}; a build writes binaries and its state there — copy "
