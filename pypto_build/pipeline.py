@@ -247,12 +247,13 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
         write_trace(reporter.spans, Path(request.trace))
     units = tuple(UnitResult(name, o.status, o.reason, o.seconds, o.message)
                   for name, o in sorted(reporter.outcomes.items()))
-    warnings = [*said, *reporter.warnings, *reporter.unapplied(), *warned]
+    warnings = [*said, *reporter.warnings, *reporter.stage_warnings(), *warned]
     from .plan.program import programs
     ran = {**{name: v["run"] for name, v in reporter.values.items() if "run" in v}, **reporter.raised}
-    result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(reporter.spliced),
-                         tuple(reporter.not_applied), banner, tuple(reporter.pto_rejected),
-                         tuple(sorted(reporter.identical)), tuple(reporter.errors),
+    kept = reporter.tallied             # what the stages tallied (pto/stage.py, compile/stage.py)
+    result = BuildResult(root, graph.platform.name, units, rc, tuple(warnings), tuple(kept("spliced")),
+                         tuple(kept("not_applied")), banner, tuple(kept("pto_rejected")),
+                         tuple(sorted(kept("identical"))), tuple(reporter.errors),
                          runs=tuple(p.encode(root) for p in programs(graph)), ran=ran)
     if reporter.refused:                # the input refused while running (as planning would): a user error
         raise UserError(reporter.refused[0])

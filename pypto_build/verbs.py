@@ -69,7 +69,7 @@ def _status(result: pipeline.BuildResult, quiet: bool) -> int:
 def explain_verb(request: Request, root: Path, *, all_tasks: bool = False) -> int:
     """`explain` / `build --dry-run`: every stale unit and why (with --recompile: what it would force)."""
     from .engine import explain, format_lines
-    from .engine import no_preludes_line
+    from .compile.stage import no_preludes_line
 
     units = list(request.tasks)
     # no preludes planned: explain opens no store (what a kernel last compiled with is in its state), so

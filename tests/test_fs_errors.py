@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_PTOAS, age_tree, copy_dir, edit, settle_ctimes
-from pypto_build.engine.reporter import KEPT_VERDICT
+from pypto_build.run import KEPT_VERDICT
 from pypto_build.core import atomic
 from pypto_build.testing import synth
 from pypto_build.api import build
@@ -146,6 +146,28 @@ def test_read_only_dir_explain_and_dry_run_work_build_and_replay_refuse(referenc
             assert out.returncode == 2
             assert line == refusal(view, "is on a read-only filesystem", f"compile:aiv/{K1_UNIT} needs to run "
                                    f"(changed: {K1})")
+    assert tree(src) == before
+
+
+def test_read_only_dir_is_forced_as_a_build_forces_it(reference, tmp_path):
+    """Issue 34 item 6: `--recompile` and an `invalidate_binary_cache()` mark are applied to a read-only
+    directory by the build's own forcing (`forcing.force_rebuilds`, in memory): explain says every unit is
+    forced, and a build is refused naming the unit it would force and why (before: a refusal naming none);
+    the mark stays."""
+    from pypto_build.plan import invalidation
+    src = copy_dir(reference, tmp_path / "src")
+    with read_only_view(src, tmp_path / "view") as view:
+        out = cli("explain", "--recompile", str(view))
+        assert out.returncode == 0 and "pypto-build: 4 would compile, 0 up to date" in out.stdout, out.stdout
+        line = one_line(out := cli("build", "--recompile", str(view)))
+        assert out.returncode == 2 and line.startswith(refusal(view, "is on a read-only filesystem", "")[:60])
+        assert "needs to run (forced by --recompile)" in line, line
+    invalidation.mark(src)
+    before = tree(src)
+    with read_only_view(src, tmp_path / "view2") as view:
+        assert f"compile:aiv/{K1_UNIT}: forced by invalidate_binary_cache()" in cli("explain", str(view)).stdout
+        line = one_line(out := cli("build", str(view)))
+        assert out.returncode == 2 and "needs to run (forced by invalidate_binary_cache())" in line, line
     assert tree(src) == before
 
 

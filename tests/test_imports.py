@@ -63,6 +63,7 @@ LAYERS = (
     ("the compile stage", {"compile"}),
     ("planning", {"plan"}),
     ("the run stage", {"run"}),
+    ("the stages of a build", {"build_stages"}),
     ("what the user asks", {"options"}),
     ("engine", {"engine"}),
     ("the pipeline", {"pipeline"}),

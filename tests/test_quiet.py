@@ -15,7 +15,7 @@ import pytest
 
 from conftest import copy_dir
 from pypto_build.compat.runner import write_run_script
-from pypto_build.engine.reporter import KEPT_VERDICT
+from pypto_build.run import KEPT_VERDICT
 from pypto_build.testing import synth
 
 pytestmark = pytest.mark.slow

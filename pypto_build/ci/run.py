@@ -179,6 +179,7 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
     from ..toolchain import local_slots
     from .. import pipeline
     from ..plan.graph import run_targets
+    from ..pto import unapplied_sources
 
     start = time.monotonic()
     if progress is not None:
@@ -197,8 +198,7 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
                  else f"not validated: {unvalidated[0]}" if unvalidated else "")
         verdict = stages.prefix(stages.VALIDATE)
         cached = validating and bool(result.names("up-to-date", verdict)) and not result.names("ran", verdict)
-        failed_pto = {u.task.partition(":")[2] for u in failures if u.task.startswith(stages.PTO)}
-        unapplied = sorted({*result.not_applied, *(u.pto for u in graph.pto.units if u.name in failed_pto)})
+        unapplied = unapplied_sources(graph, result)
         return DirResult(root, result.status, time.monotonic() - start, "validate" if validating else "build",
                          error, result, cached, unapplied, bool(unvalidated))
     except (PyptoBuildError, OSError) as exc:   # kept out of the result sent back: not every error pickles

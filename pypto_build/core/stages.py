@@ -1,8 +1,8 @@
 """The stages of a build, by their doit task-group names: the one home of these names.
 
 A task is `<stage>:<name>` (`compile:aiv/k0`, `stamp:.`): `task()` makes one,
-`prefix()` is what every task of a stage starts with. engine/tasks.py wires the stages;
-everything else asks about them through the names here.
+`prefix()` is what every task of a stage starts with. Each stage makes its own tasks
+(`stage_seam.Stage`; the table: `build_stages.py`); everything else asks about them through the names here.
 """
 from __future__ import annotations
 

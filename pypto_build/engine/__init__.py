@@ -4,8 +4,8 @@ Door: `BuildDirLoader` / `BuildDirMain` / `BuildDirRun` (a build directory as do
 tasks and commands; `DOIT_ONLY`: doit's `run` options a build has no word for), `run_build` (a build's own run: doit's `run` command with the values
 a build gives it), `BuildReporter`, `explain` / `format_lines`, `write_trace`,
 `dir_lock` (one run per directory), `sigterm_as_interrupt`,
-and `open_state` (a platform's doit state). Modules: `loader`, `tasks` (graph ->
-task dicts), `session`, `commands`, `shown`, `depstate`, `statedb`, `sqlitedb`,
+and `open_state` (a platform's doit state). Modules: `loader`, `tasks` (the
+stages it is given -> task dicts), `session`, `commands`, `shown`, `depstate`, `statedb`, `sqlitedb`,
 `file_checker`, `reporter`, `explanation`, `workers`, `lock`, `trace`.
 """
 from __future__ import annotations
@@ -21,7 +21,6 @@ _EXPORTS = {
     "BuildReporter": "reporter",
     "explain": "explanation",
     "format_lines": "explanation",
-    "no_preludes_line": "explanation",
     "write_trace": "trace",
     "dir_lock": "lock",
     "sigterm_as_interrupt": "lock",

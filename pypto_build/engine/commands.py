@@ -28,15 +28,15 @@ from doit.doit_cmd import DoitMain
 from doit import reporter as doit_reporters
 from doit.runner import ERROR as TASK_RAISED
 
-from ..plan import invalidation
 from ..toolchain import local_slots
 from ..errors import FAILED
 from ..core.exits import OneLineOptions, guarded
 from ..toolchain.launcher import local_jobs
 from .loader import BuildDirLoader, opt_recompile
 from .lock import NotWritable
+from .forcing import force_rebuilds
 from .reporter import BuildReporter
-from .session import answer_read_only, force_rebuilds, locked, planned
+from .session import answer_read_only, locked, planned
 from .shown import shown
 from .sqlitedb import StateDB
 from .workers import supervise
@@ -110,8 +110,9 @@ class BuildDirRun(BuildDirCommand, Run):
         """`--recompile` (or an `invalidate_binary_cache()` mark) applied to the state, once (`force_rebuilds`);
         with a launcher, -n counts compiles that may run elsewhere: the local work gets this machine's CPUs (the
         workers fork after this and inherit the limit)."""
-        force_rebuilds(self.dep_manager, self.loader, bool(params.get("recompile")))
-        distributed = self.loader.graph.launcher is not None and (params.get("num_process") or 0) > local_jobs()
+        graph = self.loader.graph
+        force_rebuilds(self.dep_manager, self.loader.root, graph.compile_tasks, bool(params.get("recompile")))
+        distributed = graph.launcher is not None and (params.get("num_process") or 0) > local_jobs()
         previous = local_slots.configure(local_jobs()) if distributed else None
         try:
             yield
@@ -122,9 +123,7 @@ class BuildDirRun(BuildDirCommand, Run):
     def read_only(self, params, args, refused: NotWritable) -> int:
         """Nothing to run on a directory it cannot write: answered from the state, writing nothing
         (`session.answer_read_only`); else `refused`, naming what would have to run."""
-        if invalidation.forcing(self.loader.root, bool(params.get("recompile"))) is not None:
-            raise refused
-        return answer_read_only(self.loader, list(args), refused)
+        return answer_read_only(self.loader, list(args), refused, bool(params.get("recompile")))
 
 
 class BuildDirList(BuildDirCommand, List):

@@ -22,6 +22,7 @@ import sqlite3
 from doit.dependency import Dependency, get_md5
 
 from ..core.filestate import is_modified, make_state, refreshed
+from ..core.stage_seam import NO_EFFECT
 from ..errors import PyptoBuildError
 from ..core.oserrors import run_failure
 from ..core.safeio import is_regular, refusal
@@ -31,9 +32,10 @@ class ContentDependency(Dependency):
     """doit's dependency manager with the fixes above; `reasons` says why each task must run."""
 
     def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, force: tuple[str, ...] = (),
-                 **kwargs):
+                 read_only: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.force = force          # task-name prefixes that run whatever their state says (replay --validate)
+        self.read_only = read_only  # a reader deciding as a build does (explain): adopts in memory, records nothing
         # commit each success at once (sqlitedb.StateDB): a killed run keeps its finished units
         self.checkpoint = checkpoint
         if checkpoint:
@@ -41,7 +43,7 @@ class ContentDependency(Dependency):
         self._snapshots: dict[str, dict[str, list]] = {}
         self.reasons: dict[str, str] = {}
         self.refused: set[str] = set()  # tasks whose inputs hold a FIFO or device: bad input, not a failed unit
-        self.adopt = adopt          # only a build adopts; inspecting commands never write
+        self.adopt = adopt          # a build adopts (and explain, read-only); inspecting commands never write
 
     def get_status(self, task, tasks_dict, get_log=False):
         if self.adopt and not self.recorded(task.name) and not self.failed(task.name):
@@ -92,7 +94,7 @@ class ContentDependency(Dependency):
             if values is not None:
                 adopted = getattr(utd, "adopted", None)
                 try:
-                    if adopted:
+                    if adopted and not self.read_only:
                         adopted(values)
                 except OSError:
                     return          # its record cannot be written (full disk): not adopted, the task runs
@@ -159,7 +161,7 @@ class ContentDependency(Dependency):
 
     def save_success(self, task, result_hash=None):
         snapshot = self._snapshots.pop(task.name, {})
-        if isinstance(task.values, dict) and task.values.get("not_applied"):
+        if isinstance(task.values, dict) and task.values.get(NO_EFFECT):
             return                  # ran without effect (no ptoas): stay stale, say so again next run
         self.backend.set(task.name, "_values_:", task.values)
         if result_hash is not None:

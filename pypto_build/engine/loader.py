@@ -3,18 +3,18 @@
 It is given the graph, caches and run settings of the one pipeline (`pipeline.run`), or,
 under doit's own commands, plans them from their option values through the same
 `options.Request` (`options.request`: the pipeline's first two stages), then says what
-that planning has to tell (`Graph.notices`); it hands doit the task dicts of
-`engine/tasks.py`. The commands that use it are in `engine/commands.py`. What a command
-leaves for the next run besides doit's state (the no-op record, the compiler's answers,
-digests, header sets) is the pipeline's: it hands its `Records` here, and the commands
-call them under the directory lock; the engine keeps no record of its own.
+that planning has to tell (`Graph.notices`); it hands doit the task dicts of the stages it is given
+(`engine/tasks.py`; default the build's table). The commands that use it are in `engine/commands.py`. What a
+command leaves for the next run besides doit's state (the no-op record, the compiler's answers, digests,
+header sets) is the pipeline's: it hands its `Records` here, and the commands call them under the directory
+lock; the engine keeps no record of its own.
 """
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from doit.exceptions import InvalidCommand
 from doit.loader import generate_tasks
@@ -28,7 +28,11 @@ from ..builddir.layout import find_root
 from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
 from .reporter import BuildReporter
-from .tasks import DEFAULT_TASKS, task_dicts
+from .tasks import build_stages, default_tasks, task_dicts
+
+if TYPE_CHECKING:
+    from ..core.stage_seam import Stage
+
 
 class Records(Protocol):
     """What the pipeline keeps around a doit command on the directory (`pipeline.Records`), called under the
@@ -60,7 +64,8 @@ class BuildDirLoader:
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
-                 force: tuple[str, ...] = (), records: Records | None = None, progress: TextIO | None = None):
+                 force: tuple[str, ...] = (), records: Records | None = None, progress: TextIO | None = None,
+                 stages: tuple[Stage, ...] | None = None):
         self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
         self.config: dict | None = None
         self.task_opts: dict | None = None
@@ -75,6 +80,7 @@ class BuildDirLoader:
         self.records = records                     # the pipeline's bookkeeping around a command; None: none
         self.progress = progress                   # where the engine's own notices go (None: stdout)
         self.values: dict = {}
+        self.stages = build_stages() if stages is None else stages      # what the graph is assembled from
 
     def setup(self, opt_values):
         if self.root is None:
@@ -89,7 +95,7 @@ class BuildDirLoader:
 
     def load_doit_config(self):
         return {"check_file_uptodate": XXHChecker, "backend": "sqlite3", "dep_file": str(self.dep_file),
-                "default_tasks": list(DEFAULT_TASKS), "reporter": self.reporter or BuildReporter}
+                "default_tasks": default_tasks(self.stages), "reporter": self.reporter or BuildReporter}
 
     def plan(self) -> Graph:
         """The graph, planned once from doit's option values when none was given (bad input: a UserError)."""
@@ -110,6 +116,6 @@ class BuildDirLoader:
             for line in err:
                 print(line, file=sys.stderr)
         tasks = []
-        for base, dicts in task_dicts(self.graph, self.caches, self.run).items():
+        for base, dicts in task_dicts(self.graph, self.caches, self.run, self.stages).items():
             tasks.extend(generate_tasks(base, (d for d in dicts), f"{base} units of {self.root.name}"))
         return tasks

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from doit.exceptions import UnmetDependency
 from doit.globals import Globals
 
-from ..core import stages
+from ..core.stage_seam import Done, Seen, Stage, stage_of
 from ..errors import one_line
+from .tasks import build_stages
 
 
 _DOIT_PREFIX = re.compile(r"\AERROR: Task '[^\n]*?' checking dependencies: ")
@@ -32,25 +33,26 @@ class Outcome:
 
 class BuildReporter:
     """Collects `outcomes`; prints one line per unit run and a summary. `quiet` (-q): only the lines that
-    must never be hidden — a verdict, a `.pto` edit not applied (failures are said by the caller)."""
+    must never be hidden — a verdict, a `.pto` edit not applied (failures are said by the caller).
+
+    What a task adds beyond its outcome is its stage's to say (`Stage.done`, `kept`, `closing`, `summary`,
+    `warnings`): `tallies` keeps the named lists the stages' successes add (`tallied`); `stages` default
+    the build's."""
 
     desc = "pypto_build: one line per unit run, then a summary"
 
-    def __init__(self, outstream=None, options=None, *, quiet: bool = False, echo_errors: bool = True):
+    def __init__(self, outstream=None, options=None, *, quiet: bool = False, echo_errors: bool = True,
+                 stages: tuple[Stage, ...] | None = None):
         self.out = outstream or sys.stdout
         self.quiet = quiet
         self.echo_errors = echo_errors      # False: the caller raises `errors` as its one line
+        self.stages = build_stages() if stages is None else stages
         self.outcomes: dict[str, Outcome] = {}
         self._start: dict[str, float] = {}
         self.errors: list[str] = []
         self.refused: list[str] = []        # tasks that refused their input (`_refused`): a user error's line
-        self.not_applied: list[str] = []    # .pto units whose edits could not be applied
-        self.spliced: list[str] = []        # kernel files re-spliced this run
-        self.pto_rejected: list[str] = []   # .pto never seen edited that ptoas could not compile: kernels kept
+        self.tallies: dict[str, list[str]] = {}     # what the stages' successes tallied (`Done.tally`)
         self.warnings: list[str] = []       # said by units that succeeded (`pypto-build: warning: ...` lines)
-        self.identical: list[str] = []      # compile units that ran and built the bytes in place: file kept
-        self.stamped: list[str] = []        # stamp tasks that wrote binary_context.json (run_stamp's values say)
-        self.unstamped: list[str] = []      # ... that ran and wrote none (an identity unknown: stale one removed)
         self.spans: list[tuple[str, int, float, float]] = []   # (task, lane, start, end) for --trace
         self.values: dict[str, dict] = {}   # each task that ran: the values it returned (the caller reads them)
         self.raised: dict[str, BaseException] = {}  # each failed task whose failure carries a typed error (`error`)
@@ -59,6 +61,18 @@ class BuildReporter:
         self.total = 0
         self.done = 0
         self.tty = not quiet and hasattr(self.out, "isatty") and self.out.isatty()
+
+    def tallied(self, key: str) -> list[str]:
+        """The names a stage's successes tallied under `key` this run (`spliced`, `identical`, ...)."""
+        return self.tallies.get(key, [])
+
+    def seen(self) -> Seen:
+        return Seen(self.outcomes, self.tallies)
+
+    def stage_warnings(self) -> list[str]:
+        """The lines the stages keep as the run's warnings (a `.pto` edit that did not land, ...)."""
+        seen = self.seen()
+        return [line for stage in self.stages for line in stage.warnings(seen)]
 
     # doit reporter interface ---------------------------------------------
     def initialize(self, tasks, selected_tasks):
@@ -85,7 +99,8 @@ class BuildReporter:
         self._lane[task.name] = next(i for i in range(len(busy) + 1) if i not in busy)
         reason = getattr(Globals.dep_manager, "reasons", {}).get(task.name, "")
         self.outcomes[task.name] = Outcome("running", reason)
-        if not task.name.startswith(stages.PTO):      # those print PyPTO's own lines when done
+        stage = stage_of(self.stages, task.name)
+        if stage is None or stage.announced:      # else it says its own lines when done
             self._line(f"{task.name}" + (f"  ({reason})" if reason else ""))
 
     def add_success(self, task):
@@ -93,22 +108,18 @@ class BuildReporter:
             return
         values = task.values if isinstance(task.values, dict) else {}
         self.values[task.name] = values
-        if values.get("not_applied"):
-            self.not_applied.append(values["not_applied"])
-            self._finish(task.name, "skipped", "ptoas not found (--allow-unapplied-pto)")
-            if self.quiet:      # said at once, before any verdict: an edit that did not land is never hidden
-                self._line(_not_applied([values["not_applied"]]), always=True)
+        stage = stage_of(self.stages, task.name)
+        done = stage.done(task.name, values) if stage is not None and stage.done is not None else Done()
+        for key, names in done.tally.items():
+            self.tallies.setdefault(key, []).extend(names)
+        if done.skipped:                    # ran without effect
+            self._finish(task.name, "skipped", done.skipped)
+            if self.quiet and done.say:     # said at once, before any verdict (else the closing lines say it)
+                self._line(done.say, always=True)
             return
         self._finish(task.name, "from-cache" if values.get("cache") == "hit" else "ran")
-        if values.get("kept") == "identical" and task.name.startswith(stages.UNITS):
-            self.identical.append(task.name)
-        if task.name.startswith(stages.prefix(stages.STAMP)):
-            (self.stamped if values.get("stamp") else self.unstamped).append(task.name)
-        self.spliced += values.get("spliced") or []
         for line in values.get("lines") or []:
             self._line(line)
-        if values.get("rejected"):
-            self.pto_rejected.append(values["rejected"])
         if values.get("warning"):
             self.warnings.append(values["warning"])
             self._line(f"pypto-build: warning: {values['warning']}", err=True)
@@ -127,7 +138,7 @@ class BuildReporter:
         if isinstance(getattr(exception, "error", None), BaseException):
             self.raised[task.name] = exception.error
         first, _, details = out.message.partition("\n")
-        if not self.echo_errors and _refused(task, exception):
+        if not self.echo_errors and _refused(task, exception, self.stages):
             self.refused.append(first)              # the caller raises it: a user error, its one line
             return
         self._line(f"pypto-build: FAILED {task.name}: {first or 'failed'}", err=True)   # the one line
@@ -139,9 +150,12 @@ class BuildReporter:
             return
         self.outcomes[task.name] = Outcome("up-to-date")
         self._progress(task.name)
-        if task.name.startswith(stages.prefix(stages.VALIDATE)):
+        stage = stage_of(self.stages, task.name)
+        if stage is not None and stage.kept is not None:
             values = Globals.dep_manager.get_values(task.name) if Globals.dep_manager else {}
-            self._line(f"{task.name}  Golden validation: {values.get('verdict', 'PASSED')} {KEPT_VERDICT}", always=True)
+            line = stage.kept(task.name, values)
+            if line:
+                self._line(line, always=True)
 
     def skip_ignore(self, task):
         if task.actions:
@@ -166,52 +180,23 @@ class BuildReporter:
         for name, o in sorted(self.outcomes.items()):
             if o.status == "skipped":
                 print(f"skipped {name}: {o.reason}", file=self.out)
-        for line in self.pto_summary():
-            print(line, file=self.out)
+        seen = self.seen()
+        for stage in self.stages:
+            for line in stage.closing(seen):
+                print(line, file=self.out)
         print(self.summary(), file=self.out, flush=True)
-
-    def pto_summary(self) -> list[str]:
-        """PyPTO's closing lines of the .pto stage, plus every edit that did not reach the kernels."""
-        if not any(n.startswith(stages.PTO) for n in self.outcomes):
-            return []
-        lines = [f"[pto->cpp] updated {len(self.spliced)} kernel cpp(s)"] if self.spliced else []
-        if self.pto_rejected:
-            lines.append("[pto->cpp] kernels kept as they are (never seen edited; ptoas cannot compile): "
-                         + ", ".join(sorted(self.pto_rejected)))
-        lines += self.unapplied()
-        return lines or ["[pto->cpp] no .pto changes detected"]
-
-    def unapplied(self) -> list[str]:
-        """The lines naming each `.pto` edit that did not reach the kernel files this run (none: []): accepted
-        by --allow-unapplied-pto, or whose ptoas or splice failed."""
-        failed = sorted(n for n, o in self.outcomes.items() if n.startswith(stages.PTO) and o.status == "failed")
-        lines = [_not_applied(self.not_applied)] if self.not_applied else []
-        if failed:
-            lines.append(f"[pto->cpp] edits NOT applied: {', '.join(failed)} failed (see above)")
-        return lines
 
     # ---------------------------------------------------------------------
     def count(self, status: str, kind: str = "") -> int:
         return sum(1 for n, o in self.outcomes.items() if o.status == status and n.startswith(kind))
 
     def summary(self) -> str:
-        units = stages.UNITS
-        compiled = sum(self.count("ran", k) for k in units)
-        current = sum(self.count("up-to-date", k) for k in units)
-        parts = [f"{compiled} compiled", f"{current} up to date"]
-        cached = sum(self.count("from-cache", k) for k in units)
-        if cached:
-            parts.insert(1, f"{cached} from cache")
-        for status in ("failed", "skipped"):
-            if self.count(status):
-                parts.append(f"{self.count(status)} {status}")
-        if self.stamped:
-            parts.append(f"{len(self.stamped)} stamp(s) written")
-        if self.unstamped:
-            parts.append(f"{len(self.unstamped)} sub-build(s) not stamped (identity unknown)")
-        if self.identical:      # last: `ls -l` shows these files untouched (atomic.install kept them)
-            parts.append(f"{len(self.identical)} recompiled, identical bytes kept")
-        return "pypto-build: " + ", ".join(parts)
+        """The summary line: each stage's parts, by rank (0: what ran; 1: the run's failed and skipped
+        counts, said here; 2: what a stage wrote; 3: what it kept)."""
+        seen = self.seen()
+        parts = [part for stage in self.stages for part in stage.summary(seen)]
+        parts += [(1, f"{self.count(status)} {status}") for status in ("failed", "skipped") if self.count(status)]
+        return "pypto-build: " + ", ".join(text for _rank, text in sorted(parts, key=lambda p: p[0]))
 
     def _finish(self, name: str, status: str, reason: str = "", message: str = "") -> Outcome:
         started = self._start.pop(name, None)
@@ -240,17 +225,11 @@ class BuildReporter:
         print(text, file=sys.stderr if err else self.out, flush=True)
 
 
-KEPT_VERDICT = "(cached: binaries, run configuration and golden result, with all it depends on, are unchanged)"
-"""What a reused verdict's line says after it (the verdict's key: `run.checks.VerdictCheck`)."""
-
-
-def _refused(task, exception: object) -> bool:
-    """The task refused its input rather than failed: the replay child's `UserError` (`run.Refused`), or a FIFO
-    or device among the files it would read, found by its up-to-date check (`ContentDependency.refused`)."""
-    from ..run import Refused
-    return isinstance(exception, Refused) or task.name in getattr(Globals.dep_manager, "refused", ())
-
-
-def _not_applied(units: list[str]) -> str:
-    return "[pto->cpp] edits NOT applied (ptoas not found; accepted by --allow-unapplied-pto): " + \
-        ", ".join(sorted(units))
+def _refused(task, exception: object, stages: tuple[Stage, ...]) -> bool:
+    """The task refused its input rather than failed: its stage's `refusal` (the replay child's `UserError`),
+    or a FIFO or device among the files it would read, found by its up-to-date check
+    (`ContentDependency.refused`)."""
+    stage = stage_of(stages, task.name)
+    refusal = stage.refusal if stage is not None else None
+    return (refusal is not None and isinstance(exception, refusal)) or \
+        task.name in getattr(Globals.dep_manager, "refused", ())

@@ -2,9 +2,8 @@
 
 `planned` and `locked` are what every doit command on a build directory shares
 (`commands.BuildDirCommand`: `pypto-build doit ...` and `run_build`, the engine
-stage of the one pipeline, `pipeline.run`); `force_rebuilds` is `--recompile`;
-`answer_read_only` answers a run on a directory it cannot write when nothing
-needs to run.
+stage of the one pipeline, `pipeline.run`); `answer_read_only` answers a run on
+a directory it cannot write when nothing needs to run (the build's own dry run says so).
 """
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from doit.control import TaskControl
 from doit.exceptions import InvalidCommand
 from doit.globals import Globals
 
-from ..plan import invalidation
 from ..errors import UserError, one_line
 from ..builddir.state_dir import STATE_DIR
 from ..core.oserrors import run_failure
@@ -25,7 +23,7 @@ from .loader import BuildDirLoader
 from .lock import NotWritable, dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
 from .statedb import open_state, take_over
-from .tasks import DEFAULT_TASKS
+from .tasks import default_tasks
 from .workers import install_fork_hooks
 
 
@@ -61,48 +59,30 @@ def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
         yield open_state(loader.dep_file, adopts, force=loader.force)
 
 
-def force_rebuilds(dep: ContentDependency, loader: BuildDirLoader, recompile: bool) -> None:
-    """`--recompile`, or an `invalidate_binary_cache()` mark: every compile unit stale until it next succeeds.
-
-    Persistent: the forcing is kept in the state, so an interrupted or failed build still rebuilds the rest
-    next time. The mark is removed only once that state is committed (under the directory lock).
-    """
-    why = invalidation.forcing(loader.root, recompile)
-    if why is None:
-        return
-    for name in loader.graph.compile_tasks:
-        dep.mark_forced(name, why)
-    if invalidation.pending(loader.root) is not None and dep.commit():      # the mark is in the state now
-        invalidation.clear(loader.root)
-
-
-def answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWritable) -> int:
+def answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWritable, recompile: bool = False) -> int:
     """A run on a directory it cannot write: when nothing needs to run, what the run would say (every task up
     to date, a kept verdict), read from the state without writing anything, status 0; else `refused`, naming
-    the first task that would have to run and why."""
-    from .explanation import evaluate, read_only_state      # a read-only directory only
+    the first task that would have to run and why (`recompile`: every compile unit would). Decided by the
+    build's own dry run (`explanation.dry_run`), forced as the build is (`forcing.force_rebuilds`)."""
+    from .explanation import dry_run, read_only_state      # a read-only directory only
+    from .forcing import force_rebuilds
 
     task_list = loader.load_tasks(None, tasks)
     control = TaskControl(task_list)
-    control.process(tasks or list(DEFAULT_TASKS))        # task names as a run takes them (unknown: one line)
-    by_name = control.tasks
-    wanted, todo = {}, list(control.selected_tasks)
-    while todo:
-        name = todo.pop()
-        if name not in wanted:
-            wanted[name] = by_name[name]
-            todo.extend(by_name[name].task_dep)
+    control.process(tasks or default_tasks(loader.stages))     # task names as a run takes them (unknown: one line)
     with read_only_state(loader.root, loader.plan().platform.name, force=loader.force) as dep:
-        found = evaluate(dep, [t for t in wanted.values() if t.actions], by_name)
+        if dep is not None:
+            force_rebuilds(dep, loader.root, loader.graph.compile_tasks, recompile)
+        found = dry_run(task_list, control.selected_tasks, dep, loader.stages)
         for e in found.values():
             if e.status == "error":
                 raise UserError(e.reason)
-            if e.status != "up-to-date":
+            if e.status == "run":
                 raise refused.needing(e.task, e.reason)
         Globals.dep_manager = dep
-        reporter = loader.reporter if loader.reporter is not None else BuildReporter()
-        reporter.initialize(by_name, control.selected_tasks)
-        for name in found:
-            reporter.skip_uptodate(by_name[name])
+        reporter = loader.reporter if loader.reporter is not None else BuildReporter(stages=loader.stages)
+        reporter.initialize(control.tasks, control.selected_tasks)
+        for e in found.values():
+            (reporter.skip_uptodate if e.status == "up-to-date" else reporter.skip_ignore)(control.tasks[e.task])
         reporter.complete_run()
     return 0

@@ -35,7 +35,8 @@ __all__ = ["SIDE_FILES", "check_state_files", "open_state", "start_afresh", "tak
 
 
 def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tuple[str, ...] = ()) -> ContentDependency:
-    """The doit state of a build directory (`adopt`: a building command; `read_only`: a reader;
+    """The doit state of a build directory (`adopt`: deciding as a build does; `read_only`: a reader, which
+    writes nothing — what it adopts or forces stays in memory;
     `force`: task-name prefixes that run whatever their state says).
 
     One clear `UserError` when it cannot be opened.
@@ -45,8 +46,8 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
         dep_file.parent.mkdir(parents=True, exist_ok=True)
     backend = ReadOnlyStateDB if read_only else StateDB
     try:
-        return ContentDependency(backend, str(dep_file), checker_cls=XXHChecker, adopt=adopt, checkpoint=adopt,
-                                 force=force)
+        return ContentDependency(backend, str(dep_file), checker_cls=XXHChecker, adopt=adopt,
+                                 checkpoint=adopt and not read_only, force=force, read_only=read_only)
     except sqlite3.Error as exc:
         line = describe_sqlite(dep_file, exc, "opened")
         if line:

@@ -5,8 +5,9 @@ checks it). The only programs it runs are probes, through `procs.run`: each comp
 `--version`, and `-x c++ -E -v`, `-print-search-dirs` and `-print-prog-name=` only when
 `search_dirs.json` does not still hold the answer; git (`rev-parse`, `status`, `ls-files`)
 for the identities of covered checkouts. The graph says what there is to do — every compile unit per
-sub-build, the `.pto` units, what replay/validate can run; `engine/tasks.py`
-turns it into doit task dicts, with the caches and run settings of one run.
+sub-build, the `.pto` units, what replay/validate can run; each stage turns it into its doit task
+dicts (`Stage.tasks`: `pto/stage.py`, `compile/stage.py`, `run/tasks.py`), with the caches and run settings
+of one run.
 """
 from __future__ import annotations
 

@@ -49,8 +49,8 @@ def pending(root: str | os.PathLike) -> str | None:
 
 def forcing(root: str | os.PathLike, recompile: bool) -> str | None:
     """Why every compile unit of `root` runs in this build, or None: `--recompile` asked for, else the mark while
-    it is there. Decided here once, for the build (`session.force_rebuilds`), `explain` / `build --dry-run` and
-    the answer on a read-only directory."""
+    it is there. Decided here once and applied by one function (`engine/forcing.force_rebuilds`) for the build,
+    `explain` / `build --dry-run` and the answer on a read-only directory."""
     return RECOMPILE if recompile else pending(root)
 
 

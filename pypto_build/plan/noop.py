@@ -208,12 +208,13 @@ def record_graph(graph: Graph, tasks: list, plain_request: Callable[[], Any] | N
     `plain_request` — what a plain `build DIR` asks here, `options.request`, made — the console script too).
     `sets`: the header sets the tasks name (`header_sets.named`), when the caller has them already."""
     from ..compile import header_sets
+    from ..core.stage_seam import NO_EFFECT
     if graph is None or graph.unknown_identities() or graph.platform.facts.noop is None:
         return False
     values = {t.name: t.values if isinstance(t.values, dict) else {} for t in tasks}
     sets = header_sets.named(values.values()) if sets is None else sets
     folder = current_state_folder(graph.layout.root, graph.platform.name)
-    if any(v.get("not_applied") or v.get("forced") for v in values.values()):
+    if any(v.get(NO_EFFECT) or v.get("forced") for v in values.values()):
         return False
     if any(_changed_since(graph.layout.root / p.stamp_path, graph.planned_ns) for p in graph.plans):
         return False            # a unit ran (its stamp was rewritten): `record` would refuse; skip gathering

@@ -25,6 +25,7 @@ from ..core.oserrors import one_line_failures
 from .plan import PtoUnit
 from .ptoas import infer_level, ptoas_argv
 from ..core.safeio import read_text
+from ..core.stage_seam import NO_EFFECT
 from ..toolchain.compiler import VERSION_TIMEOUT_S
 from .splice import find_target, function_names, preprocess, signature_of, splice, split
 
@@ -42,7 +43,7 @@ def run_ptoas(unit: PtoUnit):
     """
     if unit.ptoas is None:
         if unit.allow_unapplied:
-            return {"not_applied": unit.pto}
+            return {NO_EFFECT: unit.pto}
         return TaskFailed(f"{unit.pto}: edited, but {unit.missing}, so the edit cannot reach the kernel files; "
                           f"install ptoas or set PTOAS_ROOT (or {say_fix('--ptoas', 'ptoas=')}), or pass "
                           f"{say_fix('--allow-unapplied-pto', 'allow_unapplied_pto=True')} to build without this edit")

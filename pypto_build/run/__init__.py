@@ -5,8 +5,9 @@ loads, `Loaded`: what an in-process run keeps loaded, `RunOutcome`: what it retu
 (the program a planned directory runs, or why it cannot: before anything is built),
 `run_replay` / `run_validate` (the doit actions of `replay:` and `validate:`; `RunFailed`: their failure,
 carrying the run's typed error; `Refused`: the one when the child refused its input, a user error),
-`VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `require_fit` (the
-caller's tensors against the sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`).
+`VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `STAGE` (the
+stage as the engine assembles it: tasks, the kept verdict's line `KEPT_VERDICT`, explain's words),
+`require_fit` (the caller's tensors against the sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`).
 Modules: `entry`, `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
 `golden_cache`, `reads`, `actions`, `checks`, `tasks`.
 """
@@ -28,6 +29,8 @@ _EXPORTS = {
     "require_fit": "arguments",
     "VerdictCheck": "checks",
     "task_dicts": "tasks",
+    "STAGE": "tasks",
+    "KEPT_VERDICT": "tasks",
 }
 
 __all__ = [*_EXPORTS]

@@ -2,7 +2,8 @@
 
 `replay:<name>` always runs when selected (its output is what the user wants to
 see); `validate:<name>` keeps its verdict while `VerdictCheck` says it holds.
-Task dicts are plain data plus module-level actions (picklable for `-j`).
+Task dicts are plain data plus module-level actions (picklable for `-j`). `STAGE` is the stage as the
+engine assembles it: its tasks, the line a kept verdict says, its verdicts in explain's words.
 """
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from ..core import stages
 from ..plan.graph import Graph, RunTarget, run_targets
 from ..plan.program import Program, program
 from ..builddir.runconfig import RunSpec
-from .actions import run_replay, run_validate
+from ..core.stage_seam import Stage
+from .actions import Refused, run_replay, run_validate
 from .checks import VerdictCheck
 
 
@@ -44,3 +46,35 @@ def _target_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, wha
     })
 
 
+KEPT_VERDICT = "(cached: binaries, run configuration and golden result, with all it depends on, are unchanged)"
+"""What a reused verdict's line says after it (the verdict's key: `run.checks.VerdictCheck`)."""
+
+
+def kept(name: str, values: dict) -> str | None:
+    """The line a kept verdict says (even under -q): a `validate:` up to date."""
+    if not name.startswith(stages.prefix(stages.VALIDATE)):
+        return None
+    return f"{name}  Golden validation: {values.get('verdict', 'PASSED')} {KEPT_VERDICT}"
+
+
+def explained(name: str, status: str, reason: str, values: dict | None) -> str | None:
+    """A validation in explain's words: whether its last verdict still holds (and, when not, why); not listed
+    unless asked for when it never made one. A replay: its reason."""
+    if not name.startswith(stages.prefix(stages.VALIDATE)):
+        return reason
+    verdict = (values or {}).get("verdict")
+    if not verdict:
+        return None
+    if status == "up-to-date":
+        return f"the last verdict ({verdict}) still holds"
+    return f"{reason}: the last verdict ({verdict}) no longer holds"
+
+
+def _tasks(graph: Graph, _caches, run: RunSpec | None) -> dict[str, list[dict]]:
+    return task_dicts(graph, run or RunSpec())
+
+
+# A verdict is on the binaries: a replay or validation runs after any stamp it depends on that runs.
+STAGE = Stage(groups=(stages.REPLAY, stages.VALIDATE), tasks=_tasks, shown=(stages.VALIDATE,),
+              follows=(stages.REPLAY, stages.VALIDATE), verdicts=(stages.VALIDATE,), refusal=Refused, kept=kept,
+              explain=explained)
