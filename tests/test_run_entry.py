@@ -156,16 +156,16 @@ def test_a_watch_round_runs_through_the_entry(g, spy, tmp_path):
 # one watch round with --validate, in a process of its own (its warm run server goes with it); its status
 WATCH_ROUND = ("import sys; from pathlib import Path; from pypto_build.core.exits import guarded; "
                "from pypto_build.options import request; from pypto_build.watch import Settings, watch; "
-               "sys.exit(guarded(lambda: watch(Path(sys.argv[1]), Settings(request({}), validate=True, runs=2), "
-               "rounds=1)))")
+               "sys.exit(guarded(lambda: watch(Path(sys.argv[1]), Settings(request({}), validate=sys.argv[2] == "
+               "'validate', runs=2), rounds=1)))")
 
 
-def _watch_round(root: Path) -> tuple[int, list[str]]:
+def _watch_round(root: Path, validate: bool = True) -> tuple[int, list[str]]:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", WATCH_ROUND, str(root)], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-c", WATCH_ROUND, str(root), "validate" if validate else "run"],
+                          capture_output=True, text=True, timeout=300)
     assert "Traceback" not in done.stderr, done.stderr
     return done.returncode, done.stdout.splitlines()
 
@@ -204,6 +204,19 @@ def test_a_failed_watch_round_records_no_verdict(g):
     assert status == 1 and any(line.startswith("   verdict  FAILED: Output 'out'") for line in lines), lines
     result = validate(g, check=False)
     assert result.names("failed") == ["validate:."] and not result.names("up-to-date", "validate:")
+
+
+@pytest.mark.slow
+def test_a_watch_round_that_only_runs_records_no_verdict(g):
+    """Without --validate a round runs the pipeline's `replay:` task (the same rule, no comparison): RAN, timed,
+    its outputs kept; no verdict, so `validate` runs the program."""
+    from pypto_build import validate
+
+    status, lines = _watch_round(g, validate=False)
+    assert status == 0 and "   verdict  RAN" in lines, lines
+    assert any(line.startswith("   program  ") and "median of 2" in line for line in lines), lines
+    assert (g / ".pypto_build" / "replay" / "out.pt").is_file()
+    assert validate(g).names("ran", "validate:") == ["validate:."]
 
 
 def test_a_run_heard_in_process_is_refused_to_doit_workers():
