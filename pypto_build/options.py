@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from .builddir.runconfig import LOG_LEVELS, RunConfig, RunSpec
 from .core import settings
 from .core.settings import LAUNCHER, REMOTE_CACHE, precompiled_preludes
-from .errors import UserError
+from .errors import ArgumentError, UserError
 from .platforms import platform_names
 
 if TYPE_CHECKING:
@@ -286,6 +286,11 @@ class Request:
     # doit's own `run` options a build has no word for, as `pypto-build doit run` was given them (`--reporter`,
     # `--verbosity`, `--always-execute`, ...: name, value; `engine.commands.DOIT_ONLY`): handed to the engine
     doit: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.jobs > 1 and self.run.in_process is not None:
+            raise ArgumentError("a run heard in this process (RunSpec.in_process) cannot go to doit's worker "
+                                "processes; run it with jobs=1")
 
     @classmethod
     def given(cls, *, platform: str | None = None, rebuild_from_pto: bool | None = None, ptoas: str | None = None,

@@ -153,6 +153,87 @@ def test_a_watch_round_runs_through_the_entry(g, spy, tmp_path):
     assert report.verdict == "CRASHED" and "spy" in report.detail
 
 
+# one watch round with --validate, in a process of its own (its warm run server goes with it); its status
+WATCH_ROUND = ("import sys; from pathlib import Path; from pypto_build.core.exits import guarded; "
+               "from pypto_build.options import request; from pypto_build.watch import Settings, watch; "
+               "sys.exit(guarded(lambda: watch(Path(sys.argv[1]), Settings(request({}), validate=sys.argv[2] == "
+               "'validate', runs=2), rounds=1)))")
+
+
+def _watch_round(root: Path, validate: bool = True) -> tuple[int, list[str]]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", WATCH_ROUND, str(root), "validate" if validate else "run"],
+                          capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout.splitlines()
+
+
+@pytest.mark.slow
+def test_a_passed_watch_round_is_the_verdict_validate_reuses(g):
+    """A watch round validates through the pipeline's `validate:` task: its PASSED verdict is recorded as every
+    verdict is, so `pypto-build validate` then says it holds and runs nothing; the round's block is as before
+    (the verdict, the timed runs, the split of its time)."""
+    import subprocess
+    import sys
+    from pypto_build import validate
+
+    status, lines = _watch_round(g)
+    assert status == 0 and "   verdict  PASSED (out)" in lines, lines
+    assert any(line.startswith("   program  ") and "median of 2" in line for line in lines), lines
+    (split,) = [line for line in lines if line.startswith("   time     ")]
+    assert [part.split()[0] for part in split[len("   time     "):].split(" · ")] == \
+        ["compile", "run", "compare", "start", "round"], split
+    said = subprocess.run([sys.executable, "-m", "pypto_build", "validate", str(g)], capture_output=True, text=True,
+                          timeout=300)
+    assert said.returncode == 0 and "validate:.  Golden validation: PASSED (cached" in said.stdout, said.stdout
+    result = validate(g)
+    assert result.names("up-to-date", "validate:") == ["validate:."] and result.names("ran") == []
+
+
+@pytest.mark.slow
+def test_a_failed_watch_round_records_no_verdict(g):
+    """A FAILED round leaves no verdict: `validate` runs the program again (and fails as the round did)."""
+    from pypto_build import validate
+    from pypto_build.testing import synth
+
+    kernel = synth.kernel_path(g, 1)
+    kernel.write_text(kernel.read_text().replace("out[i] * 0.5f", "out[i] * 0.25f"))
+    status, lines = _watch_round(g)
+    assert status == 1 and any(line.startswith("   verdict  FAILED: Output 'out'") for line in lines), lines
+    result = validate(g, check=False)
+    assert result.names("failed") == ["validate:."] and not result.names("up-to-date", "validate:")
+
+
+@pytest.mark.slow
+def test_a_watch_round_that_only_runs_records_no_verdict(g):
+    """Without --validate a round runs the pipeline's `replay:` task (the same rule, no comparison): RAN, timed,
+    its outputs kept; no verdict, so `validate` runs the program."""
+    from pypto_build import validate
+
+    status, lines = _watch_round(g, validate=False)
+    assert status == 0 and "   verdict  RAN" in lines, lines
+    assert any(line.startswith("   program  ") and "median of 2" in line for line in lines), lines
+    assert (g / ".pypto_build" / "replay" / "out.pt").is_file()
+    assert validate(g).names("ran", "validate:") == ["validate:."]
+
+
+def test_a_run_heard_in_process_is_refused_to_doit_workers():
+    """`InProcess` (a warm start, callbacks, the slot the run is handed back in) lives in this process: a request
+    that would send the run task to doit's worker processes (-j > 1) refuses it in one line."""
+    from dataclasses import replace
+    from pypto_build.builddir.runconfig import InProcess, RunSpec
+    from pypto_build.errors import ArgumentError
+    from pypto_build.options import Request
+
+    heard = RunSpec(in_process=InProcess())
+    assert replace(Request(), jobs=1, run=heard).run.in_process is heard.in_process
+    with pytest.raises(ArgumentError, match=r"jobs=1"):
+        replace(Request(), jobs=2, run=heard)
+    assert RunSpec() == replace(heard, in_process=None) == heard        # never part of what a spec is
+
+
 def test_only_what_plans_nothing_classifies_a_directory():
     """Issue 34 item 7: the layout's kind travels in the plan (`Program`; `run.runnable` reads the planned layout),
     so what classifies a directory is the layout itself and the two verbs that plan nothing: `history` (is it a

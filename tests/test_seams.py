@@ -157,7 +157,8 @@ def test_task_dicts_carry_the_runs_caches_and_run_settings(tmp_path):
     (replay,) = groups[stages.REPLAY]
     program, *rest = replay["actions"][0][1]
     assert (program.path, program.kind.name, program.platform) == (graph.layout.root, "L2", "fake")  # the plan's
-    assert rest == [RunConfig(enable_dump_args=1), 9.0, True]          # the caller's config (the entry adds the platform); -q
+    assert rest == [RunConfig(enable_dump_args=1), 9.0, True, None]    # the caller's config (the entry adds the
+    # platform); -q; no caller in this process hears the run (`RunSpec.in_process`)
     assert program.config(rest[0]) == RunConfig(platform="fake", enable_dump_args=1)
     assert replay["task_dep"] == [stages.task(stages.STAMP, ".")]
     default = task_dicts(graph)                                 # no caches, the default run settings

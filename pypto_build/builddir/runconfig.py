@@ -1,9 +1,10 @@
-"""`RunConfig`: PyPTO's run options, and what the host runtime does with each; `RunSpec`: a config and its timeout."""
+"""`RunConfig`: PyPTO's run options, and what the host runtime does with each; `RunSpec`: a config and its timeout;
+`InProcess`: how a caller in this process starts and hears a run (never part of a key)."""
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..core.hashing import text_digest
 from ..core.settings import RUN_TIMEOUT, seconds
@@ -72,15 +73,37 @@ class RunConfig:
         return text_digest(*(f"{k}={d[k]}" for k in sorted(d)))
 
 
+@dataclass(eq=False)
+class InProcess:
+    """How a caller in this process starts and hears the run of a `replay:`/`validate:` task (a `watch` round):
+    `start` (the warm starter's), `timing_runs`, `on_phase`, `say` (the entry's arguments: `run.run_built`), and
+    `ran`, where the task leaves what the entry returned (its whole `RunOutcome`: run times, golden.py's reads) or
+    the error it raised, for that caller to read once the pipeline returns.
+
+    They change how the run is started, timed and heard, not what it computes: no key holds them (a verdict's is
+    `RunConfig.key`), and what doit records of the run is the same without them. `ran` is the channel back for what
+    doit must not keep (run times are of one run, golden.py's reads are the caller's to watch) and for what doit
+    would flatten (an exception the caller's own `on_phase` raised to stop the run becomes a plain failed task
+    there). Only valid in the process that made it (a callable over this process's socket, a slot read here): a
+    request that would run doit workers (`-j` > 1) refuses it (`options.Request`)."""
+
+    start: Callable | None = None
+    timing_runs: int = 1
+    on_phase: Callable[[str], None] | None = None
+    say: Callable[[str], None] | None = None
+    ran: Any = None         # the entry's RunOutcome, or the exception it raised; None: it was not called
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """How replay/validate run a program: the RunConfig, the seconds a run may take before it is
-    stopped (`--run-timeout`), and whether it prints its progress (-q); `options.run_spec` builds it
-    from parsed flags."""
+    stopped (`--run-timeout`), whether it prints its progress (-q), and, for a caller in this process only,
+    how the run is started and heard (`InProcess`); `options.run_spec` builds it from parsed flags."""
 
     config: RunConfig = RunConfig()
     timeout: float = field(default_factory=lambda: seconds(*RUN_TIMEOUT))    # $PYPTO_RUN_TIMEOUT or 1800 s
     quiet: bool = False     # -q: the run says only its verdict and the program's own log lines, not its progress
+    in_process: InProcess | None = field(default=None, compare=False)
 
     @classmethod
     def given(cls, config: RunConfig | Mapping[str, Any] | None = None, timeout: float | None = None) -> RunSpec:

@@ -6,8 +6,9 @@ stage's one entry (`entry.run_built`, in a child process).
 kept golden result it was compared against (and everything that result is keyed
 on: `golden_key`) are unchanged — what CI reruns need. A verdict is recorded
 only for a comparison that ran and passed: this is the one route that records a verdict, whoever asked for the
-run (`pypto-build validate`, `replay --validate`, `compat.replay` on golden.py's inputs). Each task keeps what
-its run did for the caller (`run`: outputs compared, diagnostics; a failure carries the typed error).
+run (`pypto-build validate`, `replay --validate`, `compat.replay` on golden.py's inputs, a `watch` round). Each
+task keeps what its run did for the caller (`run`: outputs compared, diagnostics; a failure carries the typed
+error); a caller in this process may also start and hear the run itself (`builddir.runconfig.InProcess`).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from doit.exceptions import TaskFailed
 from ..errors import USER, PyptoBuildError, exit_status
 from ..toolchain.local_slots import local_work
 from ..core.oserrors import one_line_failures
-from ..builddir.runconfig import RunConfig
+from ..builddir.runconfig import InProcess, RunConfig
 from ..plan.program import Program
 
 if TYPE_CHECKING:
@@ -53,13 +54,13 @@ def _failures() -> tuple[type[BaseException], ...]:
 
 @one_line_failures
 @local_work
-def run_replay(program: Program, config: RunConfig, timeout: float, quiet: bool = False):
-    """Run the program on golden.py's inputs; print PyPTO's lines as they come (`quiet`: not the progress)."""
-    from .entry import run_built
-
+def run_replay(program: Program, config: RunConfig, timeout: float, quiet: bool = False,
+               here: InProcess | None = None):
+    """Run the program on golden.py's inputs; print PyPTO's lines as they come (`quiet`: not the progress;
+    `here`: a caller in this process hears them, `_entry`)."""
     failures = _failures()
     try:
-        outcome = run_built(program, config=config, validate=False, timeout=timeout, say=_say, quiet=quiet)
+        outcome = _entry(program, config, timeout, quiet, here, validate=False)
     except failures as exc:
         return _failed(program, "replay", exc)
     return {"run": _kept(outcome)}
@@ -67,18 +68,37 @@ def run_replay(program: Program, config: RunConfig, timeout: float, quiet: bool 
 
 @one_line_failures
 @local_work
-def run_validate(program: Program, config: RunConfig, timeout: float, quiet: bool = False):
+def run_validate(program: Program, config: RunConfig, timeout: float, quiet: bool = False,
+                 here: InProcess | None = None):
     """Run and validate; the verdict (and the seal of the golden result it was compared against, which keys
-    it: `run.checks.VerdictCheck`) is recorded only when it passes."""
-    from .entry import run_built
-
+    it: `run.checks.VerdictCheck`) is recorded only when it passes — the same values whoever asked (`here`: a
+    caller in this process, `_entry`)."""
     failures = _failures()
     try:
-        outcome = run_built(program, config=config, validate=True, timeout=timeout, say=_say, quiet=quiet)
+        outcome = _entry(program, config, timeout, quiet, here, validate=True)
     except failures as exc:
         return _failed(program, "validation", exc)
     return {"verdict": "PASSED", "outputs": outcome.checked, "config": program.config(config).key(),
             "golden": {"seal": outcome.golden, "states": {}}, "run": _kept(outcome)}
+
+
+def _entry(program: Program, config: RunConfig, timeout: float, quiet: bool, here: InProcess | None, *,
+           validate: bool) -> RunOutcome:
+    """The run stage's entry as a task calls it. With `here` (a caller in this process: doit runs this action
+    there, `-j` 1) the run starts and is heard as that caller says (`InProcess`: a warm start, timing runs, its
+    phase and line callbacks), and what the entry returned or raised is left in `here.ran` for it; the task's
+    values, which doit keeps, are the same either way."""
+    from .entry import run_built
+
+    if here is None:
+        return run_built(program, config=config, validate=validate, timeout=timeout, say=_say, quiet=quiet)
+    try:
+        here.ran = run_built(program, config=config, validate=validate, timeout=timeout, say=here.say or _say,
+                             quiet=quiet, start=here.start, timing_runs=here.timing_runs, on_phase=here.on_phase)
+    except BaseException as exc:
+        here.ran = exc
+        raise
+    return here.ran
 
 
 def _kept(outcome: RunOutcome) -> dict:

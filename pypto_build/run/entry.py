@@ -1,7 +1,8 @@
 """The run stage's one entry: `run_built` runs a built program and returns one typed outcome (`RunOutcome`).
 
-Every way of running a program calls it: the `replay:`/`validate:` tasks (`actions`), PyPTO's `replay()` on the
-caller's tensors, `watch`'s rounds, `CompiledProgram` and `benchmark()`, `DistributedCompiledProgram`. What runs
+Every way of running a program calls it: the `replay:`/`validate:` tasks (`actions`; `watch`'s rounds and PyPTO's
+`replay()` on golden.py's inputs run those), PyPTO's `replay()` on the caller's tensors, `CompiledProgram` and
+`benchmark()`, `DistributedCompiledProgram`. What runs
 is data: the `Program` the plan handed over (its directory, layout kind and platform: nothing is classified
 again, and `Program.config` puts the platform into the `RunConfig` here, once) and the `Binaries` it loads
 (today always the program's own; a caller may name others — a scratch copy — through this same entry).

@@ -2,8 +2,9 @@
 
 `replay:<name>` always runs when selected (its output is what the user wants to
 see); `validate:<name>` keeps its verdict while `VerdictCheck` says it holds.
-Task dicts are plain data plus module-level actions (picklable for `-j`). `STAGE` is the stage as the
-engine assembles it: its tasks, the line a kept verdict says, its verdicts in explain's words.
+Task dicts are plain data plus module-level actions (picklable for `-j`; a run spec's `in_process`, which is
+not, is refused with `-j` > 1 by `options.Request`). `STAGE` is the stage as the engine assembles it: its
+tasks, the line a kept verdict says, its verdicts in explain's words.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _target_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, wha
     groups[stages.REPLAY].append({
         "name": t.name,
         "doc": f"run {t.rel} on golden.py's inputs ({what.platform})",
-        "actions": [(run_replay, [what, run.config, run.timeout, run.quiet])],
+        "actions": [(run_replay, [what, run.config, run.timeout, run.quiet, run.in_process])],
         "task_dep": list(t.stamps),
         "uptodate": [False],
         "verbosity": 2,
@@ -38,7 +39,7 @@ def _target_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, wha
     groups[stages.VALIDATE].append({
         "name": t.name,
         "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
-        "actions": [(run_validate, [what, run.config, run.timeout, run.quiet])],
+        "actions": [(run_validate, [what, run.config, run.timeout, run.quiet, run.in_process])],
         "task_dep": list(t.stamps),
         "file_dep": list(t.inputs),
         "uptodate": [VerdictCheck(what.config(run.config).key(), str(what.path))],

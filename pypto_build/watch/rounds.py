@@ -10,6 +10,13 @@ crash — is its verdict, and the session goes on; its status is the one a one-s
 gives the same outcome (`BuildResult.status`, `errors.exit_status`). A round whose inputs moved before
 its verdict (a burst of writes it started in the middle of) says so instead of a
 verdict and runs again, in the same block, once the writes settle (`pending`).
+
+One rule for the run, with `--validate` or without: it is the pipeline's own run task as
+`pypto-build replay [--validate]` runs it (`validate:` forced, else `replay:`), on the warm
+graph, in this process, started and heard through the run spec's `InProcess` (the warm
+starter, the timing runs, the early verdict line, the split timings). So a PASSED round's
+verdict is recorded as every verdict is (a later `pypto-build validate DIR` reuses it);
+a round that did not pass records none.
 """
 from __future__ import annotations
 
@@ -17,13 +24,14 @@ import sqlite3
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
 from ..core import stages
 from ..errors import ProgramFailed, PyptoBuildError, exit_status, one_line
-from ..builddir.state_dir import STATE_DB, STATE_DIR, current_state_folder
+from ..builddir.runconfig import InProcess
+from ..builddir.state_dir import STATE_DB, current_state_folder
 from ..options import Request
 from .history import History, percent, variant_digest
 from .inputs import PLANNING, Inputs, Snapshot, collect
@@ -184,11 +192,8 @@ class Session:
         return result
 
     def _run(self, report: Round, read: list[str]) -> None:
-        from ..engine import dir_lock
-        from ..run import run_built, runnable
         from ..errors import ExecutorError
 
-        run = self.settings.request.run
         lines: list[str] = []
         marks: dict[str, float] = {}
         began = time.perf_counter()
@@ -204,10 +209,8 @@ class Session:
                     marks.setdefault(key, time.perf_counter())
 
         try:
-            with dir_lock(self.root / STATE_DIR):
-                outcome = run_built(runnable(self.graph), config=run.config, validate=self.settings.validate,
-                                    timeout=run.timeout, say=lines.append, start=self.starter.start,
-                                    timing_runs=self.settings.runs, on_phase=phase)
+            outcome = self._ran(InProcess(start=self.starter.start, timing_runs=self.settings.runs, on_phase=phase,
+                                          say=lines.append))
             report.verdict = "PASSED" if self.settings.validate else "RAN"
             report.detail = ", ".join(outcome.checked)
             report.seconds = outcome.run_seconds
@@ -229,6 +232,31 @@ class Session:
         if self.settings.validate:
             report.split["compare"] = timing - compared
         report.split["start"] = start - began
+
+    def _ran(self, here: InProcess):
+        """The round's run: the pipeline's own run task on the warm graph (`validate:` forced, or `replay:`), in
+        this process (-j 1) and heard through `here` (`InProcess`: the warm starter, the timing runs, `phase`, the
+        lines); its outcome, or what the run raised (else what stopped the pipeline), raised as it is."""
+        from .. import pipeline
+        from ..run import runnable
+
+        runnable(self.graph)            # a multi-orch parent, an L3 build without its sidecar: one line, as before
+        stage = stages.VALIDATE if self.settings.validate else stages.REPLAY
+        request = self.settings.request
+        request = replace(request, tasks=(stages.task(stage, "."),), jobs=1, recompile=False, trace=None,
+                          force=(stages.prefix(stages.VALIDATE),) if self.settings.validate else (),
+                          run=replace(request.run, quiet=False, in_process=here))
+        try:
+            result = pipeline.run(self.root, request, graph=self.graph, progress=None, check=False)
+        except (PyptoBuildError, OSError):
+            if isinstance(here.ran, BaseException):
+                raise here.ran from None        # the run's own error (a refused input), not the pipeline's line
+            raise
+        if isinstance(here.ran, BaseException):
+            raise here.ran
+        if here.ran is None:                    # the task did not get to run the program
+            raise result.error() or ProgramFailed(f"{self.root}: the program was not run")
+        return here.ran
 
     def _refresh(self) -> None:
         """The inputs as this round left them: new headers join (as they are now; our splices were taken as
