@@ -193,11 +193,13 @@ class Records:
     (`BuildDirLoader(records=...)`) and called under the directory lock, for the pipeline's runs and for every
     `pypto-build doit` command."""
 
-    def before(self, root: Path) -> None:
+    def before(self, root: Path, platform: str) -> str | None:
         """Every command, before anything can change the state: the no-op record is removed, whatever follows
-        (a run that dies half way leaves none that says "nothing to do"; a whole clean build writes it again)."""
+        (a run that dies half way leaves none that says "nothing to do"; a whole clean build writes it again),
+        and the one state of before is taken over for `platform` (`_take_over`); the line that says so."""
         from .plan import noop
         noop.invalidate(root)
+        return _take_over(root, platform)
 
     def after(self, graph: Graph, tasks: list | None) -> None:
         """After a run that builds (it ended without raising): with `tasks` (a whole, clean build) the platform's
@@ -222,6 +224,33 @@ class Records:
 
 
 RECORDS = Records()
+
+
+def _take_over(root: Path, platform: str) -> str | None:
+    """Move the one state of before (`.pypto_build/state.sqlite3`, its journal and its header sets) into
+    `platform`'s folder when that has none: moved, not copied, under the lock before the state opens — its
+    rows decide by content as always (a unit built last for another platform rebuilds once). The line that
+    says so, or None when there was nothing to take over."""
+    import os
+    from .builddir.state_checks import SIDE_FILES, check_state_files
+    from .builddir.state_dir import STATE_DB, STATE_DIR, state_folder
+    from .compile.header_sets import sets_dir
+
+    legacy = root / STATE_DIR / STATE_DB
+    folder = root / state_folder(platform)
+    if not os.path.lexists(legacy) or os.path.lexists(folder / STATE_DB):
+        return None
+    check_state_files(legacy)
+    folder.mkdir(parents=True, exist_ok=True)
+    headers, own_headers = root / sets_dir(STATE_DIR), root / sets_dir(state_folder(platform))
+    if headers.is_dir() and not os.path.lexists(own_headers):
+        os.rename(headers, own_headers)           # first: a kill before the database moves re-takes both
+    for side in SIDE_FILES:                       # a journal goes with its database (sqlite rolls it back there)
+        if os.path.lexists(f"{legacy}{side}"):
+            os.replace(f"{legacy}{side}", folder / f"{STATE_DB}{side}")
+    os.replace(legacy, folder / STATE_DB)
+    return (f"pypto-build: the build state is now kept per platform; {STATE_DIR}/{STATE_DB} moved to "
+            f"{state_folder(platform)}/ (units built last for another platform rebuild once)")
 
 
 def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: bool) -> BuildResult:

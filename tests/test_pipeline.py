@@ -279,7 +279,7 @@ class SpyRecords:
     def __init__(self, dep_file: Path):
         self.dep_file, self.calls = dep_file, []
 
-    def before(self, root):
+    def before(self, root, platform):
         self.calls.append(("before", Path.cwd() == root, self.dep_file.exists()))
 
     def after(self, graph, tasks):

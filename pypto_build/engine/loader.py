@@ -38,8 +38,9 @@ class Records(Protocol):
     """What the pipeline keeps around a doit command on the directory (`pipeline.Records`), called under the
     directory lock."""
 
-    def before(self, root: Path) -> None:
-        """Every command, before anything can change the state (nothing of the run is written yet)."""
+    def before(self, root: Path, platform: str) -> str | None:
+        """Every command, before anything can change the state (nothing of the run is written yet), for the
+        state of `platform`; a line to say (None: nothing)."""
 
     def after(self, graph: Graph, tasks: list | None) -> None:
         """A command that builds, once it ended without raising; `tasks`: doit's tasks when the run was whole

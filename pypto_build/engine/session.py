@@ -22,7 +22,7 @@ from .depstate import ContentDependency
 from .loader import BuildDirLoader
 from .lock import NotWritable, dir_lock, sigterm_as_interrupt
 from .reporter import BuildReporter
-from .statedb import open_state, take_over
+from .statedb import open_state
 from .tasks import default_tasks
 from .workers import install_fork_hooks
 
@@ -45,17 +45,15 @@ def planned(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
 @contextlib.contextmanager
 def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
     """The directory lock, the root as working directory, SIGTERM as an interrupt, the pipeline's
-    `records.before` first (its no-op record removed: the state is about to change, or be read by doit),
-    the state of before taken over for the graph's platform (`statedb.take_over`) and the platform's
+    `records.before` first (its no-op record removed: the state is about to change, or be read by doit;
+    the state of before taken over for the graph's platform: the line it returns is said) and the platform's
     state opened (`adopts`: a build). What the run leaves besides is the caller's (`records.after`)."""
     root = loader.root
     install_fork_hooks()            # a process forked while the lock is held is a doit worker (workers.py)
     with dir_lock(root / STATE_DIR, quiet=loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
-        if loader.records is not None:
-            loader.records.before(root)
-        moved = take_over(root, loader.graph.platform.name)
-        if moved and not loader.quiet:
-            print(moved, file=loader.progress, flush=True)     # the caller's stream (None: stdout)
+        said = loader.records.before(root, loader.graph.platform.name) if loader.records is not None else None
+        if said and not loader.quiet:
+            print(said, file=loader.progress, flush=True)      # the caller's stream (None: stdout)
         yield open_state(loader.dep_file, adopts, force=loader.force)
 
 

@@ -1,11 +1,8 @@
 """Opening a build directory's doit state (`.pypto_build/state/<platform>/state.sqlite3`): for a run, or read-only.
 
 Each platform keeps its own (`state_dir.state_folder`), as it keeps its own
-binaries, so switching platforms and back rebuilds nothing. The one state of
-before (`.pypto_build/state.sqlite3` and `headers/`) is taken over by the first
-run that holds the lock (`take_over`): moved, not copied, into that run's
-platform folder — its rows decide by content as always (a unit built last for
-another platform rebuilds once).
+binaries, so switching platforms and back rebuilds nothing (the one state of
+before is moved into a platform's folder by the pipeline: `pipeline.Records.before`).
 
 The database is doit's own sqlite format, read and written by our backend
 (`sqlitedb.StateDB`). Before sqlite touches the database or its journal, their
@@ -18,7 +15,6 @@ state folder: it holds the host binaries).
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -26,12 +22,10 @@ from .file_checker import XXHChecker
 from .depstate import ContentDependency
 from .sqlitedb import ReadOnlyStateDB, StateDB
 from ..errors import UserError, one_line
-from ..compile.header_sets import sets_dir
-from ..builddir.state_dir import STATE_DB, STATE_DIR, state_folder
 from ..builddir.state_checks import SIDE_FILES, check_state_files, start_afresh
 from ..core.oserrors import describe_sqlite
 
-__all__ = ["SIDE_FILES", "check_state_files", "open_state", "start_afresh", "take_over"]
+__all__ = ["SIDE_FILES", "check_state_files", "open_state", "start_afresh"]
 
 
 def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tuple[str, ...] = ()) -> ContentDependency:
@@ -54,23 +48,3 @@ def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tupl
             raise UserError(line) from None
         raise UserError(f"{dep_file}: the build state is unreadable ({one_line(exc)}); "
                         f"{start_afresh(dep_file)}") from None
-
-
-def take_over(root: Path, platform: str) -> str | None:
-    """Move the one state of before into `platform`'s folder when that has none (under the lock, before the
-    state opens); the line that says so, or None when there was nothing to take over."""
-    legacy = root / STATE_DIR / STATE_DB
-    folder = root / state_folder(platform)
-    if not os.path.lexists(legacy) or os.path.lexists(folder / STATE_DB):
-        return None
-    check_state_files(legacy)
-    folder.mkdir(parents=True, exist_ok=True)
-    headers, own_headers = root / sets_dir(STATE_DIR), root / sets_dir(state_folder(platform))
-    if headers.is_dir() and not os.path.lexists(own_headers):
-        os.rename(headers, own_headers)           # first: a kill before the database moves re-takes both
-    for side in SIDE_FILES:                       # a journal goes with its database (sqlite rolls it back there)
-        if os.path.lexists(f"{legacy}{side}"):
-            os.replace(f"{legacy}{side}", folder / f"{STATE_DB}{side}")
-    os.replace(legacy, folder / STATE_DB)
-    return (f"pypto-build: the build state is now kept per platform; {STATE_DIR}/{STATE_DB} moved to "
-            f"{state_folder(platform)}/ (units built last for another platform rebuild once)")
