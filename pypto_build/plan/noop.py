@@ -141,9 +141,9 @@ def refuse(root: Path, platform: str, request: Any) -> None:
     do", in its order and by the same functions: the settings planning judges (`settings.check_planning`),
     the state folder leading out of the directory through a link (`state_checks.confine_state`), the cache's
     size (with a cache: `open_caches`), a lock file that is no regular file (`check_lock`: the lock), a state
-    database or companion that is none (`check_state_files`: the take-over of the state of before, `open_state`). What the directory's
-    files would make planning refuse needs no check here: the recording run planned them, and their stats
-    still match."""
+    database or companion that is none (`check_state_files`: the take-over of the state of before,
+    `open_state`). What the directory's files would make planning refuse needs no check here: the recording
+    run planned them, and their stats still match."""
     from ..platforms import platform_names
     settings.check_planning(platform_names(), preludes=request.preludes)
     state_checks.confine_state(root)
