@@ -219,7 +219,7 @@ def test_a_watch_round_that_only_runs_records_no_verdict(g):
     assert validate(g).names("ran", "validate:") == ["validate:."]
 
 
-def test_a_run_heard_in_process_is_refused_to_doit_workers():
+def test_a_run_kept_in_process_is_refused_to_doit_workers():
     """`InProcess` (a warm start, callbacks, the slot the run is handed back in) lives in this process: a request
     that would send the run task to doit's worker processes (-j > 1) refuses it in one line."""
     from dataclasses import replace
@@ -227,11 +227,11 @@ def test_a_run_heard_in_process_is_refused_to_doit_workers():
     from pypto_build.errors import ArgumentError
     from pypto_build.options import Request
 
-    heard = RunSpec(in_process=InProcess())
-    assert replace(Request(), jobs=1, run=heard).run.in_process is heard.in_process
+    kept = RunSpec(in_process=InProcess())
+    assert replace(Request(), jobs=1, run=kept).run.in_process is kept.in_process
     with pytest.raises(ArgumentError, match=r"jobs=1"):
-        replace(Request(), jobs=2, run=heard)
-    assert RunSpec() == replace(heard, in_process=None) == heard        # never part of what a spec is
+        replace(Request(), jobs=2, run=kept)
+    assert RunSpec() == replace(kept, in_process=None) == kept        # never part of what a spec is
 
 
 def test_only_what_plans_nothing_classifies_a_directory():
