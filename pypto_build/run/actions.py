@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class RunFailed(TaskFailed):
     """A failed run of a `replay:`/`validate:` task: its one line for the reporter, and `error`, the error tree's
     exception the run raised (`ValidationFailed`, `ProgramFailed`, ...) for a caller that raises it as it is
-    (`compat.replay`: `BuildResult.runs`)."""
+    (`compat.replay`: `BuildResult.run_of`)."""
 
     def __init__(self, msg: str, error: BaseException | None = None) -> None:
         super().__init__(msg)
@@ -102,7 +102,7 @@ def _entry(program: Program, config: RunConfig, timeout: float, quiet: bool, her
 
 
 def _kept(outcome: RunOutcome) -> dict:
-    """What a task keeps of its run for the caller (`pipeline.BuildResult.runs`): outputs compared, diagnostics."""
+    """What a task keeps of its run for the caller (`pipeline.BuildResult.run_of`): outputs compared, diagnostics."""
     return {"checked": list(outcome.checked), "dfx": list(outcome.dfx)}
 
 
