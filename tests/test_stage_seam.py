@@ -38,7 +38,8 @@ LINT = Stage(groups=("lint",), tasks=lint_tasks, default=True, follows=("lint",)
              done=lambda name, values: Done({"linted": (name,)}),
              closing=lambda seen: [f"[lint] {len(seen.tallied('linted'))} sub-build(s) linted"],
              summary=lambda seen: [(2, f"{len(seen.tallied('linted'))} linted")],
-             explain=lambda name, status, reason, values: f"{reason} (lint's words)")
+             explain=lambda name, status, reason, values: f"{reason} (lint's words)",
+             forced="lint looks again")
 WITH_LINT = (*build_stages.STAGES, LINT)
 
 
@@ -46,7 +47,7 @@ def run_with(root: Path, stages_: tuple, **kw) -> str:
     request = Request.given(platform="host", **kw)
     out = io.StringIO()
     loader = BuildDirLoader(root, graph=request.plan(root), caches=request.caches(), run=request.run,
-                            reporter=BuildReporter(out, stages=stages_), stages=stages_)
+                            reporter=BuildReporter(out, stages=stages_), stages=stages_, force=request.force)
     assert run_build(loader, recompile=request.recompile) == 0
     return out.getvalue()
 
@@ -68,6 +69,8 @@ def test_a_stage_the_engine_never_named_is_built_reported_and_explained(tmp_path
         "1 stamp(s) written, 1 linted"
     # the build's own stages alone: no lint task, no lint line
     assert "lint" not in run_with(root, build_stages.STAGES)
+    # a run that forces the stage's tasks says why in the stage's words (`Stage.forced`), not the engine's
+    assert "lint:.  (lint looks again)" in run_with(root, WITH_LINT, force=("lint:",)).splitlines()
 
 
 def test_the_table_lists_every_group_in_graph_order():

@@ -67,6 +67,7 @@ class Stage:
     (None: never recorded) — None: not listed unless asked for; `last_run(values)` the words on how its task
     last ran ("with prelude:<name>"). `units` are the groups counted as compile units, `verdicts` the groups
     that keep a verdict (listed held or not), `shown` the groups explain judges unless asked for names.
+    `forced`: why its task runs when the request forces it whatever its state says (`Request.force`).
     """
 
     groups: tuple[str, ...]
@@ -78,6 +79,7 @@ class Stage:
     units: tuple[str, ...] = ()
     verdicts: tuple[str, ...] = ()
     refusal: type | None = None             # the failure of a task that refused its input (a user error)
+    forced: str = "asked to run again whatever its state says"
     done: Callable[[str, dict], Done] | None = None
     kept: Callable[[str, dict], str | None] | None = None
     closing: Callable[[Seen], list[str]] = _nothing
@@ -89,6 +91,15 @@ class Stage:
     def owns(self, task: str) -> bool:
         """Whether `task` is one of this stage's."""
         return task.partition(":")[0] in self.groups
+
+
+def forced_why(stages: tuple[Stage, ...] | list[Stage], prefixes: tuple[str, ...]) -> dict[str, str]:
+    """Each task-name prefix the request forces, with its stage's words for why such a task runs."""
+    found = {}
+    for prefix in prefixes:
+        stage = stage_of(stages, prefix)
+        found[prefix] = stage.forced if stage is not None else Stage.forced
+    return found
 
 
 def stage_of(stages: tuple[Stage, ...] | list[Stage], task: str) -> Stage | None:

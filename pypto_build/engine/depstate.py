@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Mapping
 
 from doit.dependency import Dependency, get_md5
 
@@ -31,10 +32,11 @@ from ..core.safeio import is_regular, refusal
 class ContentDependency(Dependency):
     """doit's dependency manager with the fixes above; `reasons` says why each task must run."""
 
-    def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, force: tuple[str, ...] = (),
+    def __init__(self, *args, adopt: bool = False, checkpoint: bool = False, force: Mapping[str, str] | None = None,
                  read_only: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.force = force          # task-name prefixes that run whatever their state says (replay --validate)
+        # task-name prefixes that run whatever their state says, each with why (its stage's words: `Stage.forced`)
+        self.force = dict(force or {})
         self.read_only = read_only  # a reader deciding as a build does (explain): adopts in memory, records nothing
         # commit each success at once (sqlitedb.StateDB): a killed run keeps its finished units
         self.checkpoint = checkpoint
@@ -50,7 +52,7 @@ class ContentDependency(Dependency):
             self._adopt(task)                                           # never recorded: first sight
         result = super().get_status(task, tasks_dict, get_log=get_log)
         if result.status == "up-to-date" and ((self.failed(task.name) and not _failure_writes_nothing(task))
-                                              or (self.force and task.name.startswith(self.force))):
+                                              or self._forced(task.name)):
             result.status = "run"
         snapshot = {}
         blocked = [getattr(utd, "blocked", "") for utd, _args, _kwargs in task.uptodate]
@@ -77,6 +79,10 @@ class ContentDependency(Dependency):
         else:
             self.reasons[task.name] = self._reason(task, result)
         return result
+
+    def _forced(self, name: str) -> str:
+        """Why `name` runs whatever its state says ('' when the request does not force it)."""
+        return next((why for prefix, why in self.force.items() if name.startswith(prefix)), "")
 
     def failed(self, name: str) -> bool:
         """Whether the task's last run failed (it runs again until it succeeds)."""
@@ -137,8 +143,8 @@ class ContentDependency(Dependency):
         """Why `task` must run, in the words explain and the progress lines use."""
         if self.failed(task.name) and not self.recorded(task.name):
             return "its last run failed (it never succeeded)"
-        if self.force and task.name.startswith(self.force):
-            return "replay --validate makes a fresh verdict"
+        if self._forced(task.name):
+            return self._forced(task.name)
         for utd, _args, _kwargs in task.uptodate:
             if utd is False:
                 return "runs every time it is asked for"

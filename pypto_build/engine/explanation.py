@@ -17,7 +17,7 @@ created).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -103,7 +103,8 @@ def _in_stage_words(stages: tuple[Stage, ...], e: Explanation, values: dict | No
 
 
 @contextlib.contextmanager
-def read_only_state(root: Path, platform: str, force: tuple[str, ...] = ()) -> Iterator[ContentDependency | None]:
+def read_only_state(root: Path, platform: str,
+                    force: Mapping[str, str] | None = None) -> Iterator[ContentDependency | None]:
     """`platform`'s state of the directory (what a build would take) opened read-only (sqlite `mode=ro`) under
     the shared lock taken on a read-only descriptor, with the root as working directory, deciding as a build
     does (first sight adopts, in memory); None when it was never built (nothing is created). Whatever a

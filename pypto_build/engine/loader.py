@@ -27,6 +27,7 @@ from ..builddir.state_dir import STATE_DB, state_folder
 from ..builddir.layout import find_root
 from ..builddir.runconfig import RunSpec
 from .file_checker import XXHChecker
+from ..core.stage_seam import forced_why
 from .reporter import BuildReporter
 from .tasks import build_stages, default_tasks, task_dicts
 
@@ -82,6 +83,10 @@ class BuildDirLoader:
         self.progress = progress                   # where the engine's own notices go (None: stdout)
         self.values: dict = {}
         self.stages = build_stages() if stages is None else stages      # what the graph is assembled from
+
+    def forced(self) -> dict[str, str]:
+        """The task-name prefixes the run forces, each with its stage's words for why (`Stage.forced`)."""
+        return forced_why(self.stages, self.force)
 
     def setup(self, opt_values):
         if self.root is None:

@@ -54,7 +54,7 @@ def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
         said = loader.records.before(root, loader.graph.platform.name) if loader.records is not None else None
         if said and not loader.quiet:
             print(said, file=loader.progress, flush=True)      # the caller's stream (None: stdout)
-        yield open_state(loader.dep_file, adopts, force=loader.force)
+        yield open_state(loader.dep_file, adopts, force=loader.forced())
 
 
 def answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWritable, recompile: bool = False) -> int:
@@ -68,7 +68,7 @@ def answer_read_only(loader: BuildDirLoader, tasks: list[str], refused: NotWrita
     task_list = loader.load_tasks(None, tasks)
     control = TaskControl(task_list)
     control.process(tasks or default_tasks(loader.stages))     # task names as a run takes them (unknown: one line)
-    with read_only_state(loader.root, loader.plan().platform.name, force=loader.force) as dep:
+    with read_only_state(loader.root, loader.plan().platform.name, force=loader.forced()) as dep:
         if dep is not None:
             force_rebuilds(dep, loader.root, loader.graph.compile_tasks, recompile)
         found = dry_run(task_list, control.selected_tasks, dep, loader.stages)

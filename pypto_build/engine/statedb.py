@@ -16,6 +16,7 @@ state folder: it holds the host binaries).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 
 from .file_checker import XXHChecker
@@ -28,10 +29,11 @@ from ..core.oserrors import describe_sqlite
 __all__ = ["SIDE_FILES", "check_state_files", "open_state", "start_afresh"]
 
 
-def open_state(dep_file: Path, adopt: bool, read_only: bool = False, force: tuple[str, ...] = ()) -> ContentDependency:
+def open_state(dep_file: Path, adopt: bool, read_only: bool = False,
+               force: Mapping[str, str] | None = None) -> ContentDependency:
     """The doit state of a build directory (`adopt`: deciding as a build does; `read_only`: a reader, which
     writes nothing — what it adopts or forces stays in memory;
-    `force`: task-name prefixes that run whatever their state says).
+    `force`: task-name prefixes that run whatever their state says, each with why).
 
     One clear `UserError` when it cannot be opened.
     """

@@ -78,4 +78,4 @@ def _tasks(graph: Graph, _caches, run: RunSpec | None) -> dict[str, list[dict]]:
 # A verdict is on the binaries: a replay or validation runs after any stamp it depends on that runs.
 STAGE = Stage(groups=(stages.REPLAY, stages.VALIDATE), tasks=_tasks, shown=(stages.VALIDATE,),
               follows=(stages.REPLAY, stages.VALIDATE), verdicts=(stages.VALIDATE,), refusal=Refused, kept=kept,
-              explain=explained)
+              explain=explained, forced="replay --validate makes a fresh verdict")
