@@ -4,7 +4,7 @@ Every front end builds through `run()`: the API (`build`, `validate`, `replay` a
 the program objects), the `pypto-build` verbs and their doit commands, `pypto-build doit
 run`, `ci`, `watch`, `example` and `debug/run.py` (`pypto-build doit <command>` plans through the
 same `Request` stages, then runs doit's own command: engine/loader.py). What a run leaves for the
-next besides doit's state is the pipeline's too (`Records`: the engine calls them under the lock). `run` chooses
+next besides doit's state is the pipeline's too (`Bookkeeping`: the engine calls them under the lock). `run` chooses
 the platform once, lets the no-op record answer when it may (only after the refusals
 the rest of the run would make: `noop.refuse`), plans, opens the caches, runs the
 engine (`engine.run_build`: `--recompile` and the other forcing are applied there,
@@ -188,9 +188,9 @@ def run(root: Path | str, request: Request, *, graph: Graph | None = None, progr
     return _run_engine(graph, request, progress, check)
 
 
-class Records:
+class Bookkeeping:
     """What a run leaves for the next one besides doit's state: the pipeline's bookkeeping, handed to the engine
-    (`BuildDirLoader(records=...)`) and called under the directory lock, for the pipeline's runs and for every
+    (`BuildDirLoader(bookkeeping=...)`) and called under the directory lock, for the pipeline's runs and for every
     `pypto-build doit` command."""
 
     def before(self, root: Path, platform: str) -> str | None:
@@ -223,7 +223,7 @@ class Records:
         hashing.keep(root, root / STATE_DIR)
 
 
-RECORDS = Records()
+BOOKKEEPING = Bookkeeping()
 
 
 def _take_over(root: Path, platform: str) -> str | None:
@@ -267,7 +267,7 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
             print(line, file=sys.stderr)
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet or request.doit_reports, echo_errors=False)
     loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
-                            quiet=quiet, force=request.force, records=RECORDS, progress=progress)
+                            quiet=quiet, force=request.force, bookkeeping=BOOKKEEPING, progress=progress)
     with _one_run:
         rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
                        keep_going=request.keep_going, doit=request.doit)

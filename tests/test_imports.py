@@ -156,9 +156,9 @@ def test_a_door_names_real_things_and_never_a_module_by_an_export(family):
 
 def test_the_engine_keeps_none_of_the_pipelines_records():
     """Issue 34 item 5: the no-op record, the compiler's answers and the digests of outside files are the
-    pipeline's bookkeeping (`pipeline.Records`, handed to the engine): no engine module imports their modules.
+    pipeline's bookkeeping (`pipeline.Bookkeeping`, handed to the engine): no engine module imports their modules.
     Nor the header sets' (their pruning: test_pipeline.py; the take-over of the state of before moves them with
-    the database, in `Records.before`; the compile stage's own check reads a unit's set)."""
+    the database, in `Bookkeeping.before`; the compile stage's own check reads a unit's set)."""
     records = {"pypto_build.plan.noop", "pypto_build.plan.noop_record", "pypto_build.toolchain.search_dirs",
                "pypto_build.core.hashing", "pypto_build.compile.header_sets"}
     found = sorted(f"{m} imports {d}" for m, deps in import_graph().items() if m.startswith("pypto_build.engine")

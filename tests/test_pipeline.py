@@ -241,7 +241,7 @@ def test_what_planning_says_goes_to_the_callers_progress_stream(d, capsys):
 
 def test_the_engine_keeps_no_record_of_its_own(d, tmp_path):
     """Issue 34 item 5: the no-op record is the pipeline's bookkeeping: the engine's run of a graph writes none;
-    the pipeline's run (and `pypto-build doit run`) hands the engine its `Records`, which do."""
+    the pipeline's run (and `pypto-build doit run`) hands the engine its `Bookkeeping`, which do."""
     import os
     import subprocess
     import sys
@@ -267,13 +267,13 @@ def test_the_engine_keeps_no_record_of_its_own(d, tmp_path):
 
 def test_what_a_run_leaves_for_the_next_is_written_by_the_pipeline_alone():
     """Issue 34 item 5: the no-op record (removed, written), the header sets no unit names (pruned), the
-    compiler's answers and the outside digests (kept) are written by `pipeline.Records` alone."""
+    compiler's answers and the outside digests (kept) are written by `pipeline.Bookkeeping` alone."""
     assert [calls_of(name) for name in ("record_graph", "prune", "keep")] == [["pipeline.py"]] * 3
     assert calls_of("invalidate") == ["pipeline.py", "plan/noop.py"]      # noop.record removes it first too
     assert "pipeline.py" in calls_of("save") and "engine/session.py" not in calls_of("save")
 
 
-class SpyRecords:
+class SpyBookkeeping:
     """The pipeline's records as the engine calls them: where and when."""
 
     def __init__(self, dep_file: Path):
@@ -287,7 +287,7 @@ class SpyRecords:
 
 
 def test_every_doit_command_calls_the_records_it_is_given_under_the_lock(d):
-    """Issue 34 item 5: the engine does none of the pipeline's bookkeeping itself: it calls the `Records` it is
+    """Issue 34 item 5: the engine does none of the pipeline's bookkeeping itself: it calls the `Bookkeeping` it is
     handed, in the root under the directory lock — `before` first, ahead of the state (so the no-op record is
     gone before anything can change), and, for a run that builds, `after` with doit's tasks when the run was
     whole and clean, else None; `forget` (which changes the state too) only `before`."""
@@ -296,16 +296,16 @@ def test_every_doit_command_calls_the_records_it_is_given_under_the_lock(d):
 
     request = Request.given(platform="host")
     graph = request.plan(d)
-    spy = SpyRecords(BuildDirLoader(d, graph=graph).dep_file)
-    loader = BuildDirLoader(d, graph=graph, caches=request.caches(), run=request.run, quiet=True, records=spy)
+    spy = SpyBookkeeping(BuildDirLoader(d, graph=graph).dep_file)
+    loader = BuildDirLoader(d, graph=graph, caches=request.caches(), run=request.run, quiet=True, bookkeeping=spy)
     assert run_build(loader) == 0
     assert run_build(BuildDirLoader(d, graph=graph, caches=request.caches(), run=request.run, quiet=True,
-                                    records=spy), ["orch:main"]) == 0
+                                    bookkeeping=spy), ["orch:main"]) == 0
     everything = len(loader.load_tasks(None, []))          # doit's tasks of the whole graph
     assert spy.calls == [("before", True, False), ("after", True, everything),
                          ("before", True, True), ("after", True, None)]
     spy.calls.clear()
-    forget = BuildDirMain(BuildDirLoader(d, records=spy), run=PipelineRun).run(["forget", "--platform", "host",
+    forget = BuildDirMain(BuildDirLoader(d, bookkeeping=spy), run=PipelineRun).run(["forget", "--platform", "host",
                                                                                "orch:main"])
     assert forget == 0 and spy.calls == [("before", True, True)]
 

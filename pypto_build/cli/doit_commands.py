@@ -8,7 +8,7 @@ options are the build's, and the options a build has no word for (`--reporter`,
 `--verbosity`, `--always-execute`, ...: `engine.DOIT_ONLY`) ride in the request as
 parsed values (`Request.doit`), handed to doit's `run` by the engine. The other commands
 (`list`, `info`, `forget`, `clean`, `ignore`, `reset-dep`) run on the engine with the
-pipeline's records (`pipeline.RECORDS`: the no-op record is removed before any of them
+pipeline's bookkeeping (`pipeline.BOOKKEEPING`: the no-op record is removed before any of them
 can change the state).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.exits import guarded
 from ..engine import DOIT_ONLY, BuildDirLoader, BuildDirMain, BuildDirRun
 from ..errors import UserError
-from ..pipeline import RECORDS
+from ..pipeline import BOOKKEEPING
 
 
 class PipelineRun(BuildDirRun):
@@ -49,5 +49,5 @@ def doit_verb(command: str, words: list[str]) -> int:
         from ..core.safeio import unreachable
         what = "not a directory" if directory.exists() else unreachable(directory)
         raise UserError(f"{directory}: {what}; usage: pypto-build doit <command> DIR [...]")
-    loader = BuildDirLoader(find_root(directory), records=RECORDS)
+    loader = BuildDirLoader(find_root(directory), bookkeeping=BOOKKEEPING)
     return BuildDirMain(loader, run=PipelineRun).run([command, *rest])

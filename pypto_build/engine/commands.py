@@ -3,7 +3,7 @@
 Every command runs with the build root as working directory (state keys are
 relative paths, so copies of a directory keep their state), under the
 directory lock, with the content dependency manager and the xxhash checker,
-and with the pipeline's `records` around it (the loader's); bad input is one
+and with the pipeline's `bookkeeping` around it (the loader's); bad input is one
 line. `BuildDirMain` offers them as `pypto-build doit <cmd> DIR` (its `run`: the
 one it is given, the pipeline's); `run_build` is the run of the one pipeline
 (build, replay, validate, the API, `pypto-build doit run`): doit's own `run`
@@ -68,9 +68,9 @@ class BuildDirCommand(OneLineOptions):
             with locked(self.loader, self.adopts) as self.dep_manager, self.around_run(params):
                 rc = supervise(functools.partial(super().execute, params, args),
                                watch=bool(params.get("num_process")), where=str(self.loader.root))
-                records = self.loader.records
-                if self.adopts and records is not None:     # the pipeline's records, still under the lock
-                    records.after(self.loader.graph, self.task_list if rc == 0 and not args else None)
+                kept = self.loader.bookkeeping
+                if self.adopts and kept is not None:     # the pipeline's bookkeeping, still under the lock
+                    kept.after(self.loader.graph, self.task_list if rc == 0 and not args else None)
                 return FAILED if rc == TASK_RAISED else rc     # a task that raised is a failed unit, not bad input
         except NotWritable as refused:          # raised taking the lock: nothing was written
             return self.read_only(params, args, refused)
@@ -184,7 +184,7 @@ def run_build(loader: BuildDirLoader, tasks: list[str] | None = None, *, jobs: i
     `jobs` > 1 runs that many doit worker processes (`-n`); `recompile` marks every compile stale (kept
     until each has run); `keep_going` goes on past a failed task (`--continue`); `doit`: doit's own options of
     `DOIT_ONLY` as `pypto-build doit run` was given them (a reporter named: it shows the run, the loader's
-    still hears every event: `shown`). Around the run the loader's `records` (the pipeline's) are called,
+    still hears every event: `shown`). Around the run the loader's `bookkeeping` (the pipeline's) are called,
     under the lock. doit's `run` gets its options' defaults with these values set, and the task names as its
     arguments (no argv to parse again).
     """

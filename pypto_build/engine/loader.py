@@ -6,7 +6,7 @@ under doit's own commands, plans them from their option values through the same
 that planning has to tell (`Graph.notices`); it hands doit the task dicts of the stages it is given
 (`engine/tasks.py`; default the build's table). The commands that use it are in `engine/commands.py`. What a
 command leaves for the next run besides doit's state (the no-op record, the compiler's answers, digests,
-header sets) is the pipeline's: it hands its `Records` here, and the commands call them under the directory
+header sets) is the pipeline's: it hands its `Bookkeeping` here, and the commands call them under the directory
 lock; the engine keeps no record of its own.
 """
 from __future__ import annotations
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from ..core.stage_seam import Stage
 
 
-class Records(Protocol):
-    """What the pipeline keeps around a doit command on the directory (`pipeline.Records`), called under the
+class Bookkeeping(Protocol):
+    """What the pipeline keeps around a doit command on the directory (`pipeline.Bookkeeping`), called under the
     directory lock."""
 
     def before(self, root: Path, platform: str) -> str | None:
@@ -66,7 +66,7 @@ class BuildDirLoader:
 
     def __init__(self, root: Path | None = None, *, graph: Graph | None = None, caches: Caches | None = None,
                  run: RunSpec | None = None, reporter: object = None, quiet: bool = False,
-                 force: tuple[str, ...] = (), records: Records | None = None, progress: TextIO | None = None,
+                 force: tuple[str, ...] = (), bookkeeping: Bookkeeping | None = None, progress: TextIO | None = None,
                  stages: tuple[Stage, ...] | None = None):
         self.cmd_names: list[str] = []           # set by doit's command layer (`pypto-build doit ...`)
         self.config: dict | None = None
@@ -79,7 +79,7 @@ class BuildDirLoader:
         self.reporter = reporter
         self.quiet = quiet
         self.force = force                         # task-name prefixes that run whatever their state says
-        self.records = records                     # the pipeline's bookkeeping around a command; None: none
+        self.bookkeeping = bookkeeping             # the pipeline's bookkeeping around a command; None: none
         self.progress = progress                   # where the engine's own notices go (None: stdout)
         self.values: dict = {}
         self.stages = build_stages() if stages is None else stages      # what the graph is assembled from

@@ -45,13 +45,13 @@ def planned(loader: BuildDirLoader, params, body: Callable[[], int]) -> int:
 @contextlib.contextmanager
 def locked(loader: BuildDirLoader, adopts: bool) -> Iterator[ContentDependency]:
     """The directory lock, the root as working directory, SIGTERM as an interrupt, the pipeline's
-    `records.before` first (its no-op record removed: the state is about to change, or be read by doit;
+    `bookkeeping.before` first (its no-op record removed: the state is about to change, or be read by doit;
     the state of before taken over for the graph's platform: the line it returns is said) and the platform's
-    state opened (`adopts`: a build). What the run leaves besides is the caller's (`records.after`)."""
+    state opened (`adopts`: a build). What the run leaves besides is the caller's (`bookkeeping.after`)."""
     root = loader.root
     install_fork_hooks()            # a process forked while the lock is held is a doit worker (workers.py)
     with dir_lock(root / STATE_DIR, quiet=loader.quiet), contextlib.chdir(root), sigterm_as_interrupt():
-        said = loader.records.before(root, loader.graph.platform.name) if loader.records is not None else None
+        said = loader.bookkeeping.before(root, loader.graph.platform.name) if loader.bookkeeping is not None else None
         if said and not loader.quiet:
             print(said, file=loader.progress, flush=True)      # the caller's stream (None: stdout)
         yield open_state(loader.dep_file, adopts, force=loader.forced())

@@ -2,7 +2,7 @@
 
 Each platform keeps its own (`state_dir.state_folder`), as it keeps its own
 binaries, so switching platforms and back rebuilds nothing (the one state of
-before is moved into a platform's folder by the pipeline: `pipeline.Records.before`).
+before is moved into a platform's folder by the pipeline: `pipeline.Bookkeeping.before`).
 
 The database is doit's own sqlite format, read and written by our backend
 (`sqlitedb.StateDB`). Before sqlite touches the database or its journal, their
