@@ -288,3 +288,29 @@ def test_a_result_the_record_answered_hands_the_run_its_programs(tmp_path):
     assert answered.programs == planned.programs == (Program(root / "next_levels/orch_a", BuildKind.L2, "host"),)
     with pytest.raises(Exception, match="multi-orchestration parent; run one of its sub-builds"):
         answered.program()
+
+
+@pytest.mark.parametrize("kind", ["l2", "l3", "l2_recording_a_simulator"])
+def test_the_programs_the_record_hands_over_are_the_plans(tmp_path, kind):
+    """The no-op record's programs are exactly what the full path plans (directory, layout kind, platform), for an
+    L2 and an L3 directory and for one recording a simulator that falls back to the host runtime here."""
+    import json
+    from pypto_build.platforms import cannot_serve
+
+    if kind == "l3":
+        root = synth.write_l3(tmp_path / "d")
+    else:
+        root = synth.write_l2(tmp_path / "d", kernels=1, golden=True)
+    if kind == "l2_recording_a_simulator":
+        if cannot_serve("a2a3sim") is None:
+            pytest.skip("simpler is importable here: a2a3sim does not fall back")
+        meta = json.loads((root / "compiled_meta.json").read_text())
+        (root / "compiled_meta.json").write_text(json.dumps({**meta, "platform": "a2a3sim"}))
+    build(root)
+    planned = build(root, tasks=["stamp"])                          # the full path (tasks bypass the record)
+    settle(root)
+    answered = build(root)
+    assert is_fast(answered) and not is_fast(planned)
+    assert answered.programs == planned.programs and answered.platform == planned.platform == "host"
+    assert answered.program() == planned.program()
+    assert answered.program().path == root
