@@ -263,3 +263,32 @@ def test_the_binaries_a_run_loads_are_data(g, tmp_path):
     assert run_built(program, **quiet).checked == ["out"]                               # its own binaries
     with pytest.raises(ValidationFailed, match="Output 'out' does not match golden"):
         run_built(program, binaries=Binaries(scratch), **quiet)                         # the scratch copy's
+
+
+def _recorded_verdict(root: Path) -> dict:
+    """What doit keeps for `validate:.` in the directory's host state."""
+    from pypto_build.builddir.state_dir import STATE_DB, state_folder
+    from pypto_build.engine import open_state
+
+    state = open_state(root / state_folder("host") / STATE_DB, adopt=False, read_only=True)
+    try:
+        return dict(state.get_values("validate:."))
+    finally:
+        state.close()
+
+
+@pytest.mark.slow
+def test_a_watch_rounds_verdict_is_recorded_as_the_one_shot_records_it(g):
+    """The warm, in-process route (a watch round: warm start, timing runs, phase callbacks) records exactly the
+    values a cold one-shot `replay --validate` records for the same binaries and golden result."""
+    import subprocess
+    import sys
+
+    status, lines = _watch_round(g)
+    assert status == 0 and "   verdict  PASSED (out)" in lines, lines
+    warm = _recorded_verdict(g)
+    done = subprocess.run([sys.executable, "-m", "pypto_build", "replay", "--validate", str(g)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Golden validation: PASSED" in done.stdout, done.stdout
+    cold = _recorded_verdict(g)
+    assert warm["verdict"] == "PASSED" and warm == cold
