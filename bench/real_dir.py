@@ -82,16 +82,16 @@ class _Directions(ast.NodeTransformer):
         return ast.copy_location(ast.Constant(None), node)
 
 
-def read_callable(test_file: Path) -> dict:
-    """The `CALLABLE` literal of the example's test class, read from its syntax tree."""
+def read_callable(test_file: Path, cls: str = CLASS) -> dict:
+    """The `CALLABLE` literal of the example's test class `cls`, read from its syntax tree."""
     tree = ast.parse(test_file.read_text(encoding="utf-8"), str(test_file))
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == CLASS:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
             for stmt in node.body:
                 if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CALLABLE"
                                                         for t in stmt.targets):
                     return ast.literal_eval(_Directions().visit(stmt.value))
-    raise ValueError(f"{test_file}: no {CLASS}.CALLABLE")
+    raise ValueError(f"{test_file}: no {cls}.CALLABLE")
 
 
 def real_program(project_root: Path) -> RealProgram:
@@ -115,7 +115,7 @@ def real_program(project_root: Path) -> RealProgram:
     return RealProgram(example / orch["source"], orch["function_name"], tuple(orch["signature"]), tuple(kernels))
 
 
-def _kernel_config(program: RealProgram) -> str:
+def kernel_config_text(program: RealProgram) -> str:
     """kernel_config.py in the format PyPTO's codegen writes (TAB indentation, `_D.` directions)."""
     def sig(directions: tuple[str, ...]) -> str:
         return "[" + ", ".join(f"_D.{d}" for d in directions) + "]"
@@ -158,7 +158,7 @@ def write_real_dir(dest: Path, project_root: Path, names: tuple[str, ...] = ()) 
     for k in program.kernels:
         (dest / "kernels" / k.core_type).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(k.source, dest / "kernels" / k.core_type / k.source.name)
-    (dest / "kernel_config.py").write_text(_kernel_config(program), encoding="utf-8")
+    (dest / "kernel_config.py").write_text(kernel_config_text(program), encoding="utf-8")
     (dest / "compiled_meta.json").write_text(_compiled_meta(program), encoding="utf-8")
     return program
 
