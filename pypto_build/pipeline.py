@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -255,7 +255,9 @@ def _take_over(root: Path, platform: str) -> str | None:
 
 def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: bool) -> BuildResult:
     """The caches and the engine on a planned graph, and the result (raised with `check` when not ok)."""
+    from .builddir.runconfig import InProcess
     from .engine import BuildDirLoader, BuildReporter, run_build
+    from .run import for_request
 
     root = graph.layout.root
     quiet = request.quiet or progress is None
@@ -266,11 +268,23 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
         for line in warned:
             print(line, file=sys.stderr)
     reporter = BuildReporter(progress or io.StringIO(), quiet=quiet or request.doit_reports, echo_errors=False)
+    ahead = for_request(graph, request.tasks, request.force, request.jobs, request.run)   # begun while compiling
+    if ahead is not None:
+        here = request.run.in_process or InProcess()
+        here.ahead = ahead
+        request = replace(request, run=replace(request.run, in_process=here))
     loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
                             quiet=quiet, force=request.force, bookkeeping=BOOKKEEPING, progress=progress)
     with _one_run:
-        rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
-                       keep_going=request.keep_going, doit=request.doit)
+        try:
+            if ahead is not None:
+                ahead.begin()
+            rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
+                           keep_going=request.keep_going, doit=request.doit)
+        finally:
+            if ahead is not None:
+                ahead.close()
+                here.ahead = None
     if request.trace is not None:
         from .engine import write_trace
         write_trace(reporter.spans, Path(request.trace))

@@ -70,6 +70,12 @@ def calls(root: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+def computed(root: Path) -> int:
+    """How many times compute_golden ran (generate_inputs runs on every run that reuses a result whose inputs
+    were not kept: `golden_cache`)."""
+    return calls(root).count("golden")
+
+
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), capture_output=True, text=True, timeout=300)
 
@@ -89,29 +95,29 @@ def g(built_golden, tmp_path) -> Path:
 @pytest.mark.slow
 def test_golden_runs_once_per_content(g):
     assert "golden: cached" not in validated(g)
-    assert calls(g) == ["inputs", "golden"]
+    assert computed(g) == 1
     assert (g / ".pypto_build/golden/golden.json").is_file()
     edit(synth.kernel_path(g, 0))                              # a new binary, the same result
     out = validated(g)
-    assert "golden: cached (computed " in out and "golden.py not run" in out
+    assert "golden: cached (computed " in out and "generate_inputs() made the same inputs" in out
     assert out.index("golden: cached") < out.index("[execute]")
-    assert calls(g) == ["inputs", "golden"]
+    assert calls(g) == ["inputs", "golden", "inputs"]          # the inputs made again, compute_golden not run
     again = validated(g, verb=("validate",))                   # the verdict is keyed on the kept reads
-    assert "Golden validation: PASSED (cached" in again and calls(g) == ["inputs", "golden"]
+    assert "Golden validation: PASSED (cached" in again and computed(g) == 1
 
     write_a(g, seed=2)                                         # a data file golden.py read (torch)
     out = validated(g, verb=("validate",))
     assert "golden: computing again (data/in/a.pt changed)" in out
-    assert calls(g) == ["inputs", "golden"] * 2
+    assert computed(g) == 2
     np.save(g / "data" / "one.npy", np.array([1.0], dtype=np.float64))     # (numpy) same value, new bytes
     assert "golden: computing again (data/one.npy changed)" in validated(g)
-    assert calls(g) == ["inputs", "golden"] * 3
+    assert computed(g) == 3
     edit(g / "golden.py", "\n# edited\n")
     assert "golden: computing again (golden.py changed)" in validated(g)
-    assert calls(g) == ["inputs", "golden"] * 4
-    assert "golden: cached" in validated(g) and calls(g) == ["inputs", "golden"] * 4
+    assert computed(g) == 4
+    assert "golden: cached" in validated(g) and computed(g) == 4
     plain = run("pypto-build", "replay", str(g))                 # a plain replay takes the kept inputs too
-    assert plain.returncode == 0 and "golden: cached" in plain.stdout and calls(g) == ["inputs", "golden"] * 4
+    assert plain.returncode == 0 and "golden: cached" in plain.stdout and computed(g) == 4
 
 
 @pytest.mark.slow
@@ -121,14 +127,14 @@ def test_a_damaged_entry_is_computed_again(g):
     data = (folder / "golden.pt").read_bytes()
     (folder / "golden.pt").write_bytes(data[:-1] + bytes([data[-1] ^ 1]))          # one flipped bit
     assert "golden/golden.pt does not match its index" in validated(g)
-    assert calls(g) == ["inputs", "golden"] * 2
+    assert computed(g) == 2
     (folder / "golden.json").write_text((folder / "golden.json").read_text()[:40])   # a torn index
     assert "the cached entry is unreadable" in validated(g)
-    assert calls(g) == ["inputs", "golden"] * 3
+    assert computed(g) == 3
     (folder / "golden.pt").unlink()
     validated(g)
-    assert calls(g) == ["inputs", "golden"] * 4
-    assert "golden: cached" in validated(g) and calls(g) == ["inputs", "golden"] * 4
+    assert computed(g) == 4
+    assert "golden: cached" in validated(g) and computed(g) == 4
 
 
 @pytest.mark.slow
@@ -140,7 +146,7 @@ def test_a_wrong_kernel_still_fails_against_the_kept_result(g):
     assert out.returncode == 1 and "golden: cached" in out.stdout
     assert "Output 'out' does not match golden" in out.stdout + out.stderr
     assert "Golden validation: PASSED" not in out.stdout
-    assert calls(g) == ["inputs", "golden"]
+    assert computed(g) == 1
 
 
 @pytest.mark.slow
@@ -151,18 +157,18 @@ def test_the_api_and_ci_reuse_it(g):
     index = (g / ".pypto_build/golden/golden.json").read_bytes()
     new_binary(g, 0)
     result = pypto_build.validate(g, progress=None)
-    assert result.names("ran", "validate:") == ["validate:."] and calls(g) == ["inputs", "golden"]
+    assert result.names("ran", "validate:") == ["validate:."] and computed(g) == 1
     new_binary(g, 2)
     out = run("pypto-build", "ci", str(g))
     assert out.returncode == 0 and "(verdict reused)" not in out.stdout, out.stdout + out.stderr
-    assert calls(g) == ["inputs", "golden"]
+    assert computed(g) == 1
 
     a, out_t = torch.load(g / "data/in/a.pt"), torch.zeros(16)           # the caller's tensors, golden's values
     assert pypto_build.replay(g, a, out_t, validate=True, progress=None).validated == ["out"]
-    assert calls(g) == ["inputs", "golden"] and out_t.abs().sum() > 0
+    assert computed(g) == 1 and out_t.abs().sum() > 0
     other, out_t = a + 1, torch.zeros(16)                                # other inputs: golden.py runs on them
     assert pypto_build.replay(g, other, out_t, validate=True, progress=None).validated == ["out"]
-    assert calls(g) == ["inputs", "golden"] * 2
+    assert computed(g) == 2
     assert (g / ".pypto_build/golden/golden.json").read_bytes() == index   # ... and nothing of theirs is kept
 
 
@@ -176,7 +182,7 @@ def d(tmp_path) -> Path:
     return root
 
 
-def keep(root: Path, inputs: dict | None = None, started_ns: int | None = None) -> str | None:
+def keep(root: Path, inputs: dict | None = None, started_ns: int | None = None, keep_inputs: bool = False) -> str | None:
     taken = golden_cache.before(root)
     if started_ns is not None:
         taken = dataclasses.replace(taken, started_ns=started_ns)
@@ -186,7 +192,8 @@ def keep(root: Path, inputs: dict | None = None, started_ns: int | None = None) 
         pairs = inputs
     expected = golden.expected(pairs)
     reads = [str((root / p).resolve()) for p in ("golden.py", "data/in/a.pt", "data/one.npy")]
-    seal, why = golden_cache.save(root, golden, list(pairs), pairs, expected, taken, reads, {"numpy", "json"}, {})
+    seal, why = golden_cache.save(root, golden, list(pairs), pairs, expected, taken, reads, {"numpy", "json"}, {},
+                                  keep_inputs=keep_inputs)
     assert (seal is None) == (why is not None)
     return why
 
@@ -194,13 +201,26 @@ def keep(root: Path, inputs: dict | None = None, started_ns: int | None = None) 
 OWN = ("compiled_meta.json", "data/in/a.pt", "data/one.npy", "golden.py")      # the sub-build's own files
 
 
-def test_kept_inputs_come_back_as_they_were(d):
+@pytest.mark.parametrize("kept", [True, False], ids=["inputs kept", "digests only"])
+def test_kept_inputs_come_back_as_they_were(d, kept):
+    """With its inputs kept, an entry gives them back as they were; without (the default: generate_inputs makes
+    them again), golden.pt holds only the expected outputs. Either way an input is the one the result was
+    computed from only when its type, dtype, shape, strides and bytes are the same."""
     a = torch.load(d / "data/in/a.pt")
-    inputs = {"a": a, "out": torch.zeros(16), "n": ctypes.c_int32(7), "f": 0.5}
-    assert keep(d, inputs) is None
+    big = torch.arange(4096, dtype=torch.float32)
+    inputs = {"a": a, "out": torch.zeros(16), "n": ctypes.c_int32(7), "f": 0.5, "big": big}
+    assert keep(d, inputs, keep_inputs=kept) is None
     entry, why = golden_cache.lookup(d)
-    assert why is None and entry.names == ["a", "out", "n", "f"]
-    assert torch.equal(entry.inputs[0], a) and entry.inputs[2].value == 7 and type(entry.inputs[2]) is ctypes.c_int32
+    assert why is None and entry.names == ["a", "out", "n", "f", "big"]
+    size = (d / ".pypto_build/golden/golden.pt").stat().st_size
+    if kept:
+        assert torch.equal(entry.inputs[0], a) and entry.inputs[2].value == 7
+        assert type(entry.inputs[2]) is ctypes.c_int32 and size > big.nbytes
+    else:
+        assert entry.inputs is None and size < big.nbytes      # the expected outputs only
+    inputs.pop("big")
+    entry = dataclasses.replace(entry, names=entry.names[:4], digests=entry.digests[:4],
+                                inputs=entry.inputs[:4] if kept else None)
     assert entry.outputs == ["out"] and entry.rtol == entry.atol == 1e-5
     assert entry.files == sorted(str(d / p) for p in OWN)
     index = json.loads((d / ".pypto_build/golden/golden.json").read_text())
@@ -287,3 +307,27 @@ def test_the_files_that_key_the_golden(tmp_path):
     assert files == ["compiled_meta.json", "data/in/a.pt", "data/kernels/k.bin", "data/notes-link.md", "golden.py",
                      "helpers/m.py", "notes.md", "ref/deep/x.bin"]
     assert links == {"data/big": str(tmp_path / "elsewhere")}
+
+
+@pytest.mark.slow
+def test_an_unseeded_generator_gets_its_inputs_kept(built_golden, tmp_path):
+    """generate_inputs that draws unseeded random numbers cannot make the inputs of the kept result again: the
+    next run sees other digests and computes golden.py's result again, now kept with its inputs, which the
+    runs after it reuse without calling golden.py at all."""
+    g = copy_dir(built_golden, tmp_path / "g")
+    text = (g / "golden.py").read_text()
+    assert RANDN in text and COMPUTE in text
+    unseeded = '    _count("inputs")\n    a = torch.randn((16,), dtype=torch.float32)\n'
+    (g / "golden.py").write_text(text.replace("import torch\n", "import torch\n" + COUNTING, 1)
+                                 .replace(RANDN, unseeded).replace(COMPUTE, '    _count("golden")\n' + COMPUTE))
+    validated(g)
+    digests_only = (g / ".pypto_build/golden/golden.pt").stat().st_size
+    new_binary(g, 0)
+    out = validated(g)
+    assert "golden: computing again (golden.py's generate_inputs() made other inputs than last time)" in out
+    assert calls(g) == ["inputs", "golden", "inputs", "golden"]
+    assert (g / ".pypto_build/golden/golden.pt").stat().st_size > digests_only        # the inputs, kept now
+    new_binary(g, 1)
+    out = validated(g)
+    assert "golden: cached (computed " in out and "golden.py not run" in out
+    assert calls(g) == ["inputs", "golden", "inputs", "golden"]

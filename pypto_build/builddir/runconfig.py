@@ -92,6 +92,7 @@ class InProcess:
     on_phase: Callable[[str], None] | None = None
     say: Callable[[str], None] | None = None
     ran: Any = None         # the entry's RunOutcome, or the exception it raised; None: it was not called
+    ahead: Any = None       # `run.ahead.RunAhead`: the children begun while the binaries are built (-j 1)
 
 
 @dataclass(frozen=True)

@@ -137,6 +137,10 @@ class Runner(ABC):
         """Run the host driver `orchestration/host_orch.py` of the L3 directory `root` over its chip programs
         (`l3_driver.run_l3` with this platform's backend); `device_ids` None: the sidecar's."""
 
+    def prepare(self) -> None:
+        """Load now what a run will need and no binary decides (the runtime's own modules), so that it overlaps
+        the build of the binaries (`run.prepare`); raises nothing a run would not raise. Nothing by default."""
+
     def prepare_l3(self) -> None:
         """Start now what `run_l3` will need (the host runtime: the server its rank workers are forked from), so
         that it overlaps the caller's own set-up; returns at once. Nothing, unless a platform has such a thing."""

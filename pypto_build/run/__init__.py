@@ -7,9 +7,10 @@ loads, `Loaded`: what an in-process run keeps loaded, `RunOutcome`: what it retu
 carrying the run's typed error; `Refused`: the one when the child refused its input, a user error),
 `VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `STAGE` (the
 stage as the engine assembles it: tasks, the kept verdict's line `KEPT_VERDICT`, explain's words),
-`require_fit` (the caller's tensors against the sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`).
-Modules: `entry`, `arguments`, `execution`, `child`, `starter`, `warm_server`, `golden`, `golden_key`,
-`golden_cache`, `reads`, `actions`, `checks`, `tasks`.
+`require_fit` (the caller's tensors against the sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`),
+`RunAhead` / `for_request` (runs begun while the binaries are built: golden.py's half made meanwhile).
+Modules: `entry`, `arguments`, `execution`, `child`, `prepare`, `ahead`, `starter`, `warm_server`, `golden`,
+`golden_key`, `golden_cache`, `reads`, `actions`, `checks`, `tasks`.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ _EXPORTS = {
     "Loaded": "entry",
     "RunOutcome": "entry",
     "runnable": "execution",
+    "RunAhead": "ahead",
+    "for_request": "ahead",
     "WarmStarter": "starter",
     "run_replay": "actions",
     "run_validate": "actions",

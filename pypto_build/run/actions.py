@@ -92,9 +92,14 @@ def _entry(program: Program, config: RunConfig, timeout: float, quiet: bool, her
 
     if here is None:
         return run_built(program, config=config, validate=validate, timeout=timeout, say=_say, quiet=quiet)
+    begun = None
+    if here.ahead is not None:              # its child may have prepared while the compiler ran
+        begun = here.ahead.take(program, program.config(config), validate=validate, quiet=quiet,
+                                timing_runs=here.timing_runs)
     try:
         here.ran = run_built(program, config=config, validate=validate, timeout=timeout, say=here.say or _say,
-                             quiet=quiet, start=here.start, timing_runs=here.timing_runs, on_phase=here.on_phase)
+                             quiet=quiet, start=here.start, timing_runs=here.timing_runs, on_phase=here.on_phase,
+                             begun=begun)
     except BaseException as exc:
         here.ran = exc
         raise

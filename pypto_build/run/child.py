@@ -36,13 +36,14 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from ..core import pipes, procs
 from .starter import spawn
 from .reads import Reads
-from ..errors import ArgumentError, ProgramFailed, PyptoBuildError, UserError, ValidationFailed, one_line
+from ..errors import ProgramFailed, PyptoBuildError, UserError, ValidationFailed, one_line
 from ..builddir.markers import DFX_OUTPUTS
 from ..builddir.runconfig import RunConfig
 from ..core.safeio import refusal
 
 if TYPE_CHECKING:
     from ..plan.program import Binaries, Program
+    from .prepare import Ready
 
 DEFAULT_TIMEOUT = 1800.0
 _POLL_S = 0.2
@@ -63,36 +64,64 @@ class RunOutcome:
     run_seconds: list[float] = field(default_factory=list)   # each timed run of the program (`timing_runs`)
 
 
+@dataclass
+class Begun:
+    """A child started and told what to prepare (`prepare.prepare`: golden.py's inputs and result), waiting to
+    be told which binaries to run. `ahead`: begun while the binaries were being built (`ahead.RunAhead`), so
+    the child checks what it prepared again before it runs them."""
+
+    started: object
+    request: dict
+    ahead: bool = False
+
+
+def begin(program: Program, config: RunConfig, *, validate: bool, tensors: Sequence | None = None,
+          names: Sequence[str] | None = None, start: Callable | None = None, timing_runs: int = 1,
+          quiet: bool = False) -> Begun:
+    """Start the child of a run of `program` and send it what to prepare; `in_child` sends it the binaries."""
+    sub_dir = Path(program.path).resolve()
+    _check_data(sub_dir)
+    started = (start or spawn)(sub_dir, _child)
+    request = {"sub": str(sub_dir), "kind": program.kind, "config": config, "validate": validate,
+               "names": list(names or []), "tensors": None if tensors is None else list(tensors),
+               "sys_path": list(sys.path), "parent": started.parent, "timing_runs": timing_runs, "quiet": quiet}
+    try:
+        started.outbox.send_bytes(pickle.dumps(request))
+    except OSError:
+        pass                                       # the child died at once: its exit status says how
+    return Begun(started, request)
+
+
 def in_child(program: Program, binaries: Binaries, config: RunConfig, *, validate: bool,
              timeout: float = DEFAULT_TIMEOUT, say: Callable[[str], None] = print, tensors: Sequence | None = None,
              names: Sequence[str] | None = None, start: Callable | None = None, timing_runs: int = 1,
-             on_phase: Callable[[str], None] | None = None, quiet: bool = False) -> RunOutcome:
+             on_phase: Callable[[str], None] | None = None, quiet: bool = False,
+             begun: Begun | None = None) -> RunOutcome:
     """Run `program` (loading `binaries`) in a child process (inputs from golden.py, or `tensors`); raise on any
     failure. `config` names the platform already (`entry.run_built` put it there).
 
     `start` starts the process (`starter.spawn`, a new interpreter, by default; `starter.WarmStarter.start`
     forks a warm one); `timing_runs` runs the program that many times (fresh inputs each time) and reports
     each run's seconds; `on_phase` hears what the child is doing as it starts each step. With `quiet` (-q)
-    the child says only the verdict and the program's own log lines, none of its progress.
+    the child says only the verdict and the program's own log lines, none of its progress. `begun`: the child
+    already started for this run (`begin`, by `ahead.RunAhead`), else one is started here.
 
     Raises ProgramFailed (crash, exit, timeout), GoldenError/NothingCompared, ExecutorError, or
     AssertionError for an output that does not match — the same types the in-process steps raise.
     """
-    sub_dir = Path(program.path).resolve()
-    _check_data(sub_dir)
-    started = (start or spawn)(sub_dir, _child)
-    request = {"sub": str(sub_dir), "kind": program.kind, "binaries": str(Path(binaries.where).resolve()),
-               "config": config, "validate": validate, "names": list(names or []),
-               "tensors": None if tensors is None else list(tensors), "sys_path": list(sys.path),
-               "parent": started.parent, "timing_runs": timing_runs, "quiet": quiet}
+    if begun is None:
+        begun = begin(program, config, validate=validate, tensors=tensors, names=names, start=start,
+                      timing_runs=timing_runs, quiet=quiet)
+    started = begun.started
     inbox, outbox = started.inbox, started.outbox
+    sub_dir = begun.request["sub"]
     what = f"the program of {sub_dir}"
     doing = "starting"
     try:
         try:
-            outbox.send_bytes(pickle.dumps(request))
+            outbox.send_bytes(pickle.dumps({"binaries": str(Path(binaries.where).resolve()), "ahead": begun.ahead}))
         except OSError:
-            pass                                   # the child died at once: its exit status says how
+            pass                                   # the child died: its exit status says how
         outbox.close()
         deadline = time.monotonic() + timeout
         while True:
@@ -153,6 +182,9 @@ def _status(started) -> int | None:
 
 
 def _child(inbox: Connection, outbox: Connection) -> None:
+    """Prepare (`prepare.prepare`: nothing of it reads a binary), then wait to be told the binaries and run them.
+    A preparation that failed is tried once more then if it was made ahead: the input may have been fixed while
+    the program was built."""
     pipes.guard()               # what the program prints goes to our stdout: a reader gone stops nothing
     request = pickle.loads(inbox.recv_bytes())
     procs.die_with_parent(request["parent"])
@@ -161,8 +193,21 @@ def _child(inbox: Connection, outbox: Connection) -> None:
     def send(kind: str, payload) -> None:
         outbox.send_bytes(pickle.dumps((kind, payload)))
 
+    steps = _Steps(request, send)
     try:
-        send("done", _run(request, send))
+        ready = steps.prepare()
+    except (Exception, SystemExit) as exc:    # noqa: BLE001 - said once the run is asked for
+        ready = exc
+    try:
+        go = pickle.loads(inbox.recv_bytes())
+    except (EOFError, OSError):
+        return                                  # the run was not needed after all
+    try:
+        if isinstance(ready, BaseException):
+            if not go["ahead"]:
+                raise ready
+            ready = steps.prepare()
+        send("done", steps.run(ready, go))
         gc.freeze()             # leaving then skips collecting torch's objects (a third of a second)
     except (Exception, SystemExit) as exc:    # noqa: BLE001 - every way out is one typed error for the parent
         send("error", _typed(exc, request["sub"]))
@@ -188,128 +233,93 @@ def _typed(exc: BaseException, sub: str) -> PyptoBuildError:
     return ProgramFailed(f"{sub}: {one_line(f'{type(exc).__name__}: {exc}', 400)} while {Reads.doing}")
 
 
-def _run(request: dict, send: Callable[[str, object], None]) -> dict:
-    from ..builddir.layout import BuildKind
-    from ..platforms import implementation
+class _Steps:
+    """The child's two steps: prepare what needs no binaries, then run the binaries, compare, keep the outputs."""
 
-    sub, built = Path(request["sub"]), Path(request["binaries"])
-    kind: BuildKind = request["kind"]               # L2 or L3: the plan's (classified once, by the layout)
-    config: RunConfig = request["config"]
-    if kind is BuildKind.L3:                        # e.g. the rank workers' server: its imports overlap ours
-        implementation(config.platform or "host").runner().prepare_l3()
-    send("at", "importing torch")
-    from .golden import compare, copies, load_golden, require_run_extra
-    require_run_extra()                 # every run needs torch (golden.py's tensors, the runtime): say so first
-    from . import golden_cache
-    from ..builddir.sidecars import load_sidecar
-    from .execution import execute, save_outputs
-    reads = Reads(sub)
+    def __init__(self, request: dict, send: Callable[[str, object], None]) -> None:
+        self.request, self.send = request, send
+        self.say = (lambda line: send("line", line))
+        self.note, self.said_by_run = self.say, self.say     # progress: ours, and the platform's `[execute] ` lines
+        if request.get("quiet"):
+            self.note = (lambda line: None)
+            self.said_by_run = (lambda line: None if line.startswith(PROGRESS) else self.say(line))
 
-    def at(what: str) -> None:
+    def at(self, what: str) -> None:
         Reads.doing = what
-        send("at", what)
+        self.send("at", what)
 
-    say = (lambda line: send("line", line))
-    note, said_by_run = say, say                    # progress: ours, and the platform's `[execute] ` lines
-    if request.get("quiet"):
-        note = (lambda line: None)
-        said_by_run = (lambda line: None if line.startswith(PROGRESS) else say(line))
-    tensors, names = request["tensors"], request["names"]
-    from_golden = tensors is None                   # only a result of golden.py's own inputs is kept
-    golden = cached = taken = None
-    if tensors is None or request["validate"]:
-        at("looking up the cached golden result")
-        cached, stale = golden_cache.lookup(sub)
-        if cached is not None and not from_golden and not cached.same_inputs(tensors):
-            cached, stale = None, None              # the caller's own inputs: compute_golden runs on them
-        if cached is not None:
-            note(f"golden: cached (computed {cached.when}); golden.py not run")
-            golden, pairs = cached.golden(), list(zip(cached.names, cached.inputs))
-        else:
-            if stale and request["validate"] and from_golden:
-                note(f"golden: computing again ({stale})")
-            taken = golden_cache.before(sub)
-            at("loading golden.py")
-            with reads:
-                golden = load_golden(sub)
-                at("calling golden.py generate_inputs()")
-                pairs = golden.inputs()
-        if tensors is None:
-            golden.check_inputs(pairs, load_sidecar(sub))
-            names, tensors = [n for n, _ in pairs], [v for _, v in pairs]
-        elif len(pairs) != len(tensors):
-            raise ArgumentError(f"replay(validate=True): expected {len(pairs)} tensors (orchestration parameter "
-                                f"count from {sub}/golden.py), got {len(tensors)}")
-        else:
-            names = [n for n, _ in pairs]
-    named = dict(zip(names or [f"arg{i}" for i in range(len(tensors))], tensors))
-    outputs: list[str] = []
-    snapshot: dict = {}
-    if request["validate"]:
-        outputs = golden.check_outputs(list(named), named, load_sidecar(sub))
-        if cached is None:
-            snapshot = copies(named)          # untouched by the run
-    runs = max(1, int(request.get("timing_runs") or 1))
-    pristine = copies(named) if runs > 1 else {}
-    at(f"running the program on {config.platform}")
-    began = time.perf_counter()
-    dfx = execute(built, tensors, config, kind=kind, names=list(named), say=said_by_run,
-                  on_task=lambda what: at(f"running {what}"))
-    seconds = [time.perf_counter() - began]
-    note(f"Replay finished. DFX artefacts (if any) under {built / DFX_OUTPUTS}")
-    at("saving the outputs")
-    save_outputs(sub, named)
-    checked: list[str] = []
-    kept = cached.seal if cached is not None else None
-    if request["validate"]:
-        if cached is not None:
-            expected = cached.expected
-        else:
-            at("calling golden.py compute_golden()")
-            with reads:
-                expected = golden.expected(snapshot, outputs)
-            if from_golden:
-                at("keeping the golden result")
-                kept = _keep_golden(note, sub, golden, names, snapshot, expected, reads, taken)
-        at("comparing the outputs")
-        checked = compare(golden, named, expected)
-        say("Golden validation: PASSED")
-        at(f"compared {', '.join(checked)}: passed")
-    for i in range(1, runs):               # after the verdict, on fresh copies of the inputs (never accumulated)
-        again = copies(pristine)
-        at(f"timing the program (run {i + 1} of {runs})")
+    def prepare(self) -> "Ready":
+        from ..builddir.layout import BuildKind
+        from ..platforms import implementation
+
+        config: RunConfig = self.request["config"]
+        runner = implementation(config.platform or "host").runner()
+        if self.request["kind"] is BuildKind.L3:    # e.g. the rank workers' server: its imports overlap ours
+            runner.prepare_l3()
+        self.at("importing torch")
+        from .golden import require_run_extra
+        require_run_extra()             # every run needs torch (golden.py's tensors, the runtime): say so first
+        from .prepare import prepare
+        ready = prepare(self.request, self.note, self.at)
+        runner.prepare()
+        return ready
+
+    def run(self, ready: "Ready", go: dict) -> dict:
+        from .execution import execute, save_outputs
+        from .golden import compare, copies
+
+        request, sub, built = self.request, Path(self.request["sub"]), Path(go["binaries"])
+        config: RunConfig = request["config"]
+        if go["ahead"]:
+            why = ready.holds(sub)
+            if why:
+                self.note(f"golden: prepared again ({why} while the program was built)")
+                ready = self.prepare()
+        named = ready.named
+        runs = max(1, int(request.get("timing_runs") or 1))
+        pristine = copies(named) if runs > 1 else {}
+        self.at(f"running the program on {config.platform}")
         began = time.perf_counter()
-        execute(built, list(again.values()), config, kind=kind, names=list(again), say=lambda line: None)
-        seconds.append(time.perf_counter() - began)
-    return {"checked": checked, "dfx": dfx, "reads": _keyed_files(sub, cached, taken, reads),
-            "golden": kept if from_golden else None,
-            "run_seconds": seconds, "outputs": tensors if request["tensors"] is not None else None}
+        dfx = execute(built, list(named.values()), config, kind=request["kind"], names=list(named),
+                      say=self.said_by_run, on_task=lambda what: self.at(f"running {what}"))
+        seconds = [time.perf_counter() - began]
+        self.note(f"Replay finished. DFX artefacts (if any) under {built / DFX_OUTPUTS}")
+        checked: list[str] = []
+        try:
+            if request["validate"]:
+                self.at("comparing the outputs")
+                checked = compare(ready.golden, named, ready.expected)
+                self.say("Golden validation: PASSED")
+                self.at(f"compared {', '.join(checked)}: passed")
+        finally:                        # after the verdict (a failed one too: its outputs are what to look at)
+            self.at("saving the outputs")
+            save_outputs(sub, {n: named[n] for n in _outputs(ready, sub)})
+        for i in range(1, runs):        # after the verdict, on fresh copies of the inputs (never accumulated)
+            again = copies(pristine)
+            self.at(f"timing the program (run {i + 1} of {runs})")
+            began = time.perf_counter()
+            execute(built, list(again.values()), config, kind=request["kind"], names=list(again),
+                    say=lambda line: None)
+            seconds.append(time.perf_counter() - began)
+        from_golden = request["tensors"] is None
+        return {"checked": checked, "dfx": dfx, "reads": ready.files, "golden": ready.seal if from_golden else None,
+                "run_seconds": seconds, "outputs": list(named.values()) if not from_golden else None}
 
 
+def _outputs(ready: "Ready", sub: Path) -> list[str]:
+    """The tensors a run keeps: those it compared; else the parameters the sidecar says it writes (Out, InOut);
+    else golden.py's `__outputs__`; else every tensor (nothing says which the program writes)."""
+    import torch
 
-def _keep_golden(say: Callable[[str], None], sub: Path, golden, names: list[str], snapshot: dict, expected: dict,
-                 reads: "Reads", taken) -> str | None:
-    """Store golden.py's result for the next run (golden_cache): its seal, or None when it was not kept (a file
-    system that refuses only costs that)."""
-    from . import golden_cache
+    from ..builddir.sidecars import load_sidecar
 
-    try:
-        seal, why = golden_cache.save(sub, golden, names, snapshot, expected, taken, reads.paths(),
-                                      reads.imported | golden_cache.modules_of(golden.module), reads.environ)
-    except OSError as exc:
-        seal, why = None, one_line(str(exc), 200)
-    if why:
-        say(f"golden: result not cached ({why})")
-    return seal
-
-
-def _keyed_files(sub: Path, cached, taken, reads: "Reads") -> list[str]:
-    """The files golden.py's result is keyed on: the kept entry's, or what it read and the sub-build's own."""
-    if cached is not None:
-        return cached.files
-    if taken is None:
-        return []
-    return sorted({*reads.paths(), *(str(sub / rel) for rel in taken.files)})
+    if ready.outputs:
+        return list(ready.outputs)
+    meta = load_sidecar(sub)
+    written = [p.name for p in meta.params if p.direction in ("Out", "InOut")] if meta is not None else []
+    if not written and ready.golden is not None:
+        written = list(ready.golden.outputs)
+    return [n for n, v in ready.named.items() if isinstance(v, torch.Tensor) and (not written or n in written)]
 
 
 if __name__ == "__main__":

@@ -28,9 +28,9 @@ from ..builddir.markers import DEBUG_DIR, DFX_OUTPUTS, KERNEL_CONFIG, NEXT_LEVEL
 from ..builddir.state_dir import STATE_DIR
 from ..errors import ArgumentError
 from ..plan.program import Binaries, Program
-from .child import DEFAULT_TIMEOUT, RunOutcome, in_child
+from .child import DEFAULT_TIMEOUT, Begun, RunOutcome, in_child
 
-__all__ = ["Binaries", "Loaded", "RunOutcome", "run_built"]
+__all__ = ["Begun", "Binaries", "Loaded", "RunOutcome", "begin", "run_built"]
 
 _SKIP_DIRS = frozenset((STATE_DIR, NEXT_LEVELS, DFX_OUTPUTS, DEBUG_DIR, PTOAS_DIR))
 
@@ -61,25 +61,38 @@ class Loaded:
         self.executor = self.fingerprint = None
 
 
+def begin(program: Program, *, validate: bool, config=None, start: Callable | None = None, timing_runs: int = 1,
+          quiet: bool = False):
+    """The first half of a run in a child process, begun before the binaries exist (`ahead.RunAhead`): the
+    child prepares golden.py's inputs and result (`prepare.prepare`); `run_built(..., begun=)` runs it."""
+    from .child import begin as begin_child
+
+    return begin_child(program, program.config(config), validate=validate, start=start, timing_runs=timing_runs,
+                       quiet=quiet)
+
+
 def run_built(program: Program, *, validate: bool = False, config=None, binaries: Binaries | None = None,
               tensors: Sequence | None = None, names: Sequence[str] | None = None,
               timeout: float = DEFAULT_TIMEOUT, say: Callable[[str], None] = print, quiet: bool = False,
               start: Callable | None = None, timing_runs: int = 1, on_phase: Callable[[str], None] | None = None,
-              loaded: Loaded | None = None, device_ids: Sequence[int] | None = None) -> RunOutcome:
+              loaded: Loaded | None = None, device_ids: Sequence[int] | None = None,
+              begun: Begun | None = None) -> RunOutcome:
     """Run `program` (its `binaries`, default its own) on its platform and return what happened; raise the
     error tree's class on any failure (`ProgramFailed`, `ValidationFailed` — an AssertionError —, `GoldenError`,
     a `UserError` for refused input...).
 
     In a child process unless `loaded` is given: inputs from golden.py (or `tensors`), the outputs kept under
     `.pypto_build/replay/`, with `validate` compared with golden.py's result; `start`, `timing_runs`,
-    `on_phase`, `quiet`: `child.in_child`. With `loaded`, in this process on `tensors` (outputs written in
+    `on_phase`, `quiet`, `begun` (its child, begun ahead: `ahead.RunAhead`): `child.in_child`. With `loaded`,
+    in this process on `tensors` (outputs written in
     place), `timing_runs` times; `device_ids`: an L3 program's devices (None: its sidecar's).
     """
     config = program.config(config)                # the platform the plan chose: put into the run's config here only
     binaries = binaries or Binaries.own(program)
     if loaded is None:
         return in_child(program, binaries, config, validate=validate, timeout=timeout, say=say, tensors=tensors,
-                        names=names, start=start, timing_runs=timing_runs, on_phase=on_phase, quiet=quiet)
+                        names=names, start=start, timing_runs=timing_runs, on_phase=on_phase, quiet=quiet,
+                        begun=begun)
     if tensors is None or validate:
         raise ArgumentError("an in-process run takes the caller's tensors and compares nothing; run golden.py's "
                             "inputs (and validate) in a child process")

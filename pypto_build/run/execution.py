@@ -10,14 +10,12 @@ torch is imported only inside these functions, never on a build-only path.
 """
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..core import atomic
 from ..errors import UserError
 from ..core.confine import confine_tree
 from ..builddir.layout import BuildKind
@@ -71,29 +69,37 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
     return runner.run_l2(sub_dir, args, config, names=names, say=say, on_task=on_task)
 
 
-def save_outputs(work_dir: Path, named: dict) -> None:
-    """Keep the tensors of the last replay as `.pypto_build/replay/<name>.pt`, and only those.
+KEEP_REPLAY = "PYPTO_BUILD_KEEP_REPLAY"    # "0": keep no tensors of the last run at all
 
-    Written into a fresh folder that then replaces the previous one, so outputs of two runs never mix.
+
+def save_outputs(work_dir: Path, named: dict) -> None:
+    """Keep the output tensors of the last run as `.pypto_build/replay/<name>.pt`, and only those (`named`: the
+    tensors the run wrote); with PYPTO_BUILD_KEEP_REPLAY=0, none (an earlier run's are removed too).
+
+    Written into a fresh folder that then replaces the previous one, so outputs of two runs never mix and an
+    unfinished write is never read as a result.
     """
     import torch
 
     base = Path(work_dir).absolute()
     state = base / STATE_DIR
     confine_tree(base, state / "replay", "replay outputs folder")
+    keep = os.environ.get(KEEP_REPLAY, "1").strip() != "0"
     fresh = Path(tempfile.mkdtemp(prefix=".replay.", suffix=".tmp", dir=_made(state)))
     try:
         for name, value in named.items():
-            if isinstance(value, torch.Tensor):
-                buf = io.BytesIO()
-                torch.save(value.detach().cpu(), buf)
-                atomic.write_bytes(fresh / f"{name}.pt", buf.getvalue())
+            if keep and isinstance(value, torch.Tensor):
+                with open(fresh / f"{name}.pt", "wb") as handle:     # seen only once the folder is in place
+                    torch.save(value.detach().cpu(), handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
         old = state / "replay"
         if old.exists():
             gone = Path(tempfile.mkdtemp(prefix=".replay.", suffix=".old", dir=state))
             os.replace(old, gone / "replay")
             shutil.rmtree(gone, ignore_errors=True)
-        os.replace(fresh, old)
+        if keep:
+            os.replace(fresh, old)
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
 

@@ -10,10 +10,14 @@ same one). `save` keeps the newest result of a sub-build under
 (content digests, never mtimes), so `replay --validate`, `validate`, `ci` and
 the API run golden.py only after something it depends on changed.
 
-Two files: `golden.pt` (the inputs as generate_inputs returned them, before the
-program ran, and the expected outputs) and `golden.json` (the key, the digest of
-`golden.pt`, and the seal: a digest of the index itself), each written
-atomically, the index last. An index that does not name the data's digest (a
+Two files: `golden.pt` (the expected outputs, and the inputs only when golden.py's
+generate_inputs cannot make them again) and `golden.json` (the key, a digest of
+each input, the digest of `golden.pt`, and the seal: a digest of the index
+itself), each written atomically, the index last. An entry first keeps no
+inputs: the next run calls generate_inputs and uses the kept result only when
+every input has the digest the result was computed from (`Entry.regenerated`);
+when they differ (an unseeded generator), golden.py's result is computed again
+and kept with its inputs, which later runs reuse. An index that does not name the data's digest (a
 writer killed between the two, a damaged or foreign file) or whose seal does not
 match (an edited tolerance) is a miss: the result is recomputed and stored
 again, never trusted. golden.py is assumed to be a function of what the key
@@ -33,6 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterable, Sequence
 
+import xxhash
+
 from ..core import atomic
 from . import golden_key
 from ..builddir.markers import GOLDEN_PY
@@ -51,7 +57,8 @@ class Entry:
     """A cached golden result that still holds: what golden.py returned and what the result is keyed on."""
 
     names: list[str]
-    inputs: list                     # generate_inputs' values, in order, as they were before any run
+    inputs: list | None              # generate_inputs' values as they were before any run; None: not kept
+    digests: list[str]               # each input's `input_digest`: what the expected outputs were computed from
     expected: dict                   # output name -> expected tensor
     outputs: list[str]
     rtol: float
@@ -60,6 +67,7 @@ class Entry:
     computed: float                  # when golden.py ran (time.time())
     path: Path                       # golden.py
     seal: str                        # the index's seal: which result a verdict was compared against
+    index: dict                      # the whole index: `golden_key.stale` checks it again before a run uses it
 
     @property
     def when(self) -> str:
@@ -72,9 +80,12 @@ class Entry:
         return Golden(self.path, module)
 
     def same_inputs(self, values: Sequence) -> bool:
-        """Whether `values` (a caller's tensors) are exactly the cached inputs: same types, dtypes, shapes,
-        strides and bytes, so compute_golden would compute the cached expected outputs from them."""
-        return len(values) == len(self.inputs) and all(_same(a, b) for a, b in zip(values, self.inputs))
+        """Whether `values` (a caller's tensors, or generate_inputs' values made again) are exactly the inputs
+        the expected outputs were computed from: same types, dtypes, shapes, strides and bytes (compared with the
+        kept inputs, or with their digests when none are kept)."""
+        if self.inputs is not None:
+            return len(values) == len(self.inputs) and all(_same(a, b) for a, b in zip(values, self.inputs))
+        return input_digests(values) == self.digests
 
 
 @dataclass
@@ -113,9 +124,10 @@ def before(sub: Path) -> Before:
 
 
 def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: dict, taken: Before,
-         reads: Iterable[str], modules: Iterable[str], environ: dict[str, str | None]) -> tuple[str | None, str | None]:
-    """Keep golden.py's result (`inputs`: the values before the run): (the entry's seal, None), or (None, why it
-    was not kept).
+         reads: Iterable[str], modules: Iterable[str], environ: dict[str, str | None], *,
+         keep_inputs: bool = False) -> tuple[str | None, str | None]:
+    """Keep golden.py's result (`inputs`: the values before the run; stored only with `keep_inputs`, their
+    digests always): (the entry's seal, None), or (None, why it was not kept).
 
     Nothing is kept when a file the key holds may have changed while golden.py ran (since `taken`), or when
     an input is not a tensor, a number or a ctypes scalar (torch.load(weights_only=True) reads back only
@@ -131,6 +143,30 @@ def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: di
         if value is None:
             return None, f"input {name!r} is a {type(inputs[name]).__name__}"
         encoded.append(value)
+    index, why = key_index(sub, taken, reads, modules, environ)
+    if index is None:
+        return None, why
+    buf = io.BytesIO()
+    torch.save({"inputs": encoded if keep_inputs else None,
+                "expected": {n: v.detach().cpu() for n, v in expected.items()}}, buf)
+    data = buf.getvalue()
+    index.update({"computed": time.time(), "names": list(names), "outputs": list(expected),
+                  "rtol": golden.rtol, "atol": golden.atol, "inputs": input_digests([inputs[n] for n in names]),
+                  "inputs_kept": bool(keep_inputs),
+                  "data": bytes_digest(data)})
+    index["seal"] = golden_key.seal(index)
+    folder = sub / FOLDER
+    confine_tree(sub, folder, "golden cache folder")
+    atomic.write_bytes(folder / DATA, data, sweep=True)
+    atomic.write_text(folder / INDEX, json.dumps(index, indent=1, sort_keys=True) + "\n", sweep=True)
+    return index["seal"], None
+
+
+def key_index(sub: Path, taken: Before, reads: Iterable[str], modules: Iterable[str],
+              environ: dict[str, str | None]) -> tuple[dict | None, str | None]:
+    """What golden.py's result is keyed on (the index's key fields; `golden_key.stale` checks them), or (None,
+    why it cannot be keyed: a file of the key may have changed while golden.py ran, since `taken`)."""
+    sub = Path(sub).absolute()
     files = dict(taken.files)
     for rel in files:
         try:
@@ -147,21 +183,10 @@ def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: di
         if key not in files:                    # outside the sub-build's own files: kept as a read
             read.add(key)
             files[key] = make_state(path, st)
-    buf = io.BytesIO()
-    torch.save({"inputs": encoded, "expected": {n: v.detach().cpu() for n, v in expected.items()}}, buf)
-    data = buf.getvalue()
-    index = {"format": golden_key.FORMAT, "computed": time.time(), "params": golden_key.params(),
-             "python": golden_key.python_version(), "paths": taken.paths, "packages": golden_key.versions(distributions(modules)),
-             "environ": {n: golden_key.environ_digest(v) for n, v in sorted(environ.items())},
-             "files": dict(sorted(files.items())), "read": sorted(read), "links": taken.links,
-             "names": list(names), "outputs": list(expected), "rtol": golden.rtol, "atol": golden.atol,
-             "data": bytes_digest(data)}
-    index["seal"] = golden_key.seal(index)
-    folder = sub / FOLDER
-    confine_tree(sub, folder, "golden cache folder")
-    atomic.write_bytes(folder / DATA, data, sweep=True)
-    atomic.write_text(folder / INDEX, json.dumps(index, indent=1, sort_keys=True) + "\n", sweep=True)
-    return index["seal"], None
+    return {"format": golden_key.FORMAT, "params": golden_key.params(), "python": golden_key.python_version(),
+            "paths": taken.paths, "packages": golden_key.versions(distributions(modules)),
+            "environ": {n: golden_key.environ_digest(v) for n, v in sorted(environ.items())},
+            "files": dict(sorted(files.items())), "read": sorted(read), "links": taken.links}, None
 
 
 def distributions(modules: Iterable[str]) -> list[str]:
@@ -187,18 +212,39 @@ def _entry(sub: Path, index: dict, data: bytes) -> Entry:
     import torch
 
     stored = torch.load(io.BytesIO(data), weights_only=True)
-    names, outputs = index["names"], index["outputs"]
+    names, outputs, digests = index["names"], index["outputs"], index["inputs"]
     rtol, atol = float(index["rtol"]), float(index["atol"])
-    inputs = [_decode(v) for v in stored["inputs"]]
+    inputs = None if stored["inputs"] is None else [_decode(v) for v in stored["inputs"]]
     expected = stored["expected"]
-    if not (_strings(names) and _strings(outputs) and set(outputs) <= set(names) and len(inputs) == len(names)
+    if not (_strings(names) and _strings(outputs) and set(outputs) <= set(names) and _strings(digests)
+            and len(digests) == len(names) and (inputs is None or len(inputs) == len(names))
             and isinstance(expected, dict) and list(expected) == outputs
             and all(isinstance(t, torch.Tensor) for t in expected.values())
             and all(not math.isnan(x) and x >= 0 for x in (rtol, atol))):
         raise ValueError("its fields do not fit together")
     files = sorted(os.path.abspath(golden_key.path_of(sub, k)) for k in index["files"])
-    return Entry(list(names), inputs, expected, list(outputs), rtol, atol, files, float(index["computed"]),
-                 Path(sub) / GOLDEN_PY, index["seal"])
+    return Entry(list(names), inputs, list(digests), expected, list(outputs), rtol, atol, files,
+                 float(index["computed"]), Path(sub) / GOLDEN_PY, index["seal"], index)
+
+
+def input_digests(values: Sequence) -> list[str] | None:
+    """Each input's digest (a tensor's dtype, shape, strides and bytes; a number's or ctypes scalar's type and
+    value), or None when one has no plain form (`_encode`)."""
+    import torch
+
+    digests = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            t = value.detach().cpu()
+            hasher = xxhash.xxh3_128(repr(("tensor", str(t.dtype), tuple(t.shape), t.stride())).encode())
+            hasher.update(_bytes(t).numpy().data)
+            digests.append(hasher.hexdigest())
+            continue
+        encoded = _encode(value)
+        if encoded is None:
+            return None
+        digests.append(bytes_digest(repr(encoded).encode()))
+    return digests
 
 
 def _strings(value) -> bool:

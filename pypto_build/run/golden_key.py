@@ -36,7 +36,7 @@ from ..builddir.markers import (CACHE_DIR, DEBUG_DIR, DFX_OUTPUTS, KERNEL_CONFIG
 from ..builddir.state_dir import STATE_DIR
 from ..core.racy import changed_since
 
-FORMAT = 2
+FORMAT = 3
 FOLDER = f"{STATE_DIR}/golden"
 INDEX = "golden.json"
 DATA = "golden.pt"

@@ -24,6 +24,13 @@ NPU_DEVICES = "/dev/davinci[0-9]*"          # the Ascend driver's device nodes, 
 class SimplerRunner(Runner):
     """simpler's Worker on this platform (`name`)."""
 
+    def prepare(self) -> None:
+        from .run import import_simpler
+        try:
+            import_simpler()
+        except ToolchainError:
+            pass                        # the run says it, in its own words
+
     def run_l2(self, sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
                say: Callable[[str], None] = print, on_task: Callable[[str], None] | None = None) -> list[str]:
         from .run import run_on_simpler
