@@ -61,11 +61,17 @@ def state_root(directory: Path | None) -> Path | None:
     """The build directory whose state `cache stats` shows: DIR's (not a build directory: LayoutError, one
     line), else the one the working directory is in, else None (then only the caches are shown)."""
     if directory is not None:
-        root = find_root(Path(directory))
-        classify(root)
-        return root
+        return build_root(directory)
     try:
         root = find_root(Path.cwd())
         return root if is_build_dir(root) else None
     except (LayoutError, OSError):      # the working directory is gone, or an odd marker: not one to report
         return None
+
+
+def build_root(directory: Path | str) -> Path:
+    """The build directory `directory` is in, for the verbs that plan nothing (`history`, `cache stats DIR`):
+    not there, or not a build directory, is one line (LayoutError), as every verb says it."""
+    root = find_root(Path(directory))
+    classify(root)
+    return root
