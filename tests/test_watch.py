@@ -94,8 +94,9 @@ def test_watch_session_rebuilds_reruns_and_keeps_going(built_golden, tmp_path):
     assert sum(1 for line in w.lines if line.startswith("── round ")) == 6
     listing = subprocess.run([sys.executable, "-m", "pypto_build", "history", str(root)], capture_output=True,
                              text=True, timeout=60).stdout.splitlines()
-    assert len(listing) == 1 + 3                                         # heading, 0.5 (twice), 0.25, 0.75
-    assert [line.split()[4] for line in listing[1:]] == ["PASSED", "FAILED", "FAILED"]
+    assert len(listing) == 1 + 3 + 1                                     # heading, 0.5 (twice), 0.25, 0.75, state
+    assert [line.split()[4] for line in listing[1:4]] == ["PASSED", "FAILED", "FAILED"]
+    assert listing[4].startswith("state    golden ") and " · history " in listing[4], listing[4]
 
 
 @pytest.mark.slow
@@ -305,7 +306,8 @@ def test_watch_starts_on_a_damaged_history_setting_it_aside(built_golden, tmp_pa
     assert [v.verdict for v in History(root).variants.values()] == ["PASSED"]
     listing = subprocess.run([sys.executable, "-m", "pypto_build", "history", str(root)], capture_output=True,
                              text=True, timeout=60)
-    assert listing.returncode == 0 and len(listing.stdout.splitlines()) == 2, listing.stdout + listing.stderr
+    assert listing.returncode == 0 and len(listing.stdout.splitlines()) == 3, listing.stdout + listing.stderr
+    assert listing.stdout.splitlines()[2].startswith("state    golden "), listing.stdout   # the damaged one counts
 
 
 def test_snapshot_counts_content_not_writes(tmp_path):

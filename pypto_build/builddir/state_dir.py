@@ -14,6 +14,10 @@ import os
 STATE_DIR = ".pypto_build"
 STATE_DB = "state.sqlite3"
 PLATFORM_STATES = f"{STATE_DIR}/state"
+GOLDEN = "golden"           # STATE_DIR/golden/: golden.py's kept result (run/golden_cache.py)
+REPLAY = "replay"           # STATE_DIR/replay/: the last run's output tensors (run/execution.py)
+HISTORY = "history.json"    # STATE_DIR/history.json: the variants watch tried (watch/history.py)
+BACKUP = "backup"           # STATE_DIR/backup/: hand-edited kernel bodies kept before a .pto splice
 
 
 def state_folder(platform: str) -> str:

@@ -15,7 +15,7 @@ from typing import Callable
 
 from .. import __version__
 from .. import options
-from ..errors import USER, UserError
+from ..errors import USER
 from ..core.exits import guarded
 from ..verbs import run_verb
 
@@ -123,6 +123,9 @@ def _ci_report_arguments(p: argparse.ArgumentParser) -> None:
 
 def _cache_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("stats", "clean"))
+    p.add_argument("dir", type=Path, nargs="?", default=None, metavar="DIR",
+                   help="stats: also what DIR's .pypto_build/ holds (default: the build directory the working "
+                        "directory is in, if any)")
     p.add_argument("--cache-dir", default=None, metavar="DIR", help="default $PYPTO_BUILD_CACHE")
 
 
@@ -210,27 +213,8 @@ def _ci_report(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    """The artefact cache (when one is configured) and the store of precompiled preludes beside it."""
-    from ..cache import ArtifactCache, PreludeStore, human_size, prelude_store_dir
-    from ..core.settings import cache_folder
-    where = cache_folder(args.cache_dir)        # a file: one line
-    if where is not None and not os.path.isdir(os.path.expanduser(where)):     # a typo: reported, never made
-        raise UserError(f"no cache at {where}: nothing was ever stored there; check the path (--cache-dir, "
-                        f"$PYPTO_BUILD_CACHE), or build with --cache-dir {where} to make it")
-    cache = ArtifactCache.from_env(where)
-    store = PreludeStore(prelude_store_dir(os.path.abspath(cache.directory) if cache else None))
-    if cache is None:
-        print("pypto-build: no artefact cache configured (--cache-dir DIR or PYPTO_BUILD_CACHE)")
-    if args.action == "clean":
-        if cache is not None:
-            print(f"pypto-build: removed {human_size(cache.clean())} from {cache.directory}")
-        print(f"pypto-build: removed {human_size(store.clean())} of precompiled preludes from {store.directory}")
-        return 0
-    if cache is not None:
-        print(cache.stats().summary(cache.directory))
-    entries, size = store.usage()
-    print(f"precompiled preludes {store.directory}: {entries} ({human_size(size)}), limit {human_size(store.max_bytes)}")
-    return 0
+    from .cache_verb import cache_verb
+    return cache_verb(args)
 
 
 def _doit(args: argparse.Namespace) -> int:
@@ -260,10 +244,12 @@ VERBS = (
          "Check that the reports are every shard of one plan, each once, every directory once, then write "
          "one JSON and one JUnit XML and print a summary; exit 1 if any directory failed, 2 (writing "
          "nothing) if a shard is missing, repeated or from another plan.", _ci_report_arguments, _ci_report),
-    Verb("cache", "show or empty the artefact cache and the precompiled preludes (stats | clean)",
+    Verb("cache", "show or empty the artefact cache and the precompiled preludes (stats [DIR] | clean)",
          "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions; the precompiled "
-         "preludes' count and size. clean: remove every entry of both (the preludes' store is beside the cache, "
-         "else under $XDG_CACHE_HOME, even when no cache is configured).", _cache_arguments, _cache),
+         "preludes' count and size; then, for DIR (or the build directory the working directory is in), what "
+         "its .pypto_build/ holds, as `history` shows it. clean: remove every entry of both (the preludes' store "
+         "is beside the cache, else under $XDG_CACHE_HOME, even when no cache is configured).",
+         _cache_arguments, _cache),
     Verb("replay", "build what changed, then run DIR on golden.py's inputs on the platform DIR records",
          "Build what changed (content-keyed), run the program on golden.py's inputs in a child process on the "
          f"platform DIR records ({PLATFORM_NOTE}), optionally validate (and record the verdict) — PyPTO's replay "
@@ -287,7 +273,8 @@ VERBS = (
     Verb("history", "list the program variants watch tried: verdict and run time per content of the binaries",
          "One line per variant (a digest of every binary the program runs) that `pypto-build watch` ran in DIR, "
          "oldest first: when, how many rounds, the last verdict, the median run time and its change against "
-         "the first.", _dir, _history),
+         "the first; then what DIR's .pypto_build/ holds: the kept golden result, the last run's output tensors, "
+         "the build state, the history (one line per .pypto_build/, sub-builds' too).", _dir, _history),
     Verb("emit-runner", "write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
          "Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present (validated), else inline "
          "inputs from compiled_meta.json (L3: distributed_meta.json) you can edit, and a _user_compare() hook. "

@@ -35,12 +35,12 @@ def watch_verb(values: Any, directory: Path | str) -> int:
 
 
 def history_verb(directory: Path | str) -> int:
-    """`pypto-build history DIR`: the variants `watch` tried, oldest first (DIR must be a build directory)."""
-    from ..builddir.layout import classify, find_root
+    """`pypto-build history DIR`: the variants `watch` tried, oldest first (DIR must be a build directory), then
+    what its state holds (`state_report`)."""
     from ..watch import History
+    from .state_report import build_root, state_lines
 
-    root = find_root(Path(directory))
-    classify(root)                      # not there, or not a build directory: one line, as every verb says it
-    for line in History(root).listing():
+    root = build_root(directory)
+    for line in [*History(root).listing(), *state_lines(root)]:
         print(line)
     return 0

@@ -17,7 +17,7 @@ from ..errors import ToolchainError, say_fix
 from ..core.confine import OUTPUT_FIX, SOURCE_FIX, confine
 from ..builddir.layout import Layout
 from ..builddir.markers import PTOAS_DIR
-from ..builddir.state_dir import STATE_DIR
+from ..builddir.state_dir import BACKUP, STATE_DIR
 from .ptoas import PtoasLookup, find_ptoas, ptoas_identity
 from ..core.settings import PTOAS_TIMEOUT, REBUILD_FROM_PTO, pto_rebuild, seconds
 
@@ -115,7 +115,7 @@ def plan_pto(layout: Layout, options: PtoOptions, env: dict | None = None) -> Pt
         for path, fix in ((pto, SOURCE_FIX), (raw, OUTPUT_FIX)):
             confine(layout.root, layout.root / path, f"ptoas unit {label}", fix)
         units.append(PtoUnit(label, sub.rel, pto, raw,
-                             f"{STATE_DIR}/splice/{sub.label(fit_name(f'{stem}.json'))}", f"{STATE_DIR}/backup",
+                             f"{STATE_DIR}/splice/{sub.label(fit_name(f'{stem}.json'))}", f"{STATE_DIR}/{BACKUP}",
                              lookup.path, key, options.timeout, options.allow_unapplied,
                              "" if lookup.path else missing_text(lookup)))
     return PtoPlan(tuple(units), lookup, options)

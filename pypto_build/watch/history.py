@@ -25,9 +25,9 @@ from ..core import atomic
 from ..errors import UserError, one_line
 from ..core.hashing import file_digest, text_digest
 from ..core.limits import TooLarge, read_capped
-from ..builddir.state_dir import STATE_DIR
+from ..builddir.state_dir import HISTORY, STATE_DIR
 
-RECORD = "history.json"
+RECORD = HISTORY
 ASIDE = ".damaged"      # a damaged history is kept as history.json.damaged (then .damaged.1, ...)
 KEEP = 500
 
