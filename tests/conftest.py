@@ -71,7 +71,7 @@ def _clean_env(monkeypatch, request, tmp_path_factory):
     for var in ("CXX", "CXXFLAGS", "PTO_ISA_ROOT", "PYPTO_BUILD_PLATFORM", "PYPTO_COMPILER_TIMEOUT",
                 "PYPTO_BUILD_CACHE", "PYPTO_BUILD_CACHE_SIZE", "PYPTO_BUILD_REMOTE_CACHE", "PYPTO_BUILD_REMOTE_TIMEOUT",
                 "PYPTO_RUN_TIMEOUT", "PTOAS_ROOT", "PYPTO_REBUILD_FROM_PTO", "PYPTO_PTOAS_TIMEOUT", "PYPTO_BUILD_LAUNCHER",
-                "DISTCC_HOSTS", "PYPTO_BUILD_PCH", "PYPTO_BUILD_PCH_SIZE"):
+                "DISTCC_HOSTS", "PYPTO_BUILD_PCH", "PYPTO_BUILD_PCH_SIZE", "PYPTO_BUILD_KEEP_REPLAY"):
         monkeypatch.delenv(var, raising=False)
     # the user's cache folder (where precompiled preludes are kept without an artefact cache): the test's own
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))

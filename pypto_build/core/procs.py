@@ -271,6 +271,17 @@ def _pump(proc: subprocess.Popen, captures: dict, deadline: float) -> bool:
             os.close(pidfd)
 
 
+def alive(pid: int) -> bool:
+    """Whether a process `pid` runs (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _pidfd(pid: int) -> int | None:
     """A descriptor that becomes readable when `pid` exits (Linux 5.3+), else None (polled)."""
     try:

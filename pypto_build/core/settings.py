@@ -31,6 +31,7 @@ LAUNCHER = "PYPTO_BUILD_LAUNCHER"                  # the compile launcher (--lau
 EMIT_DEBUG_RUNNER = "PYPTO_EMIT_DEBUG_RUNNER"       # PyPTO's: 0 writes no debug/run.py (emit-runner, example)
 PCH = "PYPTO_BUILD_PCH"                            # precompiled preludes: 0 turns them off (--no-pch)
 PCH_SIZE = "PYPTO_BUILD_PCH_SIZE"                  # the store of precompiled preludes' size limit
+KEEP_REPLAY = "PYPTO_BUILD_KEEP_REPLAY"            # 0: a run keeps no output tensors under .pypto_build/replay
 DEFAULT_CACHE_BYTES = 5 * 2**30
 DEFAULT_PCH_BYTES = 2 * 2**30           # about twenty PTO-ISA preludes (~100 MB each)
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -130,6 +131,13 @@ def precompiled_preludes(env: Mapping[str, str] | None = None) -> bool:
                    "a precompiled prelude, or to 1 (or on) or unset it to use them")
 
 
+def keep_replay(env: Mapping[str, str] | None = None) -> bool:
+    """Whether `$PYPTO_BUILD_KEEP_REPLAY` lets a run keep its output tensors (`.pypto_build/replay/`): False for
+    0 / false / no / off (any case), True when unset, empty or 1 / true / yes / on; else a `SettingError`."""
+    return _switch(env, KEEP_REPLAY, (*_OFF, "off"), (*_ON, "on"), "set it to 0 (or off) to keep no output "
+                   "tensors of the last run, or to 1 (or on) or unset it to keep them")
+
+
 def emit_debug_runner(env: Mapping[str, str] | None = None) -> bool:
     """Whether `$PYPTO_EMIT_DEBUG_RUNNER` lets debug/run.py be written: False for 0 / false / no (PyPTO's
     words, any case), True when unset, empty or 1 / true / yes; anything else is a `SettingError`."""
@@ -194,6 +202,7 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
     words("CXX", env, "g++")
     words("CXXFLAGS", env)
     pto_rebuild(env)
+    keep_replay(env)
     if precompiled_preludes(env) and preludes:
         pch_size(env)
     if cache:

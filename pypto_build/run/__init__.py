@@ -8,7 +8,7 @@ carrying the run's typed error; `Refused`: the one when the child refused its in
 `VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `STAGE` (the
 stage as the engine assembles it: tasks, the kept verdict's line `KEPT_VERDICT`, explain's words),
 `require_fit` (the caller's tensors against the sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`),
-`RunAhead` / `for_request` (runs begun while the binaries are built: golden.py's half made meanwhile).
+`RunAhead` / `Wanted` / `for_request` (runs begun while the binaries are built: golden.py's half made meanwhile).
 Modules: `entry`, `arguments`, `execution`, `child`, `prepare`, `ahead`, `starter`, `warm_server`, `golden`,
 `golden_key`, `golden_cache`, `reads`, `actions`, `checks`, `tasks`.
 """
@@ -23,6 +23,7 @@ _EXPORTS = {
     "RunOutcome": "entry",
     "runnable": "execution",
     "RunAhead": "ahead",
+    "Wanted": "ahead",
     "for_request": "ahead",
     "WarmStarter": "starter",
     "run_replay": "actions",

@@ -58,6 +58,11 @@ class RunAhead:
         begun.ahead = True
         self._begun[(str(want.program.path), want.validate)] = begun
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a run begun ahead waits to be taken."""
+        return bool(self._begun)
+
     def take(self, program: Program, config: RunConfig, *, validate: bool, quiet: bool,
              timing_runs: int) -> Begun | None:
         """The child begun for this very run (the same program, configuration and question), or None; the next

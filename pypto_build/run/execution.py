@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import UserError
+from ..core import procs, settings
 from ..core.confine import confine_tree
 from ..builddir.layout import BuildKind
 from ..builddir.markers import DFX_OUTPUTS, DISTRIBUTED_META, HOST_ORCH
-from ..builddir.state_dir import STATE_DIR
+from ..builddir.state_dir import REPLAY, STATE_DIR
 from ..builddir.runconfig import RunConfig
 
 if TYPE_CHECKING:
@@ -69,9 +70,6 @@ def execute(sub_dir: Path, args: Sequence, config: RunConfig, *, kind: BuildKind
     return runner.run_l2(sub_dir, args, config, names=names, say=say, on_task=on_task)
 
 
-KEEP_REPLAY = "PYPTO_BUILD_KEEP_REPLAY"    # "0": keep no tensors of the last run at all
-
-
 def save_outputs(work_dir: Path, named: dict) -> None:
     """Keep the output tensors of the last run as `.pypto_build/replay/<name>.pt`, and only those (`named`: the
     tensors the run wrote); with PYPTO_BUILD_KEEP_REPLAY=0, none (an earlier run's are removed too).
@@ -83,9 +81,10 @@ def save_outputs(work_dir: Path, named: dict) -> None:
 
     base = Path(work_dir).absolute()
     state = base / STATE_DIR
-    confine_tree(base, state / "replay", "replay outputs folder")
-    keep = os.environ.get(KEEP_REPLAY, "1").strip() != "0"
-    fresh = Path(tempfile.mkdtemp(prefix=".replay.", suffix=".tmp", dir=_made(state)))
+    confine_tree(base, state / REPLAY, "replay outputs folder")
+    keep = settings.keep_replay()
+    _sweep(_made(state))
+    fresh = Path(tempfile.mkdtemp(prefix=f"{_TEMP}{os.getpid()}.", suffix=".tmp", dir=state))
     try:
         for name, value in named.items():
             if keep and isinstance(value, torch.Tensor):
@@ -93,15 +92,27 @@ def save_outputs(work_dir: Path, named: dict) -> None:
                     torch.save(value.detach().cpu(), handle)
                     handle.flush()
                     os.fsync(handle.fileno())
-        old = state / "replay"
+        old = state / REPLAY
         if old.exists():
-            gone = Path(tempfile.mkdtemp(prefix=".replay.", suffix=".old", dir=state))
-            os.replace(old, gone / "replay")
+            gone = Path(tempfile.mkdtemp(prefix=f"{_TEMP}{os.getpid()}.", suffix=".old", dir=state))
+            os.replace(old, gone / REPLAY)
             shutil.rmtree(gone, ignore_errors=True)
         if keep:
             os.replace(fresh, old)
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
+
+
+_TEMP = ".replay."          # a writer's folders: `.replay.<pid>.<random>.tmp` (being written), `.old` (going)
+
+
+def _sweep(state: Path) -> None:
+    """Remove the folders a killed writer left (its pid no longer runs): never read, now not kept either."""
+    for entry in os.scandir(state):
+        pid = entry.name[len(_TEMP):].partition(".")[0]
+        if entry.name.startswith(_TEMP) and pid.isdigit() and entry.is_dir(follow_symlinks=False) \
+                and not procs.alive(int(pid)):
+            shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def _made(path: Path) -> Path:

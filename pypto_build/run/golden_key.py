@@ -33,11 +33,11 @@ from ..core.hashing import text_digest
 from ..core.limits import read_capped
 from ..builddir.markers import (CACHE_DIR, DEBUG_DIR, DFX_OUTPUTS, KERNEL_CONFIG, KERNELS_DIR, NEXT_LEVELS,
                                 ORCHESTRATION_DIR, PASSES_DUMP_DIR, PTOAS_DIR, PTOAS_PASSES_DIR, REPORT_DIR)
-from ..builddir.state_dir import STATE_DIR
+from ..builddir.state_dir import GOLDEN, STATE_DIR
 from ..core.racy import changed_since
 
 FORMAT = 3
-FOLDER = f"{STATE_DIR}/golden"
+FOLDER = f"{STATE_DIR}/{GOLDEN}"
 INDEX = "golden.json"
 DATA = "golden.pt"
 DATA_KEY = f"{FOLDER}/{DATA}"           # golden.pt's state among a verdict's refreshed states

@@ -69,6 +69,8 @@ def _watch(root: Path, settings: Settings, out: TextIO, poll: bool | None, stop:
         session.say(f"[watch] stopped after {len(session.rounds)} round(s); history in "
                      f"{session.history.path}")
         raise
+    finally:
+        session.close()
     return session.rounds[-1].status if session.rounds else FAILED     # the last round's, as replay gives it
 
 
