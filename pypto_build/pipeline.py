@@ -189,17 +189,24 @@ def run(root: Path | str, request: Request, *, graph: Graph | None = None, progr
 
 
 class Bookkeeping:
-    """What a run leaves for the next one besides doit's state: the pipeline's bookkeeping, handed to the engine
-    (`BuildDirLoader(bookkeeping=...)`) and called under the directory lock, for the pipeline's runs and for every
-    `pypto-build doit` command."""
+    """The pipeline's work around a run, handed to the engine (`BuildDirLoader(bookkeeping=...)`) and called under
+    the directory lock, for the pipeline's runs and for every `pypto-build doit` command: what a run leaves for
+    the next one besides doit's state, and the runs begun while the compiler runs (`ahead`, a `run.RunAhead`)."""
+
+    def __init__(self, ahead=None) -> None:
+        self.ahead = ahead
 
     def before(self, root: Path, platform: str) -> str | None:
         """Every command, before anything can change the state: the no-op record is removed, whatever follows
         (a run that dies half way leaves none that says "nothing to do"; a whole clean build writes it again),
-        and the one state of before is taken over for `platform` (`_take_over`); the line that says so."""
+        and the one state of before is taken over for `platform` (`_take_over`); the line that says so. Then the
+        runs to begin ahead begin (under the lock: their children may keep golden.py's result)."""
         from .plan import noop
         noop.invalidate(root)
-        return _take_over(root, platform)
+        said = _take_over(root, platform)
+        if self.ahead is not None:
+            self.ahead.begin()
+        return said
 
     def after(self, graph: Graph, tasks: list | None) -> None:
         """After a run that builds (it ended without raising): with `tasks` (a whole, clean build) the platform's
@@ -274,11 +281,9 @@ def _run_engine(graph: Graph, request: Request, progress: TextIO | None, check: 
         here.ahead = ahead
         request = replace(request, run=replace(request.run, in_process=here))
     loader = BuildDirLoader(root, graph=graph, caches=request.caches(), run=request.run, reporter=reporter,
-                            quiet=quiet, force=request.force, bookkeeping=BOOKKEEPING, progress=progress)
+                            quiet=quiet, force=request.force, bookkeeping=Bookkeeping(ahead), progress=progress)
     with _one_run:
         try:
-            if ahead is not None:
-                ahead.begin()
             rc = run_build(loader, list(request.tasks), jobs=request.jobs, recompile=request.recompile,
                            keep_going=request.keep_going, doit=request.doit)
         finally:

@@ -1,7 +1,8 @@
 """Run a built directory's program in a child process: a crash or a hang is a failed run, not a dead tool.
 
 `in_child()` (the parent side; called by the run stage's entry, `entry.run_built`) starts
-`python -P -m pypto_build.run.child` in its own session, sends it a request, prints the lines it sends back, and
+`python -P -m pypto_build.run.child` in its own session (or takes the one `begin` started), sends it what to
+prepare and which binaries to run, prints the lines it sends back, and
 returns an outcome only when the child said so explicitly. Anything else is a
 failure naming the program and what was running: a signal (segfault, abort), an
 exit status (`exit()` in a kernel, `sys.exit()` in golden.py), a timeout
@@ -9,9 +10,13 @@ exit status (`exit()` in a kernel, `sys.exit()` in golden.py), a timeout
 child's whole process group (L3 rank workers included) is killed on every way
 out, and the child dies with its parent.
 
-The child (`_child()`) loads golden.py, generates the inputs (or takes the
-caller's tensors), snapshots them, runs the program on the host runtime, keeps
-the outputs under `.pypto_build/replay/`, and validates against the snapshot.
+The child (`_child()`) works in two steps, so that the first may run while the
+binaries are still being built (`begin` sends it, `ahead.RunAhead` begins it early):
+it prepares what needs no binary (`prepare.prepare`: golden.py's inputs or the
+caller's tensors, the expected outputs, the runtime's modules), then waits to be told
+the binaries, checks that what it prepared still holds (`Ready.holds`; else it
+prepares again), runs the program on its platform, compares, and keeps the
+outputs under `.pypto_build/replay/` (`execution.save_outputs`) after the verdict.
 While golden.py's code runs, an audit hook records every file it opens and every
 module it imports (outside the Python installation and this package), and
 `os.environ` records every variable it reads, so its kept result (and the verdict
