@@ -152,6 +152,14 @@ def write_real_dir(dest: Path, project_root: Path, names: tuple[str, ...] = ()) 
     program = real_program(project_root)
     if names:
         program = dataclasses.replace(program, kernels=tuple(k for k in program.kernels if k.source.stem in names))
+    write_sources(dest, program)
+    (dest / "compiled_meta.json").write_text(_compiled_meta(program), encoding="utf-8")
+    return program
+
+
+def write_sources(dest: Path, program: RealProgram) -> None:
+    """`dest` (made; it must not exist) with the program's sources laid out as PyPTO's `ir.compile` writes them:
+    orchestration/, kernels/<core>/ and kernel_config.py."""
     dest.mkdir(parents=True)
     (dest / "orchestration").mkdir()
     shutil.copyfile(program.orchestration, dest / "orchestration" / program.orchestration.name)
@@ -159,8 +167,6 @@ def write_real_dir(dest: Path, project_root: Path, names: tuple[str, ...] = ()) 
         (dest / "kernels" / k.core_type).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(k.source, dest / "kernels" / k.core_type / k.source.name)
     (dest / "kernel_config.py").write_text(kernel_config_text(program), encoding="utf-8")
-    (dest / "compiled_meta.json").write_text(_compiled_meta(program), encoding="utf-8")
-    return program
 
 
 def simpler_root() -> Path:

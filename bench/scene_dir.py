@@ -20,13 +20,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from real_dir import (CORES, PLATFORM, Kernel, RealProgram, kernel_config_text, read_callable,  # noqa: F401
-                      simpler_root)
+from real_dir import PLATFORM, Kernel, RealProgram, read_callable, simpler_root, write_sources
 
 SCENES = Path("examples") / "a2a3" / "tensormap_and_ringbuffer"
 _DIRECTIONS = {"IN": "In", "OUT": "Out", "INOUT": "InOut"}
@@ -141,13 +139,7 @@ def write_scene_dir(dest: Path, project_root: Path, example: SceneExample, seed:
     pairs = [(s.name, s.value) for s in scene().generate_args(case["params"]).specs]
     params = _params_meta(program, pairs)
     outputs = [p["name"] for p in params if p["direction"] in ("Out", "InOut")]
-    dest.mkdir(parents=True)
-    (dest / "orchestration").mkdir()
-    shutil.copyfile(program.orchestration, dest / "orchestration" / program.orchestration.name)
-    for k in program.kernels:
-        (dest / "kernels" / k.core_type).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(k.source, dest / "kernels" / k.core_type / k.source.name)
-    (dest / "kernel_config.py").write_text(kernel_config_text(program), encoding="utf-8")
+    write_sources(dest, program)
     (dest / "compiled_meta.json").write_text(json.dumps(
         {"schema": 1, "params": params, "num_return_types": 0, "platform": PLATFORM,
          "backend_type": "Ascend910B"}, indent=2), encoding="utf-8")
