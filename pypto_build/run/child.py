@@ -32,6 +32,7 @@ import gc
 import pickle
 import stat
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -290,15 +291,18 @@ class _Steps:
         seconds = [time.perf_counter() - began]
         self.note(f"Replay finished. DFX artefacts (if any) under {built / DFX_OUTPUTS}")
         checked: list[str] = []
-        try:
+        writer = _Background(save_outputs, sub, {n: named[n] for n in _outputs(ready, sub)})
+        try:                            # the outputs are written while they are compared (both only read them)
             if request["validate"]:
                 self.at("comparing the outputs")
                 checked = compare(ready.golden, named, ready.expected)
                 self.say("Golden validation: PASSED")
                 self.at(f"compared {', '.join(checked)}: passed")
-        finally:                        # after the verdict (a failed one too: its outputs are what to look at)
-            self.at("saving the outputs")
-            save_outputs(sub, {n: named[n] for n in _outputs(ready, sub)})
+        except BaseException:
+            writer.join()               # kept for a failed verdict too: its outputs are what to look at
+            raise
+        self.at("saving the outputs")
+        writer.result()
         for i in range(1, runs):        # after the verdict, on fresh copies of the inputs (never accumulated)
             again = copies(pristine)
             self.at(f"timing the program (run {i + 1} of {runs})")
@@ -309,6 +313,26 @@ class _Steps:
         from_golden = request["tensors"] is None
         return {"checked": checked, "dfx": dfx, "reads": ready.files, "golden": ready.seal if from_golden else None,
                 "run_seconds": seconds, "outputs": list(named.values()) if not from_golden else None}
+
+
+class _Background(threading.Thread):
+    """`work(*args)` in a thread; `result` waits for it and raises what it raised."""
+
+    def __init__(self, work: Callable, *args) -> None:
+        super().__init__(name="pypto-build-save-outputs", daemon=True)
+        self.work, self.args, self.error = work, args, None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.work(*self.args)
+        except BaseException as exc:        # noqa: BLE001 - raised again by join, in the run's thread
+            self.error = exc
+
+    def result(self) -> None:
+        self.join()
+        if self.error is not None:
+            raise self.error
 
 
 def _outputs(ready: "Ready", sub: Path) -> list[str]:
