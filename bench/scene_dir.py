@@ -11,8 +11,9 @@ whose `generate_inputs` seeds torch and calls the example's own `generate_args`,
 `compute_golden` calls its `compute_golden`: the program, the numbers and the check are simpler's.
 
 `EXAMPLES` holds the two the loop benchmark uses: `benchmark_bgemm` (its "Sim default" case, 500
-GEMM + ADD task pairs on fp32 128x128 tiles, about 330 MB of inputs) and `paged_attention`
-(CaseSmall1: four attention kernels, a small run). Needs torch (the parameters are read from one
+GEMM + ADD task pairs on fp32 128x128 tiles, about 330 MB of inputs) and `vector_example` (three
+aiv kernels, a small run). (`paged_attention`'s a2a3sim case fails simpler's own scene test at
+93adc38: its numbers are not the golden's.) Needs torch (the parameters are read from one
 call of `generate_args`) and simpler importable (the example's test module imports it).
 """
 from __future__ import annotations
@@ -44,8 +45,7 @@ class SceneExample:
 
 EXAMPLES = {
     "benchmark_bgemm": SceneExample("benchmark_bgemm", "test_benchmark_bgemm.py", "TestBenchmarkBgemm", "Case0"),
-    "paged_attention": SceneExample("paged_attention", "test_paged_attention.py", "TestPagedAttention",
-                                    "CaseSmall1"),
+    "vector_example": SceneExample("vector_example", "test_vector_example.py", "TestVectorExample", "default"),
 }
 
 _GOLDEN = '''"""golden.py for simpler's {name} example, case {case}: the example's own generate_args and compute_golden.
@@ -106,8 +106,8 @@ def scene_program(project_root: Path, example: SceneExample) -> tuple[RealProgra
     """The example's program (orchestration and kernels, from its CALLABLE) and its test file."""
     folder = project_root / SCENES / example.name
     spec = read_callable(folder / example.test_file, example.cls)
-    kernels = tuple(Kernel(k["func_id"], k["name"], k["core_type"], tuple(k["signature"]), folder / k["source"])
-                    for k in spec["incores"])
+    kernels = tuple(Kernel(k["func_id"], k.get("name") or Path(k["source"]).stem, k["core_type"],
+                           tuple(k["signature"]), folder / k["source"]) for k in spec["incores"])
     orch = spec["orchestration"]
     return (RealProgram(folder / orch["source"], orch["function_name"], tuple(orch["signature"]), kernels),
             folder / example.test_file)
