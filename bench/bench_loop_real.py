@@ -2,7 +2,7 @@
 """The edit loop on real programs: simpler's own examples on a2a3sim, each figure beside its floor.
 
     PATH=<simpler venv>/bin:$PATH <simpler venv>/bin/python bench/bench_loop_real.py [--rounds 3] [--quick]
-        [--examples benchmark_bgemm,paged_attention] [--out docs/benchmarks-loop-real.md]
+        [--examples benchmark_bgemm,vector_example] [--out docs/benchmarks-loop-real.md]
 
 For each example (`scene_dir.py` writes the build directory: simpler's sources, a golden.py calling the example's
 own generate_args / compute_golden), in one run, everything through `python -m pypto_build` processes (this
@@ -39,7 +39,7 @@ from loop_real_parts import (HandCompile, Pb, SimplerCache, Watch, bare_run, chi
 from scene_dir import EXAMPLES, simpler_root, write_scene_dir
 
 REPO = Path(__file__).resolve().parent.parent
-EDITED = {"benchmark_bgemm": "kernels/aic/kernel_gemm_tile.cpp", "paged_attention": "kernels/aic/aic_qk_matmul.cpp"}
+EDITED = {"benchmark_bgemm": "kernels/aic/kernel_gemm_tile.cpp", "vector_example": "kernels/aiv/kernel_add.cpp"}
 GOAL_EDIT, GOAL_COLD = 1.15, 1.0
 
 
@@ -279,7 +279,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="one round (for trying the script)")
-    ap.add_argument("--examples", default="benchmark_bgemm,paged_attention",
+    ap.add_argument("--examples", default="benchmark_bgemm,vector_example",
                     help=f"comma-separated, of {', '.join(EXAMPLES)}")
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "out" / "bench_loop_real")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks-loop-real.md")

@@ -117,7 +117,7 @@ def scene_test(runner: Runner, simpler: Path, example: str) -> tuple[tuple[float
     """simpler's own scene test of `example` on a2a3sim, one pytest process: ((wall, load), verdict)."""
     env = {k: v for k, v in runner.env.items() if k != "PYTHONPATH"}
     cmd = [sys.executable, "-m", "pytest", "-q", f"examples/a2a3/tensormap_and_ringbuffer/{example}",
-           "--platform", PLATFORM, "-p", "no:cacheprovider"]
+           "--platform", PLATFORM, "--manual", "include", "-p", "no:cacheprovider"]   # vector_example: manual on sim
     saved, runner.env = runner.env, env
     try:
         dt, p = runner.run(cmd, cwd=simpler, check=False)
