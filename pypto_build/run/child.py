@@ -351,5 +351,19 @@ def _outputs(ready: "Ready", sub: Path) -> list[str]:
     return [n for n, v in ready.named.items() if isinstance(v, torch.Tensor) and (not written or n in written)]
 
 
+def _main(argv: list[str]) -> None:
+    """`python -m pypto_build.run.child IN OUT`: the child, which leaves as a warm run does (`warm_server`): its
+    exit handlers and the runtime's run, then the first registered leaves at once, without the interpreter's
+    teardown of torch (a fifth of a second after every run)."""
+    import atexit
+
+    from ..core.exits import exit_now
+
+    status = [1]                            # an exception escaping `_child`: printed, status 1
+    atexit.register(lambda: exit_now(status[0]))
+    _child(Connection(int(argv[0]), writable=False), Connection(int(argv[1]), readable=False))
+    status[0] = 0
+
+
 if __name__ == "__main__":
-    _child(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))
+    _main(sys.argv[1:])
