@@ -192,8 +192,10 @@ def keep(root: Path, inputs: dict | None = None, started_ns: int | None = None, 
         pairs = inputs
     expected = golden.expected(pairs)
     reads = [str((root / p).resolve()) for p in ("golden.py", "data/in/a.pt", "data/one.npy")]
-    seal, why = golden_cache.save(root, golden, list(pairs), pairs, expected, taken, reads, {"numpy", "json"}, {},
-                                  keep_inputs=keep_inputs)
+    key, why = golden_cache.key_index(root, taken, reads, {"numpy", "json"}, {})
+    if key is None:
+        return why
+    seal, why = golden_cache.save(root, golden, list(pairs), pairs, expected, key, keep_inputs=keep_inputs)
     assert (seal is None) == (why is not None)
     return why
 

@@ -182,3 +182,22 @@ def test_each_sub_build_of_a_multi_orch_parent_is_run(tmp_path):
     assert len((root / "next_levels" / "marks.txt").read_text().split("inputs")) == 3      # once per sub-build
     for sub in subs:
         assert [p.name for p in (sub / ".pypto_build" / "replay").iterdir()] == ["out.pt"]
+
+
+def test_a_golden_result_that_could_not_be_keyed_is_made_again(g, tmp_path):
+    """generate_inputs rewrites a file of the sub-build while it runs, so its result has no key to check later:
+    the run begun ahead cannot prove what it prepared still holds, and prepares again once the binaries are
+    there."""
+    text = (g / "golden.py").read_text()
+    (g / "data").mkdir(exist_ok=True)
+    (g / "data" / "note.txt").write_text("0")
+    stamp = ('    (_MarkPath(__file__).parent / "data" / "note.txt").write_text(str(__import__("time").time_ns()))\n'
+             "    return _generate_unmarked(params)\n")
+    (g / "golden.py").write_text(text.replace("    return _generate_unmarked(params)\n", stamp, 1))
+    script, log = launcher(tmp_path, g)
+    new_binary(g)
+    done = replay(g, script)
+    assert done.returncode == 0 and "Golden validation: PASSED" in done.stdout, done.stdout + done.stderr
+    assert log.read_text().splitlines()[-1] == "seen"
+    assert ("golden: prepared again (its result could not be keyed: data/note.txt changed while golden.py ran)"
+            in done.stdout), done.stdout

@@ -279,7 +279,7 @@ class _Steps:
         if go["ahead"]:
             why = ready.holds(sub)
             if why:
-                self.note(f"golden: prepared again ({why} while the program was built)")
+                self.note(f"golden: prepared again ({why})")
                 ready = self.prepare()
         named = ready.named
         runs = max(1, int(request.get("timing_runs") or 1))

@@ -123,16 +123,14 @@ def before(sub: Path) -> Before:
     return Before(started_ns, files, links, golden_key.path_signature())
 
 
-def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: dict, taken: Before,
-         reads: Iterable[str], modules: Iterable[str], environ: dict[str, str | None], *,
+def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: dict, key: dict, *,
          keep_inputs: bool = False) -> tuple[str | None, str | None]:
-    """Keep golden.py's result (`inputs`: the values before the run; stored only with `keep_inputs`, their
-    digests always): (the entry's seal, None), or (None, why it was not kept).
+    """Keep golden.py's result under `key` (`key_index`'s; `inputs`: the values before the run, stored only with
+    `keep_inputs`, their digests always): (the entry's seal, None), or (None, why it was not kept).
 
-    Nothing is kept when a file the key holds may have changed while golden.py ran (since `taken`), or when
-    an input is not a tensor, a number or a ctypes scalar (torch.load(weights_only=True) reads back only
-    plain data). `environ`: the variables golden.py read and the values it saw. A file system that refuses
-    the write raises OSError; a cache folder that resolves outside the build directory, LayoutError.
+    Nothing is kept when an input is not a tensor, a number or a ctypes scalar (torch.load(weights_only=True)
+    reads back only plain data). A file system that refuses the write raises OSError; a cache folder that
+    resolves outside the build directory, LayoutError.
     """
     import torch
 
@@ -143,9 +141,7 @@ def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: di
         if value is None:
             return None, f"input {name!r} is a {type(inputs[name]).__name__}"
         encoded.append(value)
-    index, why = key_index(sub, taken, reads, modules, environ)
-    if index is None:
-        return None, why
+    index = dict(key)
     buf = io.BytesIO()
     torch.save({"inputs": encoded if keep_inputs else None,
                 "expected": {n: v.detach().cpu() for n, v in expected.items()}}, buf)
@@ -165,7 +161,9 @@ def save(sub: Path, golden: Golden, names: list[str], inputs: dict, expected: di
 def key_index(sub: Path, taken: Before, reads: Iterable[str], modules: Iterable[str],
               environ: dict[str, str | None]) -> tuple[dict | None, str | None]:
     """What golden.py's result is keyed on (the index's key fields; `golden_key.stale` checks them), or (None,
-    why it cannot be keyed: a file of the key may have changed while golden.py ran, since `taken`)."""
+    why it cannot be keyed: a file of the key may have changed while golden.py ran, since `taken`). `reads`:
+    the files it was seen reading; `modules`: the top-level modules it imported or holds; `environ`: the
+    variables it read and the values it saw."""
     sub = Path(sub).absolute()
     files = dict(taken.files)
     for rel in files:

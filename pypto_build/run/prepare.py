@@ -32,16 +32,19 @@ class Ready:
     expected: dict | None = None            # output name -> expected tensor, when validating
     seal: str | None = None                 # the kept golden result this is (None: none was kept)
     key: dict | None = None                 # what `golden_key.stale` checks: the kept index, or golden.py's key
+    unkeyed: str | None = None              # why golden.py's result has no key (a file changed while it ran)
     files: list[str] = field(default_factory=list)      # the files golden.py's result is keyed on
 
     def holds(self, sub: Path) -> str | None:
-        """Why what was prepared no longer holds (a file golden.py's result is keyed on changed since), or None.
-        Nothing to check when golden.py did not run and no kept result was used (the caller's tensors)."""
+        """Why what was prepared may no longer hold (a file golden.py's result is keyed on changed since, or it
+        could not be keyed), or None. Nothing to check when golden.py did not run and no kept result was used
+        (the caller's tensors)."""
         from . import golden_key
 
-        if self.key is None:
-            return None
-        return golden_key.stale(sub, self.key)
+        if self.unkeyed:
+            return f"its result could not be keyed: {self.unkeyed}"
+        stale = None if self.key is None else golden_key.stale(sub, self.key)
+        return stale and f"{stale} while the program was built"
 
 
 def prepare(request: dict, say: Callable[[str], None], at: Callable[[str], None]) -> Ready:
@@ -60,18 +63,20 @@ def prepare(request: dict, say: Callable[[str], None], at: Callable[[str], None]
     cached, stale = golden_cache.lookup(sub)
     if cached is not None and not from_golden and not cached.same_inputs(tensors):
         cached, stale = None, None                  # the caller's own inputs: compute_golden runs on them
-    reads, golden, pairs, taken = Reads(sub), None, None, None
+    reads, golden, pairs, taken, unseeded = Reads(sub), None, None, None, False
     if cached is not None and cached.inputs is None and from_golden:
         taken = golden_cache.before(sub)
         with reads:
             golden, pairs = _generate(sub, at)
-        if not cached.same_inputs([v for _, v in pairs]):
+        unseeded = not cached.same_inputs([v for _, v in pairs])
+        if unseeded:
             cached, stale = None, "golden.py's generate_inputs() made other inputs than last time"
     if cached is not None:
         again = "generate_inputs() made the same inputs, compute_golden() not run" if golden else "golden.py not run"
         say(f"golden: cached (computed {cached.when}); {again}")
         pairs = pairs or list(zip(cached.names, cached.inputs if from_golden else tensors))
-        ready = Ready({}, [], cached.golden(), cached.expected, cached.seal, cached.index, cached.files)
+        ready = Ready({}, [], cached.golden(), cached.expected, seal=cached.seal, key=cached.index,
+                      files=cached.files)
     else:
         if stale and validate and from_golden:
             say(f"golden: computing again ({stale})")
@@ -92,7 +97,7 @@ def prepare(request: dict, say: Callable[[str], None], at: Callable[[str], None]
         ready.outputs = ready.golden.check_outputs(list(ready.named), ready.named, load_sidecar(sub))
     if cached is None:
         _compute(ready, sub, golden, reads, taken, say, at, validate=validate, from_golden=from_golden,
-                 keep_inputs=stale is not None and stale.startswith("golden.py's generate_inputs()"))
+                 keep_inputs=unseeded)
     return ready
 
 
@@ -117,28 +122,28 @@ def _compute(ready: Ready, sub: Path, golden, reads: Reads, taken, say: Callable
             ready.expected = golden.expected(ready.named, ready.outputs)
     modules = reads.imported | golden_cache.modules_of(golden.module)
     ready.files = sorted({*reads.paths(), *(str(sub / rel) for rel in taken.files)})
+    try:
+        ready.key, ready.unkeyed = golden_cache.key_index(sub, taken, reads.paths(), modules, reads.environ)
+    except OSError as exc:              # a file it read is gone already
+        ready.key, ready.unkeyed = None, one_line(str(exc), 200)
     if validate and from_golden:
         at("keeping the golden result")
-        ready.seal = _keep(say, sub, golden, ready, reads, taken, modules, keep_inputs)
-    if ready.seal is not None:
-        from . import golden_key
-        ready.key = golden_key.load(sub)[0]
-    if ready.key is None:
-        ready.key, _ = golden_cache.key_index(sub, taken, reads.paths(), modules, reads.environ)
+        ready.seal = _keep(say, sub, golden, ready, keep_inputs)
 
 
-def _keep(say: Callable[[str], None], sub: Path, golden, ready: Ready, reads: Reads, taken, modules,
-          keep_inputs: bool) -> str | None:
-    """Store golden.py's result for the next run (golden_cache): its seal, or None when it was not kept (a file
-    system that refuses only costs that)."""
+def _keep(say: Callable[[str], None], sub: Path, golden, ready: Ready, keep_inputs: bool) -> str | None:
+    """Store golden.py's result for the next run (golden_cache): its seal, or None when it was not kept (no key,
+    or a file system that refuses: it only costs that)."""
     from . import golden_cache
 
-    try:
-        seal, why = golden_cache.save(sub, golden, list(ready.named), ready.named, ready.expected, taken,
-                                      reads.paths(), modules, reads.environ, keep_inputs=keep_inputs)
-    except OSError as exc:
-        seal, why = None, one_line(str(exc), 200)
+    if ready.key is None:
+        seal, why = None, ready.unkeyed
+    else:
+        try:
+            seal, why = golden_cache.save(sub, golden, list(ready.named), ready.named, ready.expected, ready.key,
+                                          keep_inputs=keep_inputs)
+        except OSError as exc:
+            seal, why = None, one_line(str(exc), 200)
     if why:
         say(f"golden: result not cached ({why})")
     return seal
-
