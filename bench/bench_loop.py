@@ -278,6 +278,8 @@ def render(results: dict, overhead: dict, args, head: list[str], took: float) ->
            f"--platform {PLATFORM}{' --only ' + args.only if args.only else ''}` (the whole run took "
            f"{took / 60:.1f} min); re-run it to refresh this file. Platform `{PLATFORM}`; each edit appends an "
            "exported function to one kernel.", "",
+           "The same loop on real programs (simpler's examples on a2a3sim, against simpler's own scene test and "
+           "`chip.run`): [benchmarks-loop-real.md](benchmarks-loop-real.md), by `bench/bench_loop_real.py`.", "",
            "## Machine", "", "| | |", "|---|---|", *head, "", "## Edit → verdict", "",
            "| directory | by hand (compile) | physical limit (compile + run + compare) | one-shot `replay --validate` "
            "| watch: edit → new binary | watch: edit → verdict |", "|---|---|---|---|---|---|"]

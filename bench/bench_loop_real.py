@@ -72,7 +72,7 @@ class Example:
         self.work.mkdir(parents=True)
         write_scene_dir(self.src, simpler, EXAMPLES[name])
         self.kernel = EDITED[name]
-        self.t: dict[str, list] = {k: [] for k in ("cold", "cold_run", "scene_cold", "scene_warm", "shot", "shot_run",
+        self.t: dict[str, list] = {k: [] for k in ("cold", "cold_run", "cold_nopch", "scene_cold", "scene_warm", "shot", "shot_run",
                                                    "hand", "bare", "bare_run", "watch", "watch_run", "watch_hand",
                                                    "noop")}
         self.verdicts: dict[str, set] = {"pypto_build": set(), "simpler": set()}
@@ -89,7 +89,7 @@ class Example:
     def cold_rounds(self, rounds: int) -> None:
         """Interleaved, after one untimed run of each (bytecode, the page cache: warm for both sides)."""
         self.pb.run("replay", "--validate", str(self.fresh("cold")))
-        scene_test(self.runner, self.simpler, self.name)
+        scene_test(self.runner, self.simpler, self.name, EXAMPLES[self.name].case)
         for i in range(rounds):
             steps = [self.ours_cold, self.theirs] if i % 2 == 0 else [self.theirs, self.ours_cold]
             for step in steps:
@@ -106,13 +106,16 @@ class Example:
             self.cold_tasks = [m.group(1) for m in re.finditer(r"^(\w+:\S+)  \(", out, re.M)]
         say(f"  cold replay --validate {fmt(t[0])} (chip.run {fmt(chip_run(out))}, {verdict}, others' load "
             f"{t[1]:.2f})")
+        t, _, _ = self.pb.run("replay", "--validate", "--no-pch", str(self.fresh("cold")))
+        self.t["cold_nopch"].append(t)
+        say(f"  cold replay --validate --no-pch {fmt(t[0])} (others' load {t[1]:.2f})")
 
     def theirs(self, i: int) -> None:
         self.cache.clear()
-        t, verdict = scene_test(self.runner, self.simpler, self.name)
+        t, verdict = scene_test(self.runner, self.simpler, self.name, EXAMPLES[self.name].case)
         self.t["scene_cold"].append(t)
         self.verdicts["simpler"].add(verdict)
-        warm, _ = scene_test(self.runner, self.simpler, self.name)
+        warm, _ = scene_test(self.runner, self.simpler, self.name, EXAMPLES[self.name].case)
         self.t["scene_warm"].append(warm)
         say(f"  simpler's scene test: cold {fmt(t[0])}, warm {fmt(warm[0])} ({verdict}, others' load {t[1]:.2f})")
 
@@ -235,6 +238,7 @@ def render(examples: list[Example], head: list, command: str, took: float, quick
                 f"| (reference) | | simpler's scene test, kernel cache warm: {fs(s['scene_warm'])} | "
                 f"{s['cold']['median'] / s['scene_warm']['median']:.2f}× | {load('scene_warm')} |",
                 f"| (the cold replay's own `chip.run`) | {fs(s['cold_run'])} | | | |",
+                f"| (the same without precompiled preludes, `--no-pch`) | {fs(s['cold_nopch'])} | | | |",
                 f"| (what the cold replay ran) | {', '.join(f'`{t}`' for t in e.cold_tasks)} | | | |",
                 f"| edit → verdict, `replay --validate` | {fs(s['shot'])} | compile {fs(s['hand'])} + `chip.run` "
                 f"{fs(s['shot_run'])} = {fs(fl['shot'])} | {s['shot']['median'] / fl['shot']['median']:.2f}× | "

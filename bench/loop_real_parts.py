@@ -113,11 +113,12 @@ class SimplerCache:
             self.saved.rename(self.folder)
 
 
-def scene_test(runner: Runner, simpler: Path, example: str) -> tuple[tuple[float, float], str]:
-    """simpler's own scene test of `example` on a2a3sim, one pytest process: ((wall, load), verdict)."""
+def scene_test(runner: Runner, simpler: Path, example: str, case: str) -> tuple[tuple[float, float], str]:
+    """simpler's own scene test of `example` on a2a3sim, its one `case` (the directory's; a case marked manual on
+    the simulator, as vector_example's, runs too), one pytest process: ((wall, load), verdict)."""
     env = {k: v for k, v in runner.env.items() if k != "PYTHONPATH"}
     cmd = [sys.executable, "-m", "pytest", "-q", f"examples/a2a3/tensormap_and_ringbuffer/{example}",
-           "--platform", PLATFORM, "--manual", "include", "-p", "no:cacheprovider"]   # vector_example: manual on sim
+           "--platform", PLATFORM, "--case", case, "--manual", "include", "-p", "no:cacheprovider"]
     saved, runner.env = runner.env, env
     try:
         dt, p = runner.run(cmd, cwd=simpler, check=False)
