@@ -70,52 +70,56 @@ class RunAhead:
         begun = self._begun.pop((str(program.path), validate), None)
         if begun is not None and (begun.request["config"] != config or begun.request["quiet"] != quiet
                                   or begun.request["timing_runs"] != timing_runs):
-            begun.started.stop()
+            _stop(begun)
             begun = None
         self.begin()
         return begun
 
     def close(self) -> None:
-        """Stop every child begun and not taken (its session: nothing it started stays)."""
+        """Stop every child begun and not taken."""
         self.wanted.clear()
         for begun in self._begun.values():
-            begun.started.inbox.close()
-            begun.started.outbox.close()
-            begun.started.stop()
+            _stop(begun)
         self._begun.clear()
+
+
+def _stop(begun: Begun) -> None:
+    """Its pipes closed and its session killed: nothing it started stays."""
+    begun.started.inbox.close()
+    begun.started.outbox.close()
+    begun.started.stop()
 
 
 def for_request(graph: Graph, tasks: Iterable[str], force: Iterable[str], jobs: int, run: RunSpec) -> RunAhead | None:
     """The runs to begin ahead for a request (its task names, forced prefixes, jobs and run spec) on `graph`, or
     None: none will surely run, doit's workers would run them (`-j` > 1: a child's pipes are this process's),
     or the caller brought its own (`watch`)."""
-    from ..core import stages
     from ..plan.graph import run_targets
     from ..plan.program import program
 
     here = run.in_process
     if jobs != 1 or (here is not None and here.ahead is not None):
         return None
-    found = wanted([(program(graph, t.rel), t.name) for t in run_targets(graph)], tasks, force,
-                   stages.REPLAY, stages.VALIDATE)
+    found = wanted([(program(graph, t.rel), t.name) for t in run_targets(graph)], tasks, force)
     if not found:
         return None
     return RunAhead(found, run.config, quiet=run.quiet, start=here.start if here is not None else None,
                     timing_runs=here.timing_runs if here is not None else 1)
 
 
-def wanted(programs: Iterable[tuple[Program, str]], tasks: Iterable[str], force: Iterable[str],
-           replay: str, validate: str) -> list[Wanted]:
+def wanted(programs: Iterable[tuple[Program, str]], tasks: Iterable[str], force: Iterable[str]) -> list[Wanted]:
     """The runs a request will make whatever the state says, in task order: every selected `replay:` task, and
     the `validate:` tasks when validation is forced. `programs`: each run target's program and task name;
     `tasks`: the request's task names (a basename selects all of its stage's tasks)."""
-    tasks, force = list(tasks), tuple(force)
-    forced = any(f == f"{validate}:" for f in force)
+    from ..core import stages
+
+    tasks = list(tasks)
+    forced = stages.prefix(stages.VALIDATE) in tuple(force)
     found = []
-    for stage, validating in ((replay, False), (validate, True)):
+    for stage, validating in ((stages.REPLAY, False), (stages.VALIDATE, True)):
         if validating and not forced:
             continue
         for program, name in programs:
-            if stage in tasks or f"{stage}:{name}" in tasks:
+            if stage in tasks or stages.task(stage, name) in tasks:
                 found.append(Wanted(program, validating))
     return found
