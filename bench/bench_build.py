@@ -86,6 +86,25 @@ class BenchError(RuntimeError):
     pass
 
 
+def line_matching(lines, proc, pattern: str, wait_s: float) -> tuple:
+    """The first (time read, line) from `lines` (a queue a reader thread fills from `proc`'s output) that
+    matches `pattern`; BenchError when `proc` ended first or none came within `wait_s` seconds."""
+    import queue
+    import re
+
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and lines.empty():
+            raise BenchError(f"watch ended (exit {proc.returncode}) before a line matching {pattern!r}")
+        try:
+            at, line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        if re.search(pattern, line):
+            return at, line
+    raise BenchError(f"watch: no line matching {pattern!r} in {wait_s:.0f} s")
+
+
 def log(msg: str) -> None:
     print(f"[{time.perf_counter() - T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
 

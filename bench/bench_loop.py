@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench_build import cpu_model, stats  # noqa: E402  (same folder: python bench/bench_loop.py)
+from bench_build import cpu_model, line_matching, stats  # noqa: E402  (same folder: python bench/bench_loop.py)
 from pypto_build.plan.graph import load_graph  # noqa: E402
 from pypto_build.testing.synth import kernel_path, write_l2  # noqa: E402
 
@@ -114,15 +114,7 @@ class Watch:
             self.lines.put((time.perf_counter(), line.rstrip("\n")))
 
     def until(self, pattern: str) -> tuple[float, str]:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            try:
-                at, line = self.lines.get(timeout=1)
-            except queue.Empty:
-                continue
-            if re.search(pattern, line):
-                return at, line
-        raise SystemExit(f"watch: no line matching {pattern!r}")
+        return line_matching(self.lines, self.proc, pattern, WAIT_S)
 
     def stop(self) -> None:
         self.proc.terminate()

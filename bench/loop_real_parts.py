@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench_build import BenchError, Runner, cpu_model      # same folder
+from bench_build import BenchError, Runner, cpu_model, line_matching      # same folder
 
 REPO = Path(__file__).resolve().parent.parent
 BARE = Path(__file__).resolve().parent / "bare_run.py"
@@ -219,17 +219,7 @@ class Watch:
                 self.lines.put((at, line.rstrip("\n")))
 
     def until(self, pattern: str) -> tuple[float, str]:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None and self.lines.empty():
-                raise BenchError(f"watch ended (exit {self.proc.returncode}) before a line matching {pattern!r}")
-            try:
-                at, line = self.lines.get(timeout=1)
-            except queue.Empty:
-                continue
-            if re.search(pattern, line):
-                return at, line
-        raise BenchError(f"watch: no line matching {pattern!r} in {WAIT_S:.0f} s")
+        return line_matching(self.lines, self.proc, pattern, WAIT_S)
 
     def chip_run_after(self, start: float) -> float | None:
         return next((dur for at, dur in self.timing if at >= start), None)
