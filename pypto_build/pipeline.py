@@ -28,6 +28,7 @@ from .options import Request
 
 if TYPE_CHECKING:
     from .plan.graph import Graph
+    from .run import RunAhead
 
 _one_run = threading.Lock()   # doit keeps globals and we chdir: one run per process at a time
 
@@ -193,7 +194,7 @@ class Bookkeeping:
     the directory lock, for the pipeline's runs and for every `pypto-build doit` command: what a run leaves for
     the next one besides doit's state, and the runs begun while the compiler runs (`ahead`, a `run.RunAhead`)."""
 
-    def __init__(self, ahead=None) -> None:
+    def __init__(self, ahead: RunAhead | None = None) -> None:
         self.ahead = ahead
 
     def before(self, root: Path, platform: str) -> str | None:
