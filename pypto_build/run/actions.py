@@ -103,6 +103,9 @@ def _entry(program: Program, config: RunConfig, timeout: float, quiet: bool, her
     except BaseException as exc:
         here.ran = exc
         raise
+    finally:
+        if begun is not None:
+            begun.stop()                    # taken here: stopped here, whatever the entry did with it
     return here.ran
 
 

@@ -70,7 +70,7 @@ class RunAhead:
         begun = self._begun.pop((str(program.path), validate), None)
         if begun is not None and (begun.request["config"] != config or begun.request["quiet"] != quiet
                                   or begun.request["timing_runs"] != timing_runs):
-            _stop(begun)
+            begun.stop()
             begun = None
         self.begin()
         return begun
@@ -79,15 +79,8 @@ class RunAhead:
         """Stop every child begun and not taken."""
         self.wanted.clear()
         for begun in self._begun.values():
-            _stop(begun)
+            begun.stop()
         self._begun.clear()
-
-
-def _stop(begun: Begun) -> None:
-    """Its pipes closed and its session killed: nothing it started stays."""
-    begun.started.inbox.close()
-    begun.started.outbox.close()
-    begun.started.stop()
 
 
 def for_request(graph: Graph, tasks: Iterable[str], force: Iterable[str], jobs: int, run: RunSpec) -> RunAhead | None:

@@ -79,6 +79,16 @@ class Begun:
     started: object
     request: dict
     ahead: bool = False
+    stopped: bool = False
+
+    def stop(self) -> None:
+        """Close its pipes and kill its session, once (a second call must not signal a pid reused since)."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self.started.inbox.close()
+        self.started.outbox.close()
+        self.started.stop()
 
 
 def begin(program: Program, config: RunConfig, *, validate: bool, tensors: Sequence | None = None,
@@ -156,8 +166,7 @@ def in_child(program: Program, binaries: Binaries, config: RunConfig, *, validat
                 started.stop(grace=_GRACE_S)
                 raise payload
     finally:
-        inbox.close()
-        started.stop()
+        begun.stop()
 
 
 def _check_data(sub: Path) -> None:
