@@ -201,3 +201,38 @@ def test_a_golden_result_that_could_not_be_keyed_is_made_again(g, tmp_path):
     assert log.read_text().splitlines()[-1] == "seen"
     assert ("golden: prepared again (its result could not be keyed: data/note.txt changed while golden.py ran)"
             in done.stdout), done.stdout
+
+
+CASES = {
+    "passes": lambda g: None,
+    "a wrong kernel": lambda g: synth.kernel_path(g, 1).write_text(
+        synth.kernel_path(g, 1).read_text().replace("0.5f", "0.75f")),
+    "generate_inputs raises": lambda g: (g / "golden.py").write_text(
+        (g / "golden.py").read_text().replace("    return _generate_unmarked(params)\n",
+                                              "    raise RuntimeError('no inputs today')\n", 1)),
+    "an input the sidecar refuses": lambda g: (g / "golden.py").write_text(
+        (g / "golden.py").read_text().replace("    return _generate_unmarked(params)\n",
+                                              "    return _generate_unmarked(params)[:1]\n", 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_run_begun_ahead_gives_what_a_run_begun_by_its_task_gives(built_golden, tmp_path, case):
+    """The same directory, once with its run begun while the compiler runs (`-j 1`) and once begun only when
+    its task runs (`-j 2`: doit's workers run it, nothing is begun ahead): the same exit status, the same
+    verdict or refusal line, and the same kept outputs and golden result, byte for byte."""
+    seen = []
+    for jobs in ("1", "2"):
+        g = marked(copy_dir(built_golden, tmp_path / f"j{jobs}"))
+        CASES[case](g)
+        new_binary(g)
+        done = subprocess.run(["pypto-build", "replay", "--validate", "-j", jobs, str(g)], capture_output=True,
+                              text=True, timeout=300)
+        said = [line.replace(str(g), "DIR") for line in (done.stdout + done.stderr).splitlines()
+                if "Golden validation" in line or "error" in line.lower() or "FAILED" in line]
+        kept = {p.relative_to(g).as_posix(): p.read_bytes() for folder in ("replay", "golden")
+                for p in sorted((g / ".pypto_build" / folder).glob("*.pt"))}
+        seen.append((done.returncode, said, kept))
+    assert seen[0] == seen[1] and seen[0][1], seen
+    assert seen[0][0] == {"passes": 0, "a wrong kernel": 1, "generate_inputs raises": 1,
+                          "an input the sidecar refuses": 1}[case]
