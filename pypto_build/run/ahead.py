@@ -93,14 +93,14 @@ def for_request(graph: Graph, tasks: Iterable[str], force: Iterable[str], jobs: 
     here = run.in_process
     if jobs != 1 or (here is not None and here.ahead is not None):
         return None
-    found = wanted([(program(graph, t.rel), t.name) for t in run_targets(graph)], tasks, force)
+    found = surely_run([(program(graph, t.rel), t.name) for t in run_targets(graph)], tasks, force)
     if not found:
         return None
     return RunAhead(found, run.config, quiet=run.quiet, start=here.start if here is not None else None,
                     timing_runs=here.timing_runs if here is not None else 1)
 
 
-def wanted(programs: Iterable[tuple[Program, str]], tasks: Iterable[str], force: Iterable[str]) -> list[Wanted]:
+def surely_run(programs: Iterable[tuple[Program, str]], tasks: Iterable[str], force: Iterable[str]) -> list[Wanted]:
     """The runs a request will make whatever the state says, in task order: every selected `replay:` task, and
     the `validate:` tasks when validation is forced. `programs`: each run target's program and task name;
     `tasks`: the request's task names (a basename selects all of its stage's tasks)."""
