@@ -62,18 +62,19 @@ LAYERS = (
     ("families", {"platforms", "pto", "cache", "testing"}),
     ("the compile stage", {"compile"}),
     ("planning", {"plan"}),
+    ("the variants a directory ran", {"variants"}),
     ("the run stage", {"run"}),
     ("the stages of a build", {"build_stages"}),
     ("what the user asks", {"options"}),
     ("engine", {"engine"}),
     ("the pipeline", {"pipeline"}),
     ("what the front ends call", {"api", "verbs"}),
-    ("front ends", {"ci", "watch", "compat"}),
+    ("front ends", {"ci", "watch", "compat", "culprits"}),
     ("the command line", {"cli", "replay_main", "__main__"}),
 )
 # Folders entered through a door (their __init__'s _EXPORTS / _MODULES); the other folders (core, builddir,
 # toolchain, compile, plan, cli, ci) are plain: their modules are imported by name.
-FAMILIES = {"platforms", "pto", "cache", "testing", "run", "engine", "compat", "watch"}
+FAMILIES = {"platforms", "pto", "cache", "testing", "run", "engine", "compat", "watch", "culprits"}
 
 
 def part(module: str) -> str:
