@@ -42,10 +42,11 @@ def history_verb(directory: Path | str) -> int:
     from .state_report import build_root, state_lines
 
     root = build_root(directory)
-    subs = sorted(p.parent.parent for p in root.glob(f"*/{STATE_DIR}/{HISTORY}"))
+    subs = sorted(p.parent.parent for pattern in (f"*/{STATE_DIR}/{HISTORY}", f"*/*/{STATE_DIR}/{HISTORY}")
+                  for p in root.glob(pattern))
     lines = History(root).listing() if not subs or (root / STATE_DIR / HISTORY).exists() else []
     for sub in subs:
-        lines += [f"{sub.name}:", *("  " + line for line in History(sub).listing())]
+        lines += [f"{sub.relative_to(root).as_posix()}:", *("  " + line for line in History(sub).listing())]
     for line in [*lines, *state_lines(root)]:
         print(line)
     return 0

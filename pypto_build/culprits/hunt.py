@@ -84,8 +84,6 @@ def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir
          good: str | os.PathLike | None, good_plans, method: str | None, against_good: bool, rtol: float | None,
          atol: float | None, say: Callable[[str], None]) -> Report:
     """The bisect of one program of the scratch copy."""
-    from ..platforms import RECORDS
-
     current = sides.current(work.path, graph.plans, rel)
     if other is not None:
         good_side = sides.from_directory(other, good_plans, rel)
@@ -102,8 +100,25 @@ def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir
     against = _tolerance(Path(program.path), against_good, rtol, atol)
     store = VariantStore(store_dir(cache_dir))
     notes = _fetch(work, current, good_side, suspects, store, cache_dir, say)
-    mixer = Mixer(work, program, program.config(None), good_side, current, suspects, against=against,
-                  on_run=lambda r: say(_run_line(len(mixer.runs), r)))
+    from ..run import WarmStarter
+
+    starter = WarmStarter(program.platform)         # each run forked from a server with torch imported once
+    starter.start_server()
+    try:
+        mixer = Mixer(work, program, program.config(None), good_side, current, suspects, against=against,
+                      on_run=lambda r: say(_run_line(len(mixer.runs), r)), start=starter.start)
+        return _search(where, good_side, current, suspects, mixer, work, graph, rel, method, program, notes, store,
+                       say)
+    finally:
+        starter.close()
+
+
+def _search(where: Path, good_side: sides.Side, current: sides.Side, suspects: list[str], mixer: Mixer,
+            work: Scratch, graph, rel: str, method: str | None, program: Program, notes: tuple[str, ...],
+            store: VariantStore, say: Callable[[str], None]) -> Report:
+    """Trace, then mix where the trace names no unit (or mix alone): the report."""
+    from ..platforms import RECORDS
+
     payloads = RECORDS[program.platform].dump_payloads
     if method == "trace" and not payloads:
         raise UserError(f"{where}: --method trace needs an arguments dump with payloads, which {program.platform} "
@@ -122,6 +137,8 @@ def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir
         chosen = "trace+mix"
     from .search import find_culprits
 
+    if mixer.against is not None and "good" not in known:
+        known["good"] = mixer.run(frozenset(), "all good (the reference outputs)").fails
     before = len(mixer.runs)
     search = find_culprits(suspects, lambda mixed: mixer.run(mixed, "mix").fails,
                            current_fails=known.get("current"), good_fails=known.get("good"))

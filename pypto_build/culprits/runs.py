@@ -49,12 +49,13 @@ class Mixer:
     """Runs `program` (in the scratch copy) with a mix of `good`'s and `current`'s binaries of the `suspects`."""
 
     def __init__(self, scratch: Scratch, program, config, good: Side, current: Side, suspects: list[str], *,
-                 against: Tolerance | None, on_run: Callable[[Run], None]) -> None:
+                 against: Tolerance | None, on_run: Callable[[Run], None], start: Callable | None = None) -> None:
         self.scratch, self.program, self.config = scratch, program, config
         self.good, self.current, self.suspects = good, current, suspects
         self.against = against                    # None: golden.py's comparison; else the good run's outputs
         self.reference: dict[str, object] | None = None
         self.on_run = on_run
+        self.start = start                        # how a run's process starts (a warm starter's fork; None: spawned)
         self.runs: list[Run] = []
 
     def run(self, current: frozenset[str] | set[str], why: str, *, dump: Path | None = None) -> Run:
@@ -80,7 +81,7 @@ class Mixer:
 
         try:
             outcome = run_built(self.program, validate=self.against is None, config=config, say=lambda _l: None,
-                                quiet=True)
+                                quiet=True, start=self.start)
         except ValidationFailed as exc:
             return FAILED, str(exc).partition("\n")[0]
         except (ProgramFailed, ExecutorError) as exc:
@@ -88,9 +89,11 @@ class Mixer:
         if self.against is None:
             return PASSED, f"compared {', '.join(outcome.checked)}"
         outputs = _outputs(Path(self.program.path))
-        if reference or self.reference is None:
+        if reference:
             self.reference = outputs
             return PASSED, f"the good variant's outputs: {', '.join(outputs)} (the reference)"
+        if self.reference is None:
+            raise AssertionError("a mix ran against the good variant's outputs before the good variant ran")
         return _against(outputs, self.reference, self.against)
 
 
