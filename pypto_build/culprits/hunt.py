@@ -23,7 +23,7 @@ from ..errors import ArgumentError, UserError
 from ..plan.program import Program, programs
 from ..variants.store import VariantStore, store_dir
 from . import sides
-from .report import AGREE, CULPRITS, GOOD_FAILS, Culprit, Report
+from .report import AGREE, CULPRITS, GOOD_FAILS, UNNAMED, Culprit, Report
 from .rebuild import rebuild_unit
 from .runs import Mixer, Run, Tolerance
 from .scratch import Scratch, scratch
@@ -124,15 +124,18 @@ def _search(where: Path, good_side: sides.Side, current: sides.Side, suspects: l
         raise UserError(f"{where}: --method trace needs an arguments dump with payloads, which {program.platform} "
                         "does not write; use --method mix")
     chosen = method or ("trace" if payloads else "mix")
-    found: dict = {"first": None, "parting": None, "culprits": ()}
+    found: dict = {"first": None, "parting": None, "culprits": (), "notes": ()}
     known: dict = {}
     if chosen == "trace":
-        found, known = _trace(mixer, work, graph, rel, suspects, current, say)
+        from .traced import traced
+
+        found, known = traced(mixer, work, graph, rel, suspects, say)
+        notes = (*notes, *found.get("notes", ()))
         if found.get("outcome"):
             return _report(where, good_side, current, "trace", found["outcome"], (), suspects, found, mixer, notes,
                            store)
         if found["culprits"] or method == "trace":
-            return _report(where, good_side, current, "trace", CULPRITS if found["culprits"] else AGREE,
+            return _report(where, good_side, current, "trace", CULPRITS if found["culprits"] else UNNAMED,
                            found["culprits"], suspects, found, mixer, notes, store)
         chosen = "trace+mix"
     from .search import find_culprits
@@ -176,14 +179,6 @@ def _fetch(work: Scratch, current: sides.Side, good: sides.Side, suspects: list[
             say(f"[bisect] {task}: the good binary was evicted from the store; rebuilding it from its kept source")
             notes.append(rebuild_unit(work, store, current.unit(task), unit, cache_dir))
     return tuple(notes)
-
-
-def _trace(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str], current: sides.Side,
-           say: Callable[[str], None]) -> tuple[dict, dict]:
-    """One run of each variant with the arguments dump, and what their comparison names."""
-    from .trace_step import traced
-
-    return traced(mixer, work, graph, rel, suspects, current, say)
 
 
 def _report(where: Path, good: sides.Side, current: sides.Side, method: str, outcome: str, culprits, suspects,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .runs import Run
 
-CULPRITS, AGREE, GOOD_FAILS = "culprits", "agree", "good fails"
+CULPRITS, AGREE, GOOD_FAILS, UNNAMED = "culprits", "agree", "good fails", "unnamed"
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,15 @@ class Report:
             out.append("the two variants agree: nothing to blame (every output within tolerance)")
         elif self.outcome == GOOD_FAILS:
             out.append("the good variant fails the oracle too: nothing to blame; pick another with --good")
+        elif self.outcome == UNNAMED:
+            out.append("the trace saw the difference below but cannot pin it on a unit; `--method mix` finds them")
         for c in self.culprits:
             out.append(f"culprit  {c.unit}  ({c.source})" + (f" — {c.note}" if c.note else ""))
             out += [f"    {line}" for line in c.diff]
         if self.first_divergence is not None:
-            out += _said(self.first_divergence, "first divergent task")
+            out += divergence_lines(self.first_divergence)
         if self.parting is not None:
-            out += _said(self.parting, "the task sequences part")
+            out.append(f"parting  the task sequences part at {self.parting.describe()}")
         out += [f"note     {n}" for n in self.notes]
         if self.runs:
             out.append("runs")
@@ -90,7 +92,15 @@ def _plain(found: object | None) -> dict | None:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(found).items()}
 
 
-def _said(found: object, title: str) -> list[str]:
-    """The trace's finding in words (its own `lines()` when it has them)."""
-    words = found.lines() if hasattr(found, "lines") else [str(found)]
-    return [f"{title}:", *(f"    {w}" for w in words)]
+def divergence_lines(d) -> list[str]:
+    """The first divergent task (`trace.Divergence`) in words: where, which output, how far off, what follows."""
+    ids = ",".join(str(f) for f in d.func_id)
+    head = (f"first divergent task  #{d.index}: {d.kernel or '?'} (func_id {ids})"
+            + (f", {d.source}" if d.source else ""))
+    if d.reason:
+        what = f"output {d.output} (arg {d.arg_index}): {d.reason}"
+    else:
+        what = (f"output {d.output} (arg {d.arg_index}): {d.differing} of {d.numel} elements differ; max abs error "
+                f"{d.max_abs:.6g}, max rel error {d.max_rel:.6g}; first at {list(d.first_index or ())}: good "
+                f"{d.good_value!r}, current {d.current_value!r}")
+    return [head, f"    {what}", f"    {d.later} later task(s) differ too"]
