@@ -68,12 +68,12 @@ LAYERS = (
     ("engine", {"engine"}),
     ("the pipeline", {"pipeline"}),
     ("what the front ends call", {"api", "verbs"}),
-    ("front ends", {"ci", "watch", "compat"}),
+    ("front ends", {"ci", "watch", "compat", "culprits"}),
     ("the command line", {"cli", "replay_main", "__main__"}),
 )
 # Folders entered through a door (their __init__'s _EXPORTS / _MODULES); the other folders (core, builddir,
 # toolchain, compile, plan, cli, ci) are plain: their modules are imported by name.
-FAMILIES = {"platforms", "pto", "cache", "testing", "run", "engine", "compat", "watch"}
+FAMILIES = {"platforms", "pto", "cache", "testing", "run", "engine", "compat", "watch", "culprits"}
 
 
 def part(module: str) -> str:
