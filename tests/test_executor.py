@@ -401,6 +401,23 @@ def test_chip_tensor_from_torch():
         assert abi.dtype_of_torch(abi.torch_dtype(code)) == code
 
 
+def test_view_bytes_are_the_logical_view_gathered_row_major():
+    """What a dump copies of a record (simpler's `logical_contiguous` payload): a row-major view's bytes at its
+    start_offset, and a strided view's elements gathered in row-major order."""
+    base = torch.arange(60, dtype=torch.int16).reshape(5, 12)
+    recs, _raw = abi.aligned_tensors(1)
+    abi.fill_from_torch(recs[0], base)
+    rec = recs[0]
+    assert abi.view_bytes(rec) == base.numpy().tobytes()
+    rec.start_offset, rec.ndims, rec.shapes[0], rec.strides[0] = 14, 1, 5, 1      # base[1, 2:7]
+    assert abi.view_bytes(rec) == base[1, 2:7].numpy().tobytes()
+    rec.ndims, rec.start_offset = 2, 2
+    rec.shapes[0], rec.shapes[1], rec.strides[0], rec.strides[1] = 3, 2, 1, 12    # base[:2, 2:5].T
+    assert not abi.row_major((3, 2), (1, 12))
+    assert abi.view_bytes(rec) == base[:2, 2:5].T.contiguous().numpy().tobytes()
+    assert (abi.dump_dtype(rec.dtype), abi.element_size(rec.dtype), abi.dump_dtype(99)) == ("INT16", 2, "UNKNOWN")
+
+
 def test_scalar_bits():
     assert abi.scalar_bits(True) == 1 and abi.scalar_bits(-1) == 2**64 - 1 and abi.scalar_bits(7) == 7
     assert abi.scalar_bits(1.5) == 0x3FC00000  # Python float: float32 bits, zero-extended
