@@ -115,11 +115,15 @@ def test_trace_names_arguments_and_intermediates(built_inter):
     inputs, _, _ = inputs_and_expected(built_inter)
     trace = run_program(built_inter, inputs)
     first, second, third = trace.tasks[:3]
-    assert first.args == [("tensor", "a", "float32", (16,), "in"),
-                          ("tensor", "intermediate#0", "float32", (16,), "out"), ("scalar", 16)]
-    assert second.args[:2] == [("tensor", "intermediate#0", "float32", (16,), "in"),
-                               ("tensor", "out", "float32", (16,), "out")]
-    assert third.args[1] == ("tensor", "out", "float32", (16,), "inout")
+
+    def brief(args):
+        return [(a.kind, a.name, a.dtype, a.shape, a.role) if a.kind == "tensor" else (a.kind, a.value) for a in args]
+
+    assert brief(first.args) == [("tensor", "a", "FLOAT32", (16,), "input"),
+                                 ("tensor", "intermediate#0", "FLOAT32", (16,), "output"), ("scalar", 16)]
+    assert brief(second.args[:2]) == [("tensor", "intermediate#0", "FLOAT32", (16,), "input"),
+                                      ("tensor", "out", "FLOAT32", (16,), "output")]
+    assert brief(third.args)[1] == ("tensor", "out", "FLOAT32", (16,), "inout")
 
 
 def test_without_trace_args_are_not_described(built_run):
@@ -319,21 +323,63 @@ def test_swimlane_has_one_event_per_task(built_inter, tmp_path):
     assert ts[-1] + tasks[-1]["dur"] <= orch[0]["dur"]
 
 
-def test_args_dump_lists_every_task(built_inter, tmp_path):
+def test_args_dump_is_simplers_manifest_with_the_tensors(built_inter, tmp_path):
+    """Level 2: simpler's manifest (its counters and record fields, its dtype names, its order: task_id, stage,
+    arg_index) and an args.bin whose slices are each tensor as the kernel saw it (inputs before it ran, outputs
+    after it returned)."""
+    inputs, expected, _ = inputs_and_expected(built_inter)
+    with HostExecutor(built_inter) as ex:
+        trace = ex.run([v for _, v in inputs], param_names=[n for n, _ in inputs], payloads=True)
+    path = dfx.write_args_dump(trace, tmp_path / "dump", 2)
+    assert path == tmp_path / "dump" / "args_dump.json"
+    doc = json.loads(path.read_text())
+    blob = (tmp_path / "dump" / "args.bin").read_bytes()
+    records = doc["args"]
+    assert {k: doc[k] for k in ("dump_args_level", "bin_file", "truncated_args", "dropped_records",
+                                "dropped_overwrite", "run_dir")} == \
+        {"dump_args_level": 2, "bin_file": "args.bin", "truncated_args": 0, "dropped_records": 0,
+         "dropped_overwrite": 0, "run_dir": "args_dump"}
+    # 5 tasks, each: a tensor input, a scalar, a tensor output (2 tasks) or inout (3 tasks: at both stages)
+    assert doc["total_args"] == len(records) == 5 * 3 + 3
+    assert (doc["before_dispatch"], doc["after_completion"]) == (5 * 2 + 3, 5)
+    assert (doc["input_args"], doc["output_args"], doc["inout_args"]) == (10, 2, 6)
+    assert [r["task_id"] for r in records] == sorted(r["task_id"] for r in records)
+    first = [r for r in records if r["task_id"] == "0x0000000000000000"]
+    assert [(r["arg_index"], r["role"], r["stage"], r["kind"]) for r in first] == \
+        [(0, "input", "before_dispatch", "tensor"), (2, "input", "before_dispatch", "scalar"),
+         (1, "output", "after_completion", "tensor")]
+    assert first[0]["dtype"] == "FLOAT32" and first[0]["shape"] == [16] and first[0]["strides"] == [1]
+    assert first[1] == {**first[1], "dtype": "UINT64", "value": 16, "bin_size": 0, "shape": []}
+    assert first[2]["name"] == "intermediate#0" and records[-1]["name"] == "out"
+    assert all(r["func_id"] == [t.func_id] for t in trace.tasks for r in records
+               if r["task_id"] == f"0x{t.index:016x}")
+
+    def payload(record):
+        return torch.frombuffer(bytearray(blob[record["bin_offset"]:record["bin_offset"] + record["bin_size"]]),
+                                dtype=torch.float32)
+
+    a = dict(inputs)["a"]
+    for record in records:
+        if record["kind"] == "tensor" and record["name"] == "a":
+            torch.testing.assert_close(payload(record), a, rtol=0, atol=0)
+    last_out = [r for r in records if r["name"] == "out" and r["stage"] == "after_completion"][-1]
+    torch.testing.assert_close(payload(last_out), expected["out"], rtol=0, atol=0)
+    # an inout's two snapshots differ: the kernel's update is between them
+    before, after = [r for r in records if r["task_id"] == "0x0000000000000002" and r["arg_index"] == 1]
+    assert before["stage"] == "before_dispatch" and not torch.equal(payload(before), payload(after))
+    assert sum(r["bin_size"] for r in records) == len(blob)
+
+
+def test_args_dump_levels_1_and_3_without_marks(built_inter, tmp_path):
+    """Level 3: every record, no payload (bin_file null, no args.bin); level 1: nothing (the host runtime has no
+    dump() marks, and simpler exports nothing without them). Payloads are copied only when asked."""
     inputs, _, _ = inputs_and_expected(built_inter)
     trace = run_program(built_inter, inputs)
-    path = dfx.write_args_dump(trace, tmp_path / "dump")
-    assert path == tmp_path / "dump" / "args_dump.json"
-    tasks = json.loads(path.read_text())["tasks"]
-    assert [(t["index"], t["func_id"], t["kernel"]) for t in tasks] == \
-        [(t.index, t.func_id, t.kernel) for t in trace.tasks]
-    for task in tasks:
-        tensors = [a for a in task["args"] if a["kind"] == "tensor"]
-        assert [(a["dtype"], a["shape"]) for a in tensors] == [("float32", [16])] * 2
-        assert task["args"][2] == {"kind": "scalar", "value": 16}
-    assert tasks[0]["args"][1] == {"kind": "tensor", "name": "intermediate#0", "role": "out",
-                                   "dtype": "float32", "shape": [16]}
-    assert tasks[-1]["args"][1]["name"] == "out" and tasks[-1]["args"][1]["role"] == "inout"
+    assert all(a.before is None and a.after is None for t in trace.tasks for a in t.args)
+    assert dfx.write_args_dump(trace, tmp_path / "one", 1) is None and not (tmp_path / "one").exists()
+    doc = json.loads(dfx.write_args_dump(trace, tmp_path / "three", 3).read_text())
+    assert doc["bin_file"] is None and doc["dump_args_level"] == 3 and len(doc["args"]) == 5 * 3 + 3
+    assert all(r["bin_size"] == 0 for r in doc["args"]) and not (tmp_path / "three" / "args.bin").exists()
 
 
 # ---------------------------------------------------------------------------
@@ -353,6 +399,23 @@ def test_chip_tensor_from_torch():
     assert abi.describe(rec) == "bfloat16[2, 3, 4]"
     for code in range(12):
         assert abi.dtype_of_torch(abi.torch_dtype(code)) == code
+
+
+def test_view_bytes_are_the_logical_view_gathered_row_major():
+    """What a dump copies of a record (simpler's `logical_contiguous` payload): a row-major view's bytes at its
+    start_offset, and a strided view's elements gathered in row-major order."""
+    base = torch.arange(60, dtype=torch.int16).reshape(5, 12)
+    recs, _raw = abi.aligned_tensors(1)
+    abi.fill_from_torch(recs[0], base)
+    rec = recs[0]
+    assert abi.view_bytes(rec) == base.numpy().tobytes()
+    rec.start_offset, rec.ndims, rec.shapes[0], rec.strides[0] = 14, 1, 5, 1      # base[1, 2:7]
+    assert abi.view_bytes(rec) == base[1, 2:7].numpy().tobytes()
+    rec.ndims, rec.start_offset = 2, 2
+    rec.shapes[0], rec.shapes[1], rec.strides[0], rec.strides[1] = 3, 2, 1, 12    # base[:2, 2:5].T
+    assert not abi.row_major((3, 2), (1, 12))
+    assert abi.view_bytes(rec) == base[:2, 2:5].T.contiguous().numpy().tobytes()
+    assert (abi.dump_dtype(rec.dtype), abi.element_size(rec.dtype), abi.dump_dtype(99)) == ("INT16", 2, "UNKNOWN")
 
 
 def test_scalar_bits():

@@ -158,7 +158,7 @@ def test_diagnostics_per_rank_and_dispatch_replace_stale_dirs(l3g):
         (dfx / stale / "old.json").write_text("{}")
     (dfx / "rank0" / "notes").mkdir()
     named = inputs(l3g)
-    files = run(l3g, named, RunConfig(enable_chip_swimlane=1, enable_dump_args=1))
+    files = run(l3g, named, RunConfig(enable_chip_swimlane=1, enable_dump_args=2))
     assert not (dfx / "rank0/d7").exists() and not (dfx / "rank5/d0").exists()
     assert (dfx / "rank0" / "notes").is_dir()  # only d<k> dirs are dispatch dirs
     assert all(Path(f).is_file() for f in files)
@@ -170,10 +170,11 @@ def test_diagnostics_per_rank_and_dispatch_replace_stale_dirs(l3g):
             events = json.loads(swim.read_text())["traceEvents"]
             assert {e["name"] for e in events if e.get("cat") in ("aic", "aiv")} == \
                 {f"{chip}_incore_0_aic", f"{chip}_incore_1_aiv"}
-            tasks = json.loads((leaf / "args_dump" / "args_dump.json").read_text())["tasks"]
-            assert [t["kernel"] for t in tasks] == [f"{chip}_incore_0_aic", f"{chip}_incore_1_aiv"]
-            assert tasks[0]["args"][0]["shape"] == [16]
-    assert len(files) == 12
+            dump = json.loads((leaf / "args_dump" / "args_dump.json").read_text())     # simpler's format
+            assert [r["func_id"] for r in dump["args"] if r["arg_index"] == 0] == [[0], [1]]
+            assert dump["args"][0]["shape"] == [16] and dump["bin_file"] == "args.bin"
+            assert (leaf / "args_dump" / "args.bin").stat().st_size == sum(r["bin_size"] for r in dump["args"]) > 0
+    assert len(files) == 16
     torch.testing.assert_close(named["out"], expected_out(named))
 
 

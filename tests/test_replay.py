@@ -135,7 +135,7 @@ def test_cli_validate_prints_cached_verdict(g):
 
 @pytest.mark.slow
 def test_cli_replay_with_diagnostics(g):
-    out = run(sys.executable, "-m", "pypto_build", "replay", str(g), "--validate", "--swimlane", "--dump-args",
+    out = run(sys.executable, "-m", "pypto_build", "replay", str(g), "--validate", "--swimlane", "--dump-args", "2",
               "--pmu", "2")
     assert out.returncode == 0, out.stderr
     assert "Golden validation: PASSED" in out.stdout
@@ -145,7 +145,8 @@ def test_cli_replay_with_diagnostics(g):
     events = [e for e in json.loads(lanes[0].read_text())["traceEvents"] if e.get("ph") == "X"]
     assert len(events) >= 3
     dump = json.loads((g / "dfx_outputs/args_dump/args_dump.json").read_text())
-    assert dump
+    assert dump["dump_args_level"] == 2 and dump["args"]
+    assert (g / "dfx_outputs/args_dump/args.bin").stat().st_size == sum(r["bin_size"] for r in dump["args"]) > 0
 
 
 def test_cli_replay_without_golden_is_one_line(g):

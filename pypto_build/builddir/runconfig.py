@@ -18,7 +18,8 @@ class RunConfig:
     """PyPTO's `RunConfig` fields that replay uses.
 
     On the host platform `enable_chip_swimlane` writes a Perfetto timeline and
-    `enable_dump_args` an arguments dump under `dfx_outputs/`; PMU, dep-gen and
+    `enable_dump_args` an arguments dump under `dfx_outputs/` in simpler's format (level 2: with the
+    tensors' bytes; 3: metadata only; 1: nothing, the host has no `dump(...)` marks); PMU, dep-gen and
     scope stats cannot be honoured there and are reported, not failed.
     """
 
@@ -64,6 +65,10 @@ class RunConfig:
                 lines.append(f"[execute] {flag} is not available on the host runtime; ignored")
         if self.device_id:
             lines.append(f"[execute] device_id {self.device_id} has no meaning on the host runtime; ignored")
+        if self.enable_dump_args == 1:
+            lines.append("[execute] enable_dump_args 1 (--dump-args) dumps only the arguments marked with dump(...); "
+                         "the host runtime has no marks, so no args dump is written (simpler writes none either); "
+                         "pass --dump-args 2 (enable_dump_args=2) for every task's arguments")
         return lines
 
     def key(self) -> str:

@@ -1,10 +1,12 @@
 """`pypto-build bisect`: which units make two variants of a program differ, and the first task where they part.
 
 Door: `bisect` (the whole search, `hunt.bisect`: one `Report` per program), `Report` / `Culprit` (what it found),
-`METHODS`. Modules: `hunt` (the driver), `sides` (the two variants compared), `scratch` (the copy it works in),
-`runs` (one run of a mix, judged by the oracle), `search` (delta debugging over the suspects), `rebuild` (an
-evicted good binary built again), `dump` and `trace` (arguments dumps read and compared task by task), `traced`
-(the trace step of a bisect), `report` (the answer in words and JSON).
+`METHODS`; `read_dump` / `Dump` / `Task` / `Arg` (an argument dump of either runtime, simpler's format: `dump`),
+`compare` / `TraceResult` / `Divergence` / `Parting` / `Uncompared` (the first task whose outputs differ between
+two dumps: `trace`), `kernel_map` / `KernelInfo` (func_id -> kernel name, source, signature: `kernels`).
+Modules: `hunt` (the driver), `sides` (the two variants compared), `scratch` (the copy it works in), `runs` (one
+run of a mix, judged by the oracle), `traced` (the trace step), `search` (delta debugging over the suspects),
+`rebuild` (an evicted good binary built again), `dump`, `trace`, `kernels`, `report` (the answer in words and JSON).
 """
 from __future__ import annotations
 
@@ -15,6 +17,17 @@ _EXPORTS = {
     "METHODS": "hunt",
     "Report": "report",
     "Culprit": "report",
+    "read_dump": "dump",
+    "Dump": "dump",
+    "Task": "dump",
+    "Arg": "dump",
+    "compare": "trace",
+    "TraceResult": "trace",
+    "Divergence": "trace",
+    "Parting": "trace",
+    "Uncompared": "trace",
+    "kernel_map": "kernels",
+    "KernelInfo": "kernels",
 }
 
 __all__ = [*_EXPORTS]

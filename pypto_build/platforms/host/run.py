@@ -19,10 +19,11 @@ class HostRunner(Runner):
 
     def run_l2(self, sub_dir: Path, args: Sequence, config: RunConfig, *, names: Sequence[str] | None = None,
                say: Callable[[str], None] = print, on_task: Callable[[str], None] | None = None) -> list[str]:
-        from .runtime import HostExecutor, write_args_dump, write_swimlane
+        from .runtime import HostExecutor, payloads_wanted, write_args_dump, write_swimlane
 
         for line in config.unsupported():
             say(line)
+        level = int(config.enable_dump_args)
         say("[execute] running on the host runtime (pypto_build: a functional CPU reference, not an NPU model)...")
         threshold = LOG_LEVELS.index(config.effective_log_level)
 
@@ -30,17 +31,18 @@ class HostRunner(Runner):
             if level == "always" or (level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold and level != "null"):
                 say(f"[{level}] {text}")
 
-        want_trace = bool(config.enable_chip_swimlane or config.enable_dump_args)
+        want_trace = bool(config.enable_chip_swimlane or level > 1)
         with HostExecutor(sub_dir, log=log, on_task=on_task) as executor:
-            trace = executor.run(args, param_names=names, trace=want_trace)
+            trace = executor.run(args, param_names=names, trace=want_trace, payloads=payloads_wanted(level))
         written = []
         dfx = sub_dir / DFX_OUTPUTS
         if config.enable_chip_swimlane:
             path = dfx / f"{SWIMLANE_PREFIX}{time.strftime('%Y%m%d_%H%M%S')}.json"
             write_swimlane(trace, path)
             written.append(str(path))
-        if config.enable_dump_args:
-            written.append(str(write_args_dump(trace, dfx / ARGS_DUMP_DIR)))
+        dump = write_args_dump(trace, dfx / ARGS_DUMP_DIR, level) if level else None
+        if dump is not None:
+            written.append(str(dump))
         return written
 
     def prepare_l3(self) -> None:

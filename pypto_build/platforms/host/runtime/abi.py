@@ -21,7 +21,7 @@ __all__ = [
     "ChipTaskArgs", "PTO2OrchestrationConfig", "SUBMIT_FN", "SCOPE_FN", "ALLOC_FN", "IS_FATAL_FN",
     "REPORT_FATAL_FN", "LOG_FN", "ARG_ROLES", "LOG_LEVEL_NAMES", "CORE_TYPES", "UnsupportedDType",
     "aligned_tensors", "fill_from_torch", "dtype_label", "torch_dtype", "dtype_of_torch", "shape_of", "describe",
-    "scalar_bits",
+    "scalar_bits", "dump_dtype", "element_size", "strides_of", "row_major", "view_bytes",
 ]
 
 ABI_VERSION = 1            # PTO_HOST_RUNTIME_ABI_VERSION
@@ -70,6 +70,28 @@ _TORCH_NAMES = {
     DataType.INT8: "int8", DataType.UINT8: "uint8", DataType.BFLOAT16: "bfloat16", DataType.INT64: "int64",
     DataType.UINT64: "uint64", DataType.UINT16: "uint16", DataType.UINT32: "uint32", DataType.BOOL: "bool",
 }
+
+
+_ELEMENT_SIZES = {DataType.FLOAT32: 4, DataType.FLOAT16: 2, DataType.INT32: 4, DataType.INT16: 2, DataType.INT8: 1,
+                  DataType.UINT8: 1, DataType.BFLOAT16: 2, DataType.INT64: 8, DataType.UINT64: 8, DataType.UINT16: 2,
+                  DataType.UINT32: 4, DataType.BOOL: 1, DataType.FP8E4M3FN: 1, DataType.FP8E8M0: 1,
+                  DataType.FP4E2M1: 1}
+
+
+def dump_dtype(code: int) -> str:
+    """The name simpler's argument dump gives a dtype byte (`get_dtype_name`: FLOAT32, ...; UNKNOWN else)."""
+    try:
+        return DataType(code).name
+    except ValueError:
+        return "UNKNOWN"
+
+
+def element_size(code: int) -> int:
+    """Bytes per element of DataType `code` (1 for an unknown value, as simpler's table would not say)."""
+    try:
+        return _ELEMENT_SIZES[DataType(code)]
+    except ValueError:
+        return 1
 
 
 def dtype_label(code: int) -> str:
@@ -255,3 +277,38 @@ def scalar_bits(value: Any) -> int:
             raise ValueError(f"float scalar {value!r} is out of float32 range; "
                              f"pass ctypes.c_double({value!r})") from None
     raise TypeError(f"unsupported scalar type {type(value).__name__} (int, float, bool or a ctypes scalar)")
+
+
+def strides_of(rec: ChipTensor) -> tuple[int, ...]:
+    """The view strides of a record, in elements (its first `ndims`)."""
+    return tuple(int(rec.strides[d]) for d in range(min(int(rec.ndims), MAX_TENSOR_DIMS)))
+
+
+def row_major(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """simpler's `dump_arg_is_contiguous`: strides[d] == prod(shape[d+1:]) for every d."""
+    expected = 1
+    for extent, stride in zip(reversed(shape), reversed(strides)):
+        if stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
+def view_bytes(rec: ChipTensor) -> bytes:
+    """The bytes of the record's logical view, gathered row-major when it is strided (what simpler puts in
+    args.bin): valid only while the buffer is alive, i.e. inside the run."""
+    shape, strides = shape_of(rec), strides_of(rec)
+    size = element_size(rec.dtype)
+    numel = math.prod(shape)
+    if numel == 0 or rec.addr == 0:
+        return b""
+    start = int(rec.addr) + int(rec.start_offset) * size
+    if row_major(shape, strides):
+        return ctypes.string_at(start, numel * size)
+    import torch
+
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    raw = (ctypes.c_uint8 * (extent * size)).from_address(start)
+    flat = torch.frombuffer(raw, dtype=torch.uint8)
+    gathered = flat.as_strided((*shape, size), (*(s * size for s in strides), 1))
+    return gathered.contiguous().numpy().tobytes()

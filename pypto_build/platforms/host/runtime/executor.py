@@ -30,13 +30,17 @@ from ....builddir.manifest import KernelSpec, read_kernel_config
 from ....builddir.markers import KERNEL_CONFIG
 from ..places import host_binary, host_external_binary
 from . import abi
-from .trace import RunTrace, TaskRecord
+from .trace import ArgRecord, RunTrace, TaskRecord
 
 __all__ = ["HostExecutor", "ExecutorError"]
 
 _LOGGER = logging.getLogger("pypto_build.platforms.host.runtime")
 _PY_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.INFO}
 _MAX_TENSORS, _MAX_SCALARS = 32, 16  # CORE_MAX_TENSOR_ARGS, CORE_MAX_SCALAR_ARGS
+# A tensor's role in the dump: its kernel's signature direction (as simpler's dump takes it), else how it was
+# submitted (submit_task arg_types; an add_no_dep tensor is read).
+_SIGNATURE_ROLES = {"IN": "input", "OUT": "output", "INOUT": "inout"}
+_SUBMIT_ROLES = {0: "input", 1: "output", 2: "inout", 3: "output", 4: "input"}
 _BUILD_HINT = "build the directory first (pypto_build.build(DIR) or `pypto-build build DIR`)"
 
 
@@ -47,6 +51,7 @@ class _Kernel:
     core_type: str
     path: Path
     entry: Any  # lib.kernel_entry (keeps the CDLL alive)
+    signature: tuple[str, ...] = ()
 
 
 @dataclass
@@ -55,6 +60,7 @@ class _RunState:
 
     trace: bool
     names: dict[int, str]                      # buffer address -> parameter / intermediate name
+    payloads: bool = False                     # copy tensor payloads into the trace (an argument dump's)
     tasks: list[TaskRecord] = field(default_factory=list)
     intermediates: list[Any] = field(default_factory=list)  # torch tensors alive until the run ends
     failures: list[str] = field(default_factory=list)
@@ -168,17 +174,20 @@ class HostExecutor:
         except AttributeError:
             raise ExecutorError(f"{what}: {path} does not export kernel_entry") from None
         entry.restype, entry.argtypes = None, [ctypes.POINTER(ctypes.c_int64)]
-        return _Kernel(spec.func_id, name, spec.core_type, path, entry)
+        return _Kernel(spec.func_id, name, spec.core_type, path, entry, spec.signature)
 
     # -- running ------------------------------------------------------------
-    def run(self, args: Sequence, *, param_names: Sequence[str] | None = None, trace: bool = False) -> RunTrace:
+    def run(self, args: Sequence, *, param_names: Sequence[str] | None = None, trace: bool = False,
+            payloads: bool = False) -> RunTrace:
         """Run the program once on `args` (tensors, then scalars, in parameter order).
 
         Tensors must be contiguous CPU torch tensors; outputs are written into
         them in place. Scalars (int/float/bool or ctypes scalars) are passed as
         raw 64-bit patterns (`abi.scalar_bits`). `param_names` name the
         arguments in the trace (default arg0, arg1, ...); `trace=True` also
-        records every task's arguments. Raises ExecutorError on any failure.
+        records every task's arguments, `payloads=True` (implies trace) their
+        bytes too: inputs copied before the kernel runs, outputs after it
+        returns (nothing is copied otherwise). Raises ExecutorError on any failure.
         """
         import torch
 
@@ -213,7 +222,7 @@ class HostExecutor:
             scalars = (ctypes.c_uint64 * max(len(bits), 1))(*bits)
             chip_args = abi.ChipTaskArgs(ctypes.addressof(recs) if tensors else None,
                                          ctypes.addressof(scalars) if bits else None, len(tensors), len(bits))
-            state = _RunState(trace, addr_names)
+            state = _RunState(trace or payloads, addr_names, payloads)
             self._state = state
             try:
                 rc = self._bind(ctypes.addressof(self._ops))
@@ -294,7 +303,7 @@ class HostExecutor:
         if n > _MAX_TENSORS or m > _MAX_SCALARS:
             raise ExecutorError(f"{label}: {n} tensors / {m} scalars (max {_MAX_TENSORS} / {_MAX_SCALARS})")
         kargs = (ctypes.c_int64 * max(n + m, 1))()
-        described: list = []
+        described: list[ArgRecord] = []
         for i in range(n):
             if not tensors[i]:
                 raise ExecutorError(f"{label}: tensor argument {i} is a null record")
@@ -304,22 +313,40 @@ class HostExecutor:
                 raise ExecutorError(f"{label}: tensor argument {i} ({abi.describe(rec)}) has no buffer (addr 0)")
             kargs[i] = ctypes.addressof(rec)
             if state.trace:
-                name = state.names.get(int(rec.addr), f"tensor@{int(rec.addr):#x}")
-                role = abi.ARG_ROLES.get(types[i], f"type#{types[i]}")
-                described.append(("tensor", name, abi.dtype_label(rec.dtype), abi.shape_of(rec), role))
+                described.append(self._describe(state, kernel, i, rec, types[i]))
         for j in range(m):
             raw = int(scalars[j])
             kargs[n + j] = raw - 2**64 if raw >= 2**63 else raw
             if state.trace:
-                described.append(("scalar", raw))
+                described.append(ArgRecord("scalar", f"scalar{j}", "input", "UINT64", value=raw))
         if self._on_task is not None:
             self._on_task(f"{label} from {kernel.path.name}")
         self._debug(f"dispatch {label} on {core_name}: {n} tensor(s), {m} scalar(s)")
         start = time.perf_counter_ns()
         kernel.entry(kargs)
         end = time.perf_counter_ns()
+        if state.payloads:
+            for i, arg in enumerate(described[:n]):
+                if arg.role != "input":
+                    arg.after = abi.view_bytes(self._task_recs[i])
         state.tasks.append(TaskRecord(index, func_id, kernel.name, kernel.core_type, described, start, end))
         return index
+
+    @staticmethod
+    def _describe(state: _RunState, kernel: _Kernel, i: int, rec: abi.ChipTensor, arg_type: int) -> ArgRecord:
+        """Tensor argument `i` of a task as the dump records it; with payloads, an input's bytes now (before the
+        kernel runs)."""
+        name = state.names.get(int(rec.addr), f"tensor@{int(rec.addr):#x}")
+        if i < len(kernel.signature):
+            role = _SIGNATURE_ROLES[kernel.signature[i]]
+        else:
+            role = _SUBMIT_ROLES.get(arg_type, "input")
+        shape, strides = abi.shape_of(rec), abi.strides_of(rec)
+        arg = ArgRecord("tensor", name, role, abi.dump_dtype(rec.dtype), shape, strides, int(rec.start_offset),
+                        abi.row_major(shape, strides))
+        if state.payloads and role != "output":
+            arg.before = abi.view_bytes(rec)
+        return arg
 
     def _on_alloc(self, _ctx, recs, count) -> int:
         return self._guard("alloc_tensors", lambda s: self._alloc(s, recs, count), 1)

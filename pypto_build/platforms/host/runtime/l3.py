@@ -17,7 +17,8 @@ which leaves when the process that started it ends.
 
 Ranks are the positions 0..world_size-1 of the device ids (PyPTO's `rank<r>` naming); the ids themselves
 mean nothing on a CPU. With swimlane / args-dump enabled, dispatch k of rank r writes
-`merged_swimlane_<time>.json` and `args_dump/args_dump.json` into its folder `dfx_outputs/rank<r>/d<k>/`.
+`merged_swimlane_<time>.json` and `args_dump/` (simpler's format, `dfx.args_dump`: at level 2 `args.bin` too)
+into its folder `dfx_outputs/rank<r>/d<k>/`.
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ class HostL3(L3Backend):
     def started(self, device_ids: list[int]) -> Iterator[dict[str, Any]]:
         config = self.config
         self.pool = _RankPool(self.chips, device_ids, bool(config.enable_chip_swimlane),
-                              bool(config.enable_dump_args), LOG_LEVELS.index(config.effective_log_level), self.say)
+                              int(config.enable_dump_args), LOG_LEVELS.index(config.effective_log_level), self.say)
         try:
             self.pool.start()
             yield {name: l3_shims.ChipProgram(name) for name in self.chips}
@@ -117,7 +118,7 @@ class _Pending:
 class _RankPool:
     """One spawned worker process per rank; dispatch, completion and failure bookkeeping."""
 
-    def __init__(self, chips: dict[str, Path], device_ids: list[int], swim: bool, dump: bool, threshold: int,
+    def __init__(self, chips: dict[str, Path], device_ids: list[int], swim: bool, dump: int, threshold: int,
                  say: Callable[[str], None]) -> None:
         self.chips, self.device_ids = chips, device_ids
         self.swim_name = f"{SWIMLANE_PREFIX}{time.strftime('%Y%m%d_%H%M%S')}.json" if swim else None
@@ -220,11 +221,11 @@ class _RankPool:
                 q.close()
 
 
-def _worker_main(rank: int, device_id: int, swim_name: str | None, dump: bool, threshold: int,
+def _worker_main(rank: int, device_id: int, swim_name: str | None, dump: int, threshold: int,
                  requests: Any, results: Any, environ: dict[str, str]) -> None:
     """Worker process of one rank: run chip programs in the order they arrive until told to stop."""
     from ....core import procs
-    from .dfx import write_args_dump, write_swimlane
+    from .dfx import payloads_wanted, write_args_dump, write_swimlane
     from .executor import HostExecutor
 
     del device_id  # only named in the driver's messages
@@ -250,13 +251,13 @@ def _worker_main(rank: int, device_id: int, swim_name: str | None, dump: bool, t
                 executor = executors.get(chip)
                 if executor is None:
                     executor = executors[chip] = HostExecutor(Path(sub_dir), log=lambda lv, tx: log(lv, tx))
-                trace = executor.run([*views, *scalars], param_names=names,
-                                     trace=out_dir is not None)
+                trace = executor.run([*views, *scalars], param_names=names, trace=out_dir is not None,
+                                     payloads=out_dir is not None and payloads_wanted(dump))
                 if out_dir is not None:        # what the run wrote is found by the driver (changed_files)
                     if swim_name:
                         write_swimlane(trace, Path(out_dir) / swim_name)
                     if dump:
-                        write_args_dump(trace, Path(out_dir) / ARGS_DUMP_DIR)
+                        write_args_dump(trace, Path(out_dir) / ARGS_DUMP_DIR, dump)
                 results.put(("done", seq, None, logs))
             except ExecutorError as exc:
                 results.put(("error", seq, str(exc), logs))

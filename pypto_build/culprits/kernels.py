@@ -1,0 +1,38 @@
+"""What a func_id is in a sub-build: its kernel's name, source file and signature (from `kernel_config.py`, read
+by `builddir.manifest` without executing it), for naming the task a comparison blames."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..builddir.layout import SubBuild, resolve_in
+from ..builddir.manifest import read_kernel_config
+from ..builddir.markers import KERNEL_CONFIG
+
+__all__ = ["KernelInfo", "kernel_map"]
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One kernel of a sub-build: `name` (KERNELS' name, else its source's stem), `source` (absolute),
+    `signature` (its tensors' directions: IN / OUT / INOUT, positional), `core_type` (aic / aiv)."""
+
+    func_id: int
+    name: str
+    source: Path
+    signature: tuple[str, ...]
+    core_type: str
+
+
+def kernel_map(sub_build: Path) -> dict[int, KernelInfo]:
+    """func_id -> KernelInfo of the sub-build at `sub_build` (a folder with kernel_config.py: an L2 build's root
+    or `next_levels/<name>/`); raises ManifestError (one line) for an unreadable kernel_config.py."""
+    root = Path(sub_build).resolve()
+    config = read_kernel_config(root / KERNEL_CONFIG)
+    sub = SubBuild(".", ".", root, config)
+    found = {}
+    for spec in config.kernels:
+        source = resolve_in(sub, spec.source, spec.rooted)
+        found[spec.func_id] = KernelInfo(spec.func_id, spec.name or source.stem, source, spec.signature,
+                                         spec.core_type)
+    return found
