@@ -240,3 +240,77 @@ def test_two_bisects_of_one_directory_are_serialised(d):
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert any("waiting for another run" in err for _out, err in outs)
+
+
+def test_trace_names_the_first_divergent_task_and_its_kernel(d, tmp_path):
+    harmless(d, 1)
+    breaks(d, 3)
+    failing(d)
+    out = tmp_path / "r.json"
+    done = cli("bisect", str(d), "--json", str(out), check=0)      # host: the dump carries payloads
+    report = json.loads(out.read_text())
+    assert report["method"] == "trace" and len(report["runs"]) == 2
+    assert [c["unit"] for c in report["culprits"]] == ["compile:aiv/main_incore_3_aiv"]
+    first = report["first_divergence"]
+    assert (first["index"], first["func_id"], first["kernel"]) == (3, [3], "main_incore_3_aiv")
+    assert first["source"] == "kernels/aiv/main_incore_3_aiv.cpp"
+    assert first["later"] == KERNELS - 4 and first["differing"] > 0 and first["max_abs"] > 0
+    assert "first divergent task  #3: main_incore_3_aiv" in done.stdout
+
+
+def test_a_task_sequence_that_differs_is_said_and_the_mix_names_the_orchestration(d, tmp_path):
+    orch = d / "orchestration" / "main.cpp"
+    text = orch.read_text()
+    call = f"rt_submit_aiv_task({KERNELS - 1}, "
+    assert text.count(call) == 1
+    orch.write_text(text.replace(call, f"if (0) rt_submit_aiv_task({KERNELS - 1}, "))
+    harmless(d, 2)
+    failing(d)
+    out = tmp_path / "r.json"
+    cli("bisect", str(d), "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert report["method"] == "trace+mix"
+    assert report["parting"]["index"] == KERNELS - 1 and report["parting"]["current_func_id"] is None
+    assert [c["unit"] for c in report["culprits"]] == ["orch:main"]
+
+
+def _chip_kernel(root: Path, chip: str, func_id: int) -> Path:
+    return synth.kernel_path(root / "next_levels" / chip, func_id)
+
+
+def test_l3_the_first_rank_and_task_that_part_and_the_chip_unit_by_mix(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = synth.write_l3(tmp_path / "l3", golden=True)
+    cli("validate", str(root), check=0)
+    target = _chip_kernel(root, "chip_b", 1)
+    target.write_text(target.read_text().replace("2.0f", "2.5f"))
+    harmless(root / "next_levels" / "chip_a", 0)
+    cli("validate", str(root), check=1)
+    before = tree(root)
+    out = tmp_path / "r.json"
+    cli("bisect", str(root), "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert [c["unit"] for c in report["culprits"]] == ["compile:chip_b/aiv/chip_b_incore_1_aiv"]
+    assert report["method"] == "trace+mix"                      # the dispatch's chip is not in its dump
+    first = report["first_divergence"]
+    assert first is not None and re.search(r"in rank\d+/d\d+$", first["kernel"])
+    assert tree(root) == before
+
+
+def test_multi_orchestration_each_sub_build_against_its_own_history(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = synth.write_multi_orch(tmp_path / "multi", golden=True)
+    for sub in ("orch_a", "orch_b"):                  # each validated on its own: its history is its own
+        cli("validate", str(root / "next_levels" / sub), check=0)
+    target = synth.kernel_path(root / "next_levels" / "orch_b", 1)
+    target.write_text(target.read_text().replace("2.0f", "2.5f"))
+    cli("validate", str(root / "next_levels" / "orch_b"), check=1)
+    listing = cli("history", str(root), check=0).stdout
+    assert "next_levels/orch_a:" in listing and "next_levels/orch_b:" in listing
+    out = tmp_path / "r.json"
+    done = cli("bisect", str(root), "--method", "mix", "--json", str(out), check=0)
+    programs = json.loads(out.read_text())["programs"]
+    by_dir = {Path(p["directory"]).name: p for p in programs}
+    assert by_dir["orch_a"]["outcome"] == "agree" and by_dir["orch_a"]["culprits"] == []
+    assert [c["unit"] for c in by_dir["orch_b"]["culprits"]] == ["compile:orch_b/aiv/orch_b_incore_1_aiv"]
+    assert "culprit  compile:orch_b/aiv/orch_b_incore_1_aiv" in done.stdout

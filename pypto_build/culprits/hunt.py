@@ -84,13 +84,13 @@ def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir
          good: str | os.PathLike | None, good_plans, method: str | None, against_good: bool, rtol: float | None,
          atol: float | None, say: Callable[[str], None]) -> Report:
     """The bisect of one program of the scratch copy."""
-    current = sides.current(work.path, graph.plans, rel)
+    current = sides.current(Path(program.path), graph.plans, rel)
     if other is not None:
         good_side = sides.from_directory(other, good_plans, rel)
     else:
         good_side = sides.from_history(root if rel == "." else root / rel, None if good is None else str(good))
     sides.same_units(current, good_side)
-    suspects = [u.task for u in current.units if u.binary_digest != good_side.unit(u.task).binary_digest]
+    suspects = [u.task for u in current.units if u.binary_digest != good_side.unit(u.binary).binary_digest]
     where = root if rel == "." else root / rel
     say(f"[bisect] {where}: current {current.variant[:10]} against {good_side.label}: "
         f"{len(suspects)} of {len(current.units)} unit(s) differ")
@@ -168,16 +168,16 @@ def _fetch(work: Scratch, current: sides.Side, good: sides.Side, suspects: list[
            cache_dir: str | None, say: Callable[[str], None]) -> tuple[str, ...]:
     """Keep both variants' binaries of the suspects aside in the work folder; the notes of what had to be rebuilt."""
     for task in suspects:
-        unit = current.unit(task)
-        work.keep(unit.binary_digest, work.path / unit.binary)
+        unit = current.named(task)
+        work.keep(unit.binary_digest, current.where / unit.binary)
     notes = []
     for task in suspects:
-        unit = good.unit(task)
+        unit, now = current.pair(good, task)
         if good.where is not None:
             work.keep(unit.binary_digest, good.where / unit.binary)
         elif not store.restore(unit.binary_digest, work.kept(unit.binary_digest)):
             say(f"[bisect] {task}: the good binary was evicted from the store; rebuilding it from its kept source")
-            notes.append(rebuild_unit(work, store, current.unit(task), unit, cache_dir))
+            notes.append(rebuild_unit(work, current.where, store, now, unit, cache_dir))
     return tuple(notes)
 
 
@@ -190,7 +190,7 @@ def _report(where: Path, good: sides.Side, current: sides.Side, method: str, out
 
 def _culprit(good: sides.Side, current: sides.Side, task: str, store: VariantStore) -> Culprit:
     """A culprit with its source's diff against the good variant's (from the kept sources)."""
-    was, now = good.unit(task), current.unit(task)
+    was, now = current.pair(good, task)
     if was.source_digest == now.source_digest:
         return Culprit(task, now.source, (), "its source is the same; its binary differs (a header, a flag or "
                        "the compiler changed)")

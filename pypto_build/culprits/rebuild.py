@@ -18,8 +18,10 @@ from ..variants.units import UnitState
 from .scratch import Scratch
 
 
-def rebuild_unit(work: Scratch, store: VariantStore, now: UnitState, was: UnitState, cache_dir: str | None) -> str:
-    """Rebuild `was` (the good variant's unit) in `work`'s copy; the note for the report."""
+def rebuild_unit(work: Scratch, program_dir: Path, store: VariantStore, now: UnitState, was: UnitState,
+                 cache_dir: str | None) -> str:
+    """Rebuild `was` (the good variant's unit of the program at `program_dir` in `work`'s copy) there; the note for
+    the report."""
     from .. import pipeline
     from ..options import Request
 
@@ -27,7 +29,7 @@ def rebuild_unit(work: Scratch, store: VariantStore, now: UnitState, was: UnitSt
     if kept is None:
         raise UserError(f"{was.task}: the good variant's binary and source are no longer kept (the store's size "
                         "limit, PYPTO_BUILD_VARIANTS_SIZE); use --good DIR2 with a build directory of it")
-    source = work.path / was.source
+    source = program_dir / was.source
     if Path(was.source).is_absolute() or not source.is_file():
         raise UserError(f"{was.task}: the good binary was evicted and its source {was.source} is not inside the "
                         "directory, so it cannot be rebuilt in a copy; use --good DIR2")
@@ -35,7 +37,7 @@ def rebuild_unit(work: Scratch, store: VariantStore, now: UnitState, was: UnitSt
     atomic.write_bytes(source, kept)
     try:
         pipeline.run(work.path, Request.given(cache_dir=cache_dir, quiet=True), progress=None, check=True)
-        built = work.path / was.binary
+        built = program_dir / was.binary
         digest = file_digest(str(built))
         work.binaries.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built, work.kept(was.binary_digest))

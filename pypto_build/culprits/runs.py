@@ -62,9 +62,9 @@ class Mixer:
         """Run the mix with `current`'s binaries of these suspects; with `dump`, the arguments dump (level 2) is
         copied there. The good variant's first run makes the reference outputs of `--against-good`."""
         for task in self.suspects:
-            side = self.current if task in current else self.good
-            unit = side.unit(task)
-            self.scratch.install(unit.binary, unit.binary_digest)
+            was, now = self.current.pair(self.good, task)
+            unit = now if task in current else was
+            self.scratch.install(Path(self.program.path) / unit.binary, unit.binary_digest)
         config = replace(self.config, enable_dump_args=2) if dump is not None else self.config
         began = time.perf_counter()
         verdict, detail = self._judged(config, reference=not current and self.against is not None)

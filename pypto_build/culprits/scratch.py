@@ -50,9 +50,8 @@ class Scratch:
     def kept(self, digest: str) -> Path:
         return self.binaries / digest
 
-    def install(self, rel: str, digest: str) -> None:
-        """Put the kept binary `digest` at `rel` in the copy (atomically; the copy's file only)."""
-        target = self.path / rel
+    def install(self, target: Path, digest: str) -> None:
+        """Put the kept binary `digest` at `target` in the copy (atomically; the copy's file only)."""
         tmp = target.with_name(f".{target.name}.bisect.tmp")
         shutil.copy2(self.kept(digest), tmp)
         os.replace(tmp, target)

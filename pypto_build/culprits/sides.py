@@ -23,19 +23,29 @@ class Side:
     label: str
     units: tuple[UnitState, ...]
     variant: str
-    where: Path | None = None
+    where: Path | None = None           # the program's folder there
 
-    def unit(self, task: str) -> UnitState:
+    def unit(self, binary: str) -> UnitState:
+        """Its unit that builds `binary` (relative to the program's folder: the same in both variants)."""
+        return next(u for u in self.units if u.binary == binary)
+
+    def named(self, task: str) -> UnitState:
+        """Its unit of task `task` (this variant's own name for it)."""
         return next(u for u in self.units if u.task == task)
 
+    def pair(self, good: Side, task: str) -> tuple[UnitState, UnitState]:
+        """(good's unit, this variant's unit) of this variant's task `task`."""
+        now = self.named(task)
+        return good.unit(now.binary), now
 
-def current(scratch_root: Path, plans, rel: str) -> Side:
-    """The variant built in the scratch copy: the directory's sources as they are now."""
-    states = unit_states(scratch_root, program_units(plans, rel))
+
+def current(program_dir: Path, plans, rel: str) -> Side:
+    """The variant built in the scratch copy (`program_dir`: the program's folder there): the sources as they are."""
+    states = unit_states(program_dir, program_units(plans, rel))
     if states is None:
-        raise UserError(f"{scratch_root}: a binary is missing after the build; run `pypto-build build` on the "
+        raise UserError(f"{program_dir}: a binary is missing after the build; run `pypto-build build` on the "
                         "directory and look at what it says")
-    return Side("current", tuple(states), variant_id(states), scratch_root)
+    return Side("current", tuple(states), variant_id(states), program_dir)
 
 
 def from_history(program_dir: Path, want: str | None) -> Side:
@@ -60,12 +70,13 @@ def from_history(program_dir: Path, want: str | None) -> Side:
 
 def from_directory(other: Path, plans, rel: str) -> Side:
     """The good variant as built in the directory `other` (its plan's units, its binaries)."""
-    states = unit_states(other, program_units(plans, rel))
+    program_dir = other if rel == "." else other / rel
+    states = unit_states(program_dir, program_units(plans, rel))
     if states is None:
-        missing = next(u.binary for u in program_units(plans, rel) if not (other / u.binary).is_file())
-        raise UserError(f"{other / missing}: not built; build the good directory first (`pypto-build build "
+        missing = next(u.binary for u in program_units(plans, rel) if not (program_dir / u.binary).is_file())
+        raise UserError(f"{program_dir / missing}: not built; build the good directory first (`pypto-build build "
                         f"{other}`) and run bisect again")
-    return Side(f"directory {other}", tuple(states), variant_id(states), other)
+    return Side(f"directory {other}", tuple(states), variant_id(states), program_dir)
 
 
 def same_program(current_plans, good_plans, good_root: Path) -> None:
@@ -92,9 +103,9 @@ def same_program(current_plans, good_plans, good_root: Path) -> None:
 
 def same_units(current_side: Side, good: Side) -> None:
     """Refuse a good variant whose units are not the current one's (a kernel added or removed since)."""
-    mine, theirs = [u.task for u in current_side.units], [u.task for u in good.units]
+    mine, theirs = {u.binary for u in current_side.units}, {u.binary for u in good.units}
     if mine != theirs:
-        only = sorted(set(mine) ^ set(theirs)) or mine
+        only = sorted(mine ^ theirs)
         raise UserError(f"{good.label}: its units differ from the current ones (first: {only[0]}); pick a variant of "
                         "the same kernels with --good, or --good DIR2")
 

@@ -42,7 +42,12 @@ def traced(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str],
         return {"culprits": (), "notes": (f"the trace could not compare the dumps ({one_line(exc, 300)})",)}, known
     if result is None:
         return {"culprits": (), "notes": ("the runs wrote no arguments dump to compare",)}, known
-    first = replace(result.first, kernel=_placed(result.first.kernel, place)) if result.first is not None else None
+    first = result.first
+    if first is not None:             # named as in the user's directory, not the copy
+        source = first.source
+        if source is not None and Path(source).is_relative_to(work.path):
+            source = Path(source).relative_to(work.path)
+        first = replace(first, kernel=_placed(first.kernel, place), source=source)
     found = {"first": first, "parting": result.parting, "culprits": (), "notes": ()}
     unit = _unit_of(graph, rel, first) if first is not None and not place else None
     if result.parting is not None:

@@ -23,7 +23,7 @@ def task_dicts(graph: Graph, run: RunSpec, cache_dir: str | None = None) -> dict
     cache's, beside which the variants a verdict records keep their binaries: `variants.store`)."""
     groups: dict[str, list[dict]] = {stages.REPLAY: [], stages.VALIDATE: []}
     for target in run_targets(graph):
-        keep = recorder(graph.layout.root, graph.plans, target.rel, cache_dir)
+        keep = recorder(graph.plans, target.rel, cache_dir)
         _target_tasks(groups, run, target, program(graph, target.rel), keep)
     return groups
 

@@ -19,40 +19,39 @@ from .units import UnitRef, unit_states, variant_id
 
 @dataclass(frozen=True)
 class Recorder:
-    """What a `validate:` task records its verdict with (plain data: a doit action's argument): the build root, the
-    program's units and the store (None: the store is off, `$PYPTO_BUILD_VARIANTS_SIZE=0`)."""
+    """What a `validate:` task records its verdict with (plain data: a doit action's argument): the program's
+    units and the store (None: the store is off, `$PYPTO_BUILD_VARIANTS_SIZE=0`)."""
 
-    root: str
     units: tuple[UnitRef, ...]
     store: str | None
 
     def verdict(self, program_dir: Path, verdict: str, figures: str, platform: str) -> str | None:
-        return record_verdict(program_dir, Path(self.root), self.units, self.store, verdict, figures, platform)
+        return record_verdict(program_dir, self.units, self.store, verdict, figures, platform)
 
 
-def recorder(root: Path, plans, rel: str, cache_dir: str | None) -> Recorder:
+def recorder(plans, rel: str, cache_dir: str | None) -> Recorder:
     """The `Recorder` of the program at `rel` of a graph's `plans` (`program_units`), its store beside `cache_dir`."""
     from ..core.settings import variants_size
     from .store import store_dir
     from .units import program_units
 
     store = store_dir(cache_dir) if variants_size() > 0 else None
-    return Recorder(str(root), program_units(plans, rel), store)
+    return Recorder(program_units(plans, rel), store)
 
 
-def record_verdict(program_dir: Path, root: Path, refs: Sequence[UnitRef], store_dir: str | None, verdict: str,
+def record_verdict(program_dir: Path, refs: Sequence[UnitRef], store_dir: str | None, verdict: str,
                    figures: str, platform: str) -> str | None:
-    """Record the variant of the program at `program_dir` (its units `refs`, relative to the build `root`) with
+    """Record the variant of the program at `program_dir` (its units `refs`, relative to it) with
     `verdict` and `figures`; keep its binaries and sources in the store at `store_dir` (None: keep none).
     Returns the variant's id, or None when nothing was recorded (a binary missing, the history unwritable)."""
-    states = unit_states(Path(root), refs)
+    states = unit_states(Path(program_dir), refs)
     if states is None:
         return None
     digest = variant_id(states)
     try:
         if store_dir is not None:
-            files = [(s.binary_digest, Path(root) / s.binary) for s in states]
-            files += [(s.source_digest, Path(root) / s.source) for s in states if s.source_digest]
+            files = [(s.binary_digest, Path(program_dir) / s.binary) for s in states]
+            files += [(s.source_digest, Path(program_dir) / s.source) for s in states if s.source_digest]
             VariantStore(store_dir).keep(files)
         history, aside = History.set_aside(Path(program_dir))
         if aside:

@@ -3,7 +3,9 @@ their digests now (`UnitState`), and the variant's id, the digest of every binar
 
 A unit is a compile task of the program (`compile:<sub/><core>/<stem>`, `orch:<sub/><stem>`); its binary is what
 the runtime loads (the unit's output, or its last post-step's: `SubBuildPlan.outputs`). Paths are relative to the
-build root, as everywhere in the plan, so a copied directory records the same variant.
+program's directory (the build root, or a multi-orch sub-build's own folder), so a copied directory records the
+same variant, and a sub-build validated on its own or through its parent the same one; a unit is known by its
+binary's path (its task's name differs between the two).
 """
 from __future__ import annotations
 
@@ -45,26 +47,32 @@ class UnitState:
 
 def program_units(plans: Iterable, rel: str) -> tuple[UnitRef, ...]:
     """The units of the program at `rel` (".": the build root's, every sub-build; else the sub-build at `rel` of a
-    multi-orch parent), from the graph's `SubBuildPlan`s, in plan order."""
+    multi-orch parent), from the graph's `SubBuildPlan`s, in plan order, their paths relative to `rel`."""
     found = []
     for plan in plans:
         if rel != "." and plan.sub.rel != rel:
             continue
         for unit, binary in zip(plan.units, plan.outputs):
-            found.append(UnitRef(unit.task, unit.source, binary, unit.argv_key))
+            found.append(UnitRef(unit.task, _within(unit.source, rel), _within(binary, rel), unit.argv_key))
     return tuple(found)
 
 
-def unit_states(root: Path, refs: Iterable[UnitRef]) -> list[UnitState] | None:
+def _within(path: str, rel: str) -> str:
+    """`path` (relative to the build root) relative to the program folder `rel`; as it is when not inside it."""
+    prefix = f"{rel}/"
+    return path[len(prefix):] if rel != "." and path.startswith(prefix) else path
+
+
+def unit_states(program_dir: Path, refs: Iterable[UnitRef]) -> list[UnitState] | None:
     """The digests of each unit's source and binary now; None when a binary is missing (nothing to record)."""
     states = []
     for ref in refs:
         try:
-            binary = file_digest(os.path.join(root, ref.binary))
+            binary = file_digest(os.path.join(program_dir, ref.binary))
         except OSError:
             return None
         try:
-            source = file_digest(os.path.join(root, ref.source))
+            source = file_digest(os.path.join(program_dir, ref.source))
         except OSError:
             source = None
         states.append(UnitState(ref.task, ref.source, source, ref.binary, binary, ref.argv))
