@@ -240,8 +240,10 @@ def test_cache_stats_counts_binaries_in_sizes_for_people(g, built_golden, tmp_pa
     subprocess.run(["cp", "-r", str(fresh), str(clone)], check=True)
     subprocess.run(["rm", "-rf", str(clone / ".pypto_build")], check=True)
     assert "4 from cache" in run("pypto-build", "build", "--cache-dir", str(cache), str(clone)).stdout
-    line, preludes = run("pypto-build", "cache", "stats", "--cache-dir", str(cache)).stdout.strip().split("\n")
+    line, preludes, variants = run("pypto-build", "cache", "stats", "--cache-dir", str(cache)).stdout.strip().split("\n")
     assert preludes == f"precompiled preludes {cache / 'preludes'}: 0 (0 B), limit 2.0 GiB", preludes
+    assert variants == (f"kept variants {cache / 'variants'}: 0 binaries and sources (0 B), limit 2.0 GiB; "
+                        "0 evicted"), variants
     assert re.fullmatch(rf"cache {re.escape(str(cache))}: 4 binaries \(\d+\.\d KiB\) \+ 4 index records "
                         r"\(\d+(\.\d KiB| B)\), limit 5\.0 GiB; 4 hits, 4 misses, 8 stores, 0 corrupt dropped, "
                         r"0 evicted", line), line

@@ -237,10 +237,11 @@ def test_a_run_kept_in_process_is_refused_to_doit_workers():
 def test_only_what_plans_nothing_classifies_a_directory():
     """Issue 34 item 7: the layout's kind travels in the plan (`Program`; `run.runnable` reads the planned layout),
     so what classifies a directory is the layout itself and the verbs that plan nothing: `history` and `cache stats
-    DIR` (is it a build directory at all: cli/state_report.py) and `emit-runner` (debug/run.py from the sidecar)."""
+    DIR` (is it a build directory at all: cli/state_report.py), `emit-runner` (debug/run.py from the sidecar) and
+    `bisect`, which refuses what is no build directory before it copies it to plan the copy (culprits/hunt.py)."""
     users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                    if "classify" in _used_names(path)[0])
-    assert users == ["builddir/layout.py", "cli/state_report.py", "compat/runner.py"]
+    assert users == ["builddir/layout.py", "cli/state_report.py", "compat/runner.py", "culprits/hunt.py"]
 
 
 @pytest.mark.slow

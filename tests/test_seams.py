@@ -77,7 +77,7 @@ def test_the_platform_interface_is_two_small_ones_planning_and_running():
                                                "system_dirs", "covered_roots", "no_preludes", "noop"}
     assert set(NoopKey.__dataclass_fields__) == {"toolchain_key", "watched_checkouts"}  # what the no-op record keys
     assert set(Record.__slots__) == {"name", "serves", "unserved", "fallback", "planning", "execution", "noop_key",
-                                     "arch", "simulator"}
+                                     "arch", "simulator", "dump_payloads"}
     assert members(Runner) == {"run_l2", "run_l3", "prepare", "prepare_l3"}     # the prepares: optional (nothing by default)
     assert set(Runner.__abstractmethods__) == {"run_l2", "run_l3"}
     for name in ("host", "a2a3sim", "a5sim", "a2a3", "a5", FakePlatform):

@@ -74,7 +74,9 @@ def test_history_and_cache_stats_show_what_the_state_holds(tmp_path):
     assert heading.startswith("variant ") and variant.startswith("3f2a91c0de ") and state == line
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     today = ["pypto-build: no artefact cache configured (--cache-dir DIR or PYPTO_BUILD_CACHE)",
-             f"precompiled preludes {tmp_path}/xdg/pypto_build/preludes: 0 (0 B), limit 2.0 GiB"]
+             f"precompiled preludes {tmp_path}/xdg/pypto_build/preludes: 0 (0 B), limit 2.0 GiB",
+             f"kept variants {tmp_path}/xdg/pypto_build/variants: 0 binaries and sources (0 B), limit 2.0 GiB; "
+             "0 evicted"]
     for stats in (run("cache", "stats", str(root / "kernels"), env=env),
                   run("cache", "stats", cwd=root / "kernels", env=env)):
         assert stats.returncode == 0, stats.stderr
@@ -82,7 +84,8 @@ def test_history_and_cache_stats_show_what_the_state_holds(tmp_path):
 
 
 def test_cache_stats_outside_a_build_directory_is_unchanged(tmp_path):
-    """No DIR and a working directory in no build directory: exactly what `cache stats` printed before; a DIR that
+    """No DIR and a working directory in no build directory: what `cache stats` printed before (and the kept
+    variants' store, since variants keep their binaries); a DIR that
     is no build directory, or a DIR given to `clean`: one line, exit 2, nothing removed."""
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     (tmp_path / "elsewhere").mkdir()
@@ -90,7 +93,8 @@ def test_cache_stats_outside_a_build_directory_is_unchanged(tmp_path):
     assert stats.returncode == 0, stats.stderr
     assert stats.stdout.splitlines() == [
         "pypto-build: no artefact cache configured (--cache-dir DIR or PYPTO_BUILD_CACHE)",
-        f"precompiled preludes {tmp_path}/xdg/pypto_build/preludes: 0 (0 B), limit 2.0 GiB"]
+        f"precompiled preludes {tmp_path}/xdg/pypto_build/preludes: 0 (0 B), limit 2.0 GiB",
+        f"kept variants {tmp_path}/xdg/pypto_build/variants: 0 binaries and sources (0 B), limit 2.0 GiB; 0 evicted"]
     refused = run("cache", "stats", str(tmp_path / "elsewhere"), env=env)
     assert refused.returncode == 2 and refused.stdout == "" and "not a build_output directory" in refused.stderr
     assert len(refused.stderr.splitlines()) == 1

@@ -47,6 +47,7 @@ EPILOG = """examples:
   pypto-build build --recompile DIR          # rebuild every binary once
   pypto-build doit list --all --status DIR   # doit's own commands on DIR's graph
   pypto-build doit info DIR compile:aiv/k0   # why is this unit stale?
+  pypto-build bisect DIR                     # which kernels broke it, against the last PASSED variant
   doit replay / doit pypto-build / doit pypto-validate / doit pypto-watch   # the same, inside DIR
 
 DIR may be any directory inside a build directory (found as git finds its top).
@@ -57,7 +58,7 @@ Output to a pipe closed early (`| head -1`) stops nothing: the run goes on quiet
 with its own status. Environment: CXX (default g++), CXXFLAGS (appended), PTO_ISA_ROOT, PYPTO_BUILD_PLATFORM,
 PYPTO_COMPILER_TIMEOUT (seconds, default 900), PTOAS_ROOT, PYPTO_REBUILD_FROM_PTO=0,
 PYPTO_PTOAS_TIMEOUT (seconds, default 60), PYPTO_RUN_TIMEOUT (seconds a replayed program may run,
-default 1800)."""
+default 1800), PYPTO_BUILD_VARIANTS_SIZE (the kept variants' store, default 2G)."""
 
 
 @dataclass(frozen=True)
@@ -254,11 +255,13 @@ VERBS = (
          "Check that the reports are every shard of one plan, each once, every directory once, then write "
          "one JSON and one JUnit XML and print a summary; exit 1 if any directory failed, 2 (writing "
          "nothing) if a shard is missing, repeated or from another plan.", _ci_report_arguments, _ci_report),
-    Verb("cache", "show or empty the artefact cache and the precompiled preludes (stats [DIR] | clean)",
+    Verb("cache", "show or empty the artefact cache, the precompiled preludes and the kept variants (stats [DIR] | "
+         "clean)",
          "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions; the precompiled "
-         "preludes' count and size; then, for DIR (or the build directory the working directory is in), what "
-         "its .pypto_build/ holds, as `history` shows it. clean: remove every entry of both (the preludes' store "
-         "is beside the cache, else under $XDG_CACHE_HOME, even when no cache is configured).",
+         "preludes' count and size; the kept variants' binaries and sources (what `bisect` runs); then, for DIR (or the build directory the working directory is in), what "
+         "its .pypto_build/ holds, as `history` shows it. clean: remove every entry of the three (the preludes' "
+         "and the variants' stores are beside the cache, else under $XDG_CACHE_HOME, even when no cache is "
+         "configured).",
          _cache_arguments, _cache),
     Verb("replay", "build what changed, then run DIR on golden.py's inputs on the platform DIR records",
          "Build what changed (content-keyed), run the program on golden.py's inputs in a child process on the "

@@ -172,13 +172,13 @@ def _fetch(work: Scratch, current: sides.Side, good: sides.Side, suspects: list[
     """Keep both variants' binaries of the suspects aside in the work folder; the notes of what had to be rebuilt."""
     for task in suspects:
         unit = current.named(task)
-        work.keep(unit.binary_digest, current.where / unit.binary)
+        work.stash(unit.binary_digest, current.where / unit.binary)
     notes = []
     for task in suspects:
         unit, now = current.pair(good, task)
         if good.where is not None:
-            work.keep(unit.binary_digest, good.where / unit.binary)
-        elif not store.restore(unit.binary_digest, work.kept(unit.binary_digest)):
+            work.stash(unit.binary_digest, good.where / unit.binary)
+        elif not store.restore(unit.binary_digest, work.stashed(unit.binary_digest)):
             say(f"[bisect] {task}: the good binary was evicted from the store; rebuilding it from its kept source")
             notes.append(rebuild_unit(work, current.where, store, now, unit, cache_dir))
     return tuple(notes)

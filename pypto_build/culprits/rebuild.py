@@ -40,7 +40,7 @@ def rebuild_unit(work: Scratch, program_dir: Path, store: VariantStore, now: Uni
         built = program_dir / was.binary
         digest = file_digest(str(built))
         work.binaries.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(built, work.kept(was.binary_digest))
+        shutil.copy2(built, work.stashed(was.binary_digest))
     finally:
         atomic.write_bytes(source, current)
     how = "with its recorded command" if was.argv == now.argv else "with today's command (the recorded one differs)"

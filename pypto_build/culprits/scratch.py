@@ -33,7 +33,7 @@ def work_dir(root: Path, cache_dir: str | None) -> Path:
 
 
 class Scratch:
-    """The copy a bisect runs in (`path`: the copied build root) and the binaries it mixes (`keep`, `install`)."""
+    """The copy a bisect runs in (`path`: the copied build root) and the binaries it mixes (`stash`, `install`)."""
 
     def __init__(self, work: Path) -> None:
         self.work = work
@@ -41,7 +41,7 @@ class Scratch:
         self.binaries = work / "binaries"
         self.kept_dumps = work / KEPT_DUMPS          # outlives the bisect (`traced`)
 
-    def keep(self, digest: str, source: Path) -> Path:
+    def stash(self, digest: str, source: Path) -> Path:
         """Copy the binary `source` (of content `digest`) aside, once; its kept path."""
         kept = self.binaries / digest
         if not kept.exists():
@@ -51,13 +51,13 @@ class Scratch:
             os.replace(tmp, kept)
         return kept
 
-    def kept(self, digest: str) -> Path:
+    def stashed(self, digest: str) -> Path:
         return self.binaries / digest
 
     def install(self, target: Path, digest: str) -> None:
         """Put the kept binary `digest` at `target` in the copy (atomically; the copy's file only)."""
         tmp = target.with_name(f".{target.name}.bisect.tmp")
-        shutil.copy2(self.kept(digest), tmp)
+        shutil.copy2(self.stashed(digest), tmp)
         os.replace(tmp, target)
 
 

@@ -52,7 +52,7 @@ def record_verdict(program_dir: Path, refs: Sequence[UnitRef], store_dir: str | 
         if store_dir is not None:
             files = [(s.binary_digest, Path(program_dir) / s.binary) for s in states]
             files += [(s.source_digest, Path(program_dir) / s.source) for s in states if s.source_digest]
-            VariantStore(store_dir).keep(files)
+            VariantStore(store_dir).add(files)
         history, aside = History.set_aside(Path(program_dir))
         if aside:
             warn(aside)

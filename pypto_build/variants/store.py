@@ -31,12 +31,12 @@ def store_dir(cache_dir: str | None, env: Mapping[str, str] | None = None) -> st
 
 
 class VariantStore:
-    """The store at `directory`: `keep` files by their digests, `restore` one by its digest."""
+    """The store at `directory`: `add` files by their digests, `restore` one by its digest."""
 
     def __init__(self, directory: str | Path, env: Mapping[str, str] | None = None) -> None:
         self.cache = ArtifactCache(Path(directory), max_bytes=variants_size(env))
 
-    def keep(self, files: Iterable[tuple[str, Path]]) -> None:
+    def add(self, files: Iterable[tuple[str, Path]]) -> None:
         """Store each (digest, file) not stored yet; one stored already only becomes the most recently used."""
         for digest, path in files:
             entry = self.cache.entry_path(digest)
