@@ -3,6 +3,7 @@ two dumps that finds the first task whose outputs differ: real builds, real `pyp
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -203,3 +204,46 @@ def test_the_reader_takes_the_folder_its_manifest_or_dfx_outputs(good_dump, tmp_
     shutil.copytree(good_dump, dfx / "args_dump")
     found = [read_dump(p).tasks for p in (good_dump, good_dump / "args_dump.json", dfx)]
     assert found[0] == found[1] == found[2] and len(found[0]) == KERNELS
+
+
+def written(tmp_path: Path, tag: str, outputs: list) -> Path:
+    """A dump written by the host runtime's writer (level 2) of one task per output tensor (func_id k), read
+    back from disk by the reader: the comparison rule on exact numbers."""
+    from pypto_build.platforms.host.runtime import dfx
+    from pypto_build.platforms.host.runtime.trace import ArgRecord, RunTrace, TaskRecord
+
+    dtypes = {torch.float32: "FLOAT32", torch.float16: "FLOAT16", torch.int32: "INT32", torch.bool: "BOOL"}
+    tasks = []
+    for k, t in enumerate(outputs):
+        strides = tuple(t.stride())
+        out = ArgRecord("tensor", "out", "output", dtypes[t.dtype], tuple(t.shape), strides, 0, True,
+                        after=t.contiguous().numpy().tobytes())
+        tasks.append(TaskRecord(k, k, f"k{k}", "aiv", [out], 0, 0))
+    dfx.write_args_dump(RunTrace(tasks, (0, 0)), tmp_path / tag, 2)
+    return tmp_path / tag
+
+
+def test_the_comparison_rule(tmp_path):
+    """|current - good| <= atol + rtol * |good| (good is the reference), NaN equal only to NaN, a shape or dtype
+    change is a difference; the figures are those of the differing elements."""
+    nan = float("nan")
+    good = [torch.tensor([1.0, nan, 100.0]), torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]),
+            torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1.0, 2.0]), torch.tensor([True, False]),
+            torch.tensor([0.0, 4.0])]
+    current = [torch.tensor([1.0 + 0.5e-5, nan, 100.0009]),      # within 1e-5 + 1e-5 * |good|
+               torch.tensor([0.0, nan]),                          # NaN against a number: differs
+               torch.tensor([1.0, 2.0, 3.0]),                     # a shape change
+               torch.tensor([1.0, 2.0]),                          # a dtype change (int32 -> float32)
+               torch.tensor([1.0, 2.0], dtype=torch.float16),
+               torch.tensor([True, True]),
+               torch.tensor([0.5, 4.0])]
+    result = compare(read_dump(written(tmp_path, "good", good)), read_dump(written(tmp_path, "cur", current)),
+                     1e-5, 1e-5)
+    found = {d.index: d for d in result.divergent}
+    assert sorted(found) == [1, 2, 3, 4, 5, 6] and result.first is found[1] and result.first.later == 5
+    assert (found[1].max_abs, found[1].first_index, found[1].differing, found[1].kernel) == (math.inf, (1,), 1, None)
+    assert found[1].good_value == 1.0 and math.isnan(found[1].current_value)
+    assert found[2].reason == "shape [2] -> [3]" and found[2].max_abs == math.inf and found[2].first_index is None
+    assert found[3].reason == "dtype int32 -> float32" and found[4].reason == "dtype float32 -> float16"
+    assert (found[5].first_index, found[5].good_value, found[5].current_value) == ((1,), False, True)
+    assert (found[6].max_abs, found[6].max_rel, found[6].differing, found[6].numel) == (0.5, math.inf, 1, 2)

@@ -195,8 +195,8 @@ def _differs(current: Any, good: Any, rtol: float, atol: float) -> dict | None:
     count = int(bad.sum())
     if count == 0:
         return None
-    diff = (a - b).abs().nan_to_num(nan=math.inf).masked_fill(close, 0)
-    rel = (diff / b.abs()).nan_to_num(nan=math.inf).masked_fill(close, 0)
+    diff = (a - b).abs().nan_to_num(nan=math.inf, posinf=math.inf).masked_fill(close, 0)
+    rel = (diff / b.abs()).nan_to_num(nan=math.inf, posinf=math.inf).masked_fill(close, 0)
     flat = int(bad.reshape(-1).nonzero()[0])
     index = tuple(int(i) for i in _unravel(flat, tuple(good.shape)))
     return {"max_abs": float(diff.max()), "max_rel": float(rel.max()), "first_index": index,
