@@ -176,7 +176,8 @@ def test_diagnostics_per_rank_and_dispatch_replace_stale_dirs(l3g):
             assert dump["args"][0]["shape"] == [16] and dump["bin_file"] == "args.bin"
             assert (leaf / "args_dump" / "args.bin").stat().st_size == sum(r["bin_size"] for r in dump["args"]) > 0
             tasks = read_dump(leaf / "args_dump").tasks                             # the one reader reads it
-            assert [(t.func_id, [a.name for a in t.outputs]) for t in tasks] == [((0,), ["out"]), ((1,), ["out"])]
+            assert [(t.func_id, len(t.outputs)) for t in tasks] == [((0,), 1), ((1,), 1)]
+            assert all(t.outputs[0].name.startswith("t__") for t in tasks)     # host_orch's names for them
     assert len(files) == 16
     torch.testing.assert_close(named["out"], expected_out(named))
 
