@@ -17,6 +17,7 @@ _EXPORTS = {
     "write_run_script": "compat",
     "shard_plan": "ci.shards", "ShardPlan": "ci.shards", "merge_reports": "ci.report", "MergedReport": "ci.report",
     "DistributedCompiledProgram": "compat", "DistributedConfig": "compat",
+    "bisect": "culprits",
     "rebuild_kernel_cpp_from_pto": "compat", "invalidate_binary_cache": "compat", "ArgumentError": "errors",
 }
 

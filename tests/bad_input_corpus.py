@@ -354,7 +354,7 @@ def _odd_file_cases() -> list[Case]:
 def _history_and_ci_cases() -> list[Case]:
     """`history` on a damaged history.json or no directory; ci-report on deep JSON; --shard N past any CI
     (issue 25 item 11, issue 22 item 8): one line, exit 2."""
-    h, refused = "history", r"not a history `pypto-build watch` wrote"
+    h, refused = "history", r"not a history pypto-build wrote"
     ci = ("--list", "--shard")
     return [
         Case("history_seconds_text", "l2", history(seconds="fast"), h, HISTORY,

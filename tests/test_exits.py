@@ -32,7 +32,7 @@ STATUS = {
     "errors.ToolchainError": 2, "errors.DepfileError": 2, "errors.TooLarge": 2, "errors.SpliceError": 2,
     "errors.RemoteError": 2, "errors.HttpError": 2, "errors.WatcherFailed": 2, "errors.WorkerDied": 2,
     "core.settings.SettingError": 2, "platforms.simpler.elf_payload.PayloadError": 2, "engine.lock.NotWritable": 2,
-    "watch.history.Damaged": 2, "core.safeio.NotRegularFile": 2, "platforms.host.runtime.abi.UnsupportedDType": 2,
+    "variants.history.Damaged": 2, "core.safeio.NotRegularFile": 2, "platforms.host.runtime.abi.UnsupportedDType": 2,
     "platforms.l3_shims.HostUnimplemented": 2,
 }
 # Where they were defined before the tree took them in, and the builtin base callers still catch.

@@ -62,6 +62,7 @@ LAYERS = (
     ("families", {"platforms", "pto", "cache", "testing"}),
     ("the compile stage", {"compile"}),
     ("planning", {"plan"}),
+    ("the variants a directory ran", {"variants"}),
     ("the run stage", {"run"}),
     ("the stages of a build", {"build_stages"}),
     ("what the user asks", {"options"}),

@@ -11,7 +11,7 @@ from pathlib import Path
 from pypto_build.builddir.state_usage import measure, usage
 from pypto_build.cache import human_size
 from pypto_build.testing import synth
-from pypto_build.watch import History
+from pypto_build.variants.history import History
 
 MiB = 2**20
 

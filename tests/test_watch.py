@@ -14,7 +14,8 @@ import pytest
 from conftest import copy_dir, inject
 from watching import WAIT_S, Watcher, processes, wait_gone
 from pypto_build.testing.synth import kernel_path
-from pypto_build.watch.history import Damaged, History, variant_digest
+from pypto_build.variants.history import Damaged, History
+from pypto_build.variants.units import UnitRef, unit_states, variant_id
 from pypto_build.watch.inputs import Inputs, Snapshot, ignored
 
 def save_like_an_editor(path: Path, text: str) -> None:
@@ -297,7 +298,7 @@ def test_watch_starts_on_a_damaged_history_setting_it_aside(built_golden, tmp_pa
     w = Watcher(watch_cmd(), root)
     try:
         said = w.wait_for(r"^\[watch\] .*history\.json")
-        assert said == (f"[watch] {record}: not a history `pypto-build watch` wrote (maximum recursion depth "
+        assert said == (f"[watch] {record}: not a history pypto-build wrote (maximum recursion depth "
                         "exceeded while decoding a JSON array from a unicode string); set aside as "
                         "history.json.damaged, a new history starts")
         assert "   verdict  PASSED (out)" in w.block(1)
@@ -344,6 +345,11 @@ def test_inputs_roles_and_what_an_unknown_path_means(tmp_path):
     assert not inputs.starts_round("/elsewhere/kernel_config.py")
     assert ignored(tmp_path, str(tmp_path / "sub" / "dfx_outputs" / "x.json"))
     assert not ignored(tmp_path, str(tmp_path / "kernels" / "x.cpp"))
+
+
+def variant_digest(root, binaries):
+    states = unit_states(root, [UnitRef(f"compile:{b}", "k.cpp", b, "argv") for b in binaries])
+    return None if states is None else variant_id(states)
 
 
 def test_history_keys_variants_by_binary_content(tmp_path):

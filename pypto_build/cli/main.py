@@ -192,6 +192,16 @@ def _history(args: argparse.Namespace) -> int:
     return history_verb(args.dir)
 
 
+def _bisect_arguments(p: argparse.ArgumentParser) -> None:
+    from .bisect_verb import add_arguments
+    add_arguments(p)
+
+
+def _bisect(args: argparse.Namespace) -> int:
+    from .bisect_verb import bisect_verb
+    return bisect_verb(args)
+
+
 def _emit_runner(args: argparse.Namespace) -> int:
     from ..compat import emit_runner_command
     return emit_runner_command(args)
@@ -270,11 +280,19 @@ VERBS = (
          "round, for its final content. A compile error, a crash or bad input is shown and the watch goes on. "
          "Ctrl-C or SIGTERM ends it (exit 130). `doit pypto-watch` does the same inside DIR.",
          _watch_arguments, _watch),
-    Verb("history", "list the program variants watch tried: verdict and run time per content of the binaries",
-         "One line per variant (a digest of every binary the program runs) that `pypto-build watch` ran in DIR, "
-         "oldest first: when, how many rounds, the last verdict, the median run time and its change against "
-         "the first; then what DIR's .pypto_build/ holds: the kept golden result, the last run's output tensors, "
+    Verb("history", "list the program variants DIR ran: verdict and run time per content of the binaries",
+         "One line per variant (a digest of every binary the program runs) that a verdict recorded in DIR "
+         "(validate, replay --validate, ci, the API, each watch round), oldest first: when, how many runs, the "
+         "last verdict, the median run time of watch's timed runs and its change against the first; then what DIR's .pypto_build/ holds: the kept golden result, the last run's output tensors, "
          "the build state, the history (one line per .pypto_build/, sub-builds' too).", _dir, _history),
+    Verb("bisect", "name the kernels that make DIR's current variant fail where a good one passed",
+         "Compare DIR's current variant with a good one (the newest PASSED in its history, --good VARIANT, or "
+         "--good DIR2) in a scratch copy (DIR is never touched): trace runs each with the arguments dump and "
+         "names the first task whose outputs differ; mix runs the program with the good binaries of some units "
+         "and the current ones of the rest and finds the smallest set of culprit units by delta debugging. "
+         "Prints each run as it goes, then the culprits with their source diffs, the first divergent task and "
+         "the runs. Exit 0: a culprit named; 1: nothing to blame (the variants agree); 2: bad input.",
+         _bisect_arguments, _bisect),
     Verb("emit-runner", "write DIR/debug/run.py (PyPTO's debug runner, running our replay)",
          "Write DIR/debug/run.py as PyPTO does: inputs from golden.py when present (validated), else inline "
          "inputs from compiled_meta.json (L3: distributed_meta.json) you can edit, and a _user_compare() hook. "

@@ -31,8 +31,10 @@ LAUNCHER = "PYPTO_BUILD_LAUNCHER"                  # the compile launcher (--lau
 EMIT_DEBUG_RUNNER = "PYPTO_EMIT_DEBUG_RUNNER"       # PyPTO's: 0 writes no debug/run.py (emit-runner, example)
 PCH = "PYPTO_BUILD_PCH"                            # precompiled preludes: 0 turns them off (--no-pch)
 PCH_SIZE = "PYPTO_BUILD_PCH_SIZE"                  # the store of precompiled preludes' size limit
+VARIANTS_SIZE = "PYPTO_BUILD_VARIANTS_SIZE"        # the store of the kept variants' binaries and sources
 KEEP_REPLAY = "PYPTO_BUILD_KEEP_REPLAY"            # 0: a run keeps no output tensors under .pypto_build/replay
 DEFAULT_CACHE_BYTES = 5 * 2**30
+DEFAULT_VARIANTS_BYTES = 2 * 2**30      # the binaries of a few hundred variants of a large program
 DEFAULT_PCH_BYTES = 2 * 2**30           # about twenty PTO-ISA preludes (~100 MB each)
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
@@ -114,6 +116,11 @@ def _size(env: Mapping[str, str] | None, name: str, default: int, default_text: 
     except ValueError:
         raise SettingError(f"{name}={raw!r}: not a size; set it to a byte count or a size such as 500M, "
                            f"5G or 1.5G (binary units), or unset it for the default {default_text}") from None
+
+
+def variants_size(env: Mapping[str, str] | None = None) -> int:
+    """The kept variants' store's size limit from `$PYPTO_BUILD_VARIANTS_SIZE` (unset or empty: 2G)."""
+    return _size(env, VARIANTS_SIZE, DEFAULT_VARIANTS_BYTES, "2G")
 
 
 def pto_rebuild(env: Mapping[str, str] | None = None) -> bool:
@@ -203,6 +210,7 @@ def check_environment(env: Mapping[str, str] | None = None, *, cache: bool = Fal
     words("CXXFLAGS", env)
     pto_rebuild(env)
     keep_replay(env)
+    variants_size(env)
     if precompiled_preludes(env) and preludes:
         pch_size(env)
     if cache:

@@ -28,13 +28,17 @@ class Record:
     to ask (locating says what is missing). `fallback`: the platform a directory recording it is built for when
     it cannot serve here (None: never; asked for on purpose, it never falls back). `noop_key`: the light module
     (relative name) with `places(env)` and `compilers(env)` (`noop_keys`); None: it keeps no quick no-op record. `arch`: the device architecture its binaries are for (`a2a3`, `a5`; None: this
-machine's own); `simulator`: it runs them in a simulator on this machine (no device)."""
+machine's own); `simulator`: it runs them in a simulator on this machine (no device); `dump_payloads`: its
+arguments dump (`enable_dump_args` 2) carries trustworthy tensor payloads, so two runs can be compared task by task
+(`pypto-build bisect`'s trace; simpler's a5 payloads are not yet trustworthy)."""
 
-    __slots__ = ("name", "planning", "execution", "serves", "unserved", "fallback", "noop_key", "arch", "simulator")
+    __slots__ = ("name", "planning", "execution", "serves", "unserved", "fallback", "noop_key", "arch", "simulator",
+                 "dump_payloads")
 
     def __init__(self, name: str, planning: str, execution: str | None = None, *, serves: tuple[str, ...] = (),
                  unserved: Callable[[str], str | None] | None = None, fallback: str | None = None,
-                 noop_key: str | None = None, arch: str | None = None, simulator: bool = False) -> None:
+                 noop_key: str | None = None, arch: str | None = None, simulator: bool = False,
+                 dump_payloads: bool = False) -> None:
         self.name = name
         self.planning = planning
         self.execution = execution
@@ -44,6 +48,7 @@ machine's own); `simulator`: it runs them in a simulator on this machine (no dev
         self.noop_key = noop_key
         self.arch = arch
         self.simulator = simulator
+        self.dump_payloads = dump_payloads
 
     def __repr__(self) -> str:
         return f"Record({self.name!r}, {self.planning!r}, {self.execution!r})"
@@ -52,13 +57,15 @@ machine's own); `simulator`: it runs them in a simulator on this machine (no dev
 DEFAULT_PLATFORM = "host"       # what a run targets when nothing chooses another (`choice.choose`)
 
 RECORDS: dict[str, Record] = {record.name: record for record in (
-    Record("host", ".host.platform:HostPlatform", ".host.run:HostRunner", noop_key=".host.noop_key"),
+    Record("host", ".host.platform:HostPlatform", ".host.run:HostRunner", noop_key=".host.noop_key",
+           dump_payloads=True),
     Record("a2a3sim", ".simpler.sim:SimplerSimPlatform", ".simpler.runner:SimplerRunner", unserved=simpler_unserved,
-           fallback=DEFAULT_PLATFORM, noop_key=".simpler.noop_key", arch="a2a3", simulator=True),
+           fallback=DEFAULT_PLATFORM, noop_key=".simpler.noop_key", arch="a2a3", simulator=True, dump_payloads=True),
     Record("a5sim", ".simpler.sim:SimplerSimPlatform", ".simpler.runner:SimplerRunner", unserved=simpler_unserved,
            fallback=DEFAULT_PLATFORM, noop_key=".simpler.noop_key", arch="a5", simulator=True),
     # a device's build needs CANN and its replay an NPU: locating and the runner say what is missing
-    Record("a2a3", ".simpler.device:SimplerDevicePlatform", ".simpler.runner:DeviceRunner", arch="a2a3"),
+    Record("a2a3", ".simpler.device:SimplerDevicePlatform", ".simpler.runner:DeviceRunner", arch="a2a3",
+           dump_payloads=True),
     Record("a5", ".simpler.device:SimplerDevicePlatform", ".simpler.runner:DeviceRunner", arch="a5"),
 )}
 

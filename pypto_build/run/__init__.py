@@ -8,7 +8,8 @@ carrying the run's typed error; `Refused`: the one when the child refused its in
 `VerdictCheck` (when a verdict still holds), `task_dicts` (the stage's doit tasks), `STAGE` (the
 stage as the engine assembles it: tasks, the kept verdict's line `KEPT_VERDICT`, explain's words),
 `require_fit` (the caller's tensors against the sidecar), `WarmStarter` (runs forked from a server that imported torch once: `watch`),
-`RunAhead` / `Wanted` / `for_request` (runs begun while the binaries are built: golden.py's half made meanwhile).
+`RunAhead` / `Wanted` / `for_request` (runs begun while the binaries are built: golden.py's half made meanwhile),
+`load_golden` / `mismatch` (golden.py's tolerances and the comparison rule, for a caller comparing two runs).
 Modules: `entry`, `arguments`, `execution`, `child`, `prepare`, `ahead`, `starter`, `warm_server`, `golden`,
 `golden_key`, `golden_cache`, `reads`, `actions`, `checks`, `tasks`.
 """
@@ -32,6 +33,8 @@ _EXPORTS = {
     "RunFailed": "actions",
     "require_fit": "arguments",
     "VerdictCheck": "checks",
+    "load_golden": "golden",
+    "mismatch": "golden",
     "task_dicts": "tasks",
     "STAGE": "tasks",
     "KEPT_VERDICT": "tasks",

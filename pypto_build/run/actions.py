@@ -12,6 +12,7 @@ error); a caller in this process may also start and hear the run itself (`buildd
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
@@ -21,6 +22,7 @@ from ..toolchain.local_slots import local_work
 from ..core.oserrors import one_line_failures
 from ..builddir.runconfig import InProcess, RunConfig
 from ..plan.program import Program
+from ..variants.record import Recorder
 
 if TYPE_CHECKING:
     from .entry import RunOutcome
@@ -69,15 +71,18 @@ def run_replay(program: Program, config: RunConfig, timeout: float, quiet: bool 
 @one_line_failures
 @local_work
 def run_validate(program: Program, config: RunConfig, timeout: float, quiet: bool = False,
-                 here: InProcess | None = None):
+                 here: InProcess | None = None, keep: Recorder | None = None):
     """Run and validate; the verdict (and the seal of the golden result it was compared against, which keys
-    it: `run.checks.VerdictCheck`) is recorded only when it passes — the same values whoever asked (`here`: a
-    caller in this process, `_entry`)."""
+    it: `run.checks.VerdictCheck`) is kept only when it passes — the same values whoever asked (`here`: a
+    caller in this process, `_entry`). Passing, failing or crashed, the run's variant is recorded (`keep`:
+    `variants.record`)."""
     failures = _failures()
     try:
         outcome = _entry(program, config, timeout, quiet, here, validate=True)
     except failures as exc:
+        _record(keep, program, exc)
         return _failed(program, "validation", exc)
+    _record(keep, program, None, f"compared {', '.join(outcome.checked)}")
     return {"verdict": "PASSED", "outputs": outcome.checked, "config": program.config(config).key(),
             "golden": {"seal": outcome.golden, "states": {}}, "run": _kept(outcome)}
 
@@ -107,6 +112,25 @@ def _entry(program: Program, config: RunConfig, timeout: float, quiet: bool, her
         if begun is not None:
             begun.stop()                    # taken here: stopped here, whatever the entry did with it
     return here.ran
+
+
+def _record(keep: Recorder | None, program: Program, exc: BaseException | None, figures: str = "") -> None:
+    """Record the variant that ran with its verdict: PASSED, FAILED (an output off: how far), CRASHED (the program
+    failed); nothing for a refusal or a golden.py that failed (no verdict on the binaries)."""
+    from ..errors import ExecutorError, ProgramFailed, ValidationFailed
+    from .golden import GoldenError
+
+    if keep is None:
+        return
+    if exc is None:
+        verdict = "PASSED"
+    elif isinstance(exc, ValidationFailed):
+        verdict, figures = "FAILED", str(exc).partition("\n")[0]
+    elif isinstance(exc, (ProgramFailed, ExecutorError)) and not isinstance(exc, GoldenError):
+        verdict, figures = "CRASHED", str(exc).partition("\n")[0]
+    else:
+        return
+    keep.verdict(Path(program.path), verdict, figures, program.platform)
 
 
 def _kept(outcome: RunOutcome) -> dict:

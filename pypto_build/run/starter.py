@@ -98,6 +98,20 @@ class WarmStarter:
         self._socket = ours
         return ours
 
+    def close(self) -> None:
+        """Stop the server (it leaves when its socket closes; its runs die with it)."""
+        with self._lock:
+            if self._socket is not None:
+                self._socket.close()
+                self._socket = None
+            if self._server is not None:
+                try:
+                    self._server.wait(procs.REAP_S)
+                except subprocess.TimeoutExpired:
+                    self._server.kill()
+                    self._server.wait()
+                self._server = None
+
     def warm_up(self) -> float:
         """Start the server and wait until it has imported torch (one empty run); the seconds that took."""
         start = time.perf_counter()

@@ -13,21 +13,25 @@ from ..plan.graph import Graph, RunTarget, run_targets
 from ..plan.program import Program, program
 from ..builddir.runconfig import RunSpec
 from ..core.stage_seam import Stage
+from ..variants.record import Recorder, recorder
 from .actions import Refused, run_replay, run_validate
 from .checks import VerdictCheck
 
 
-def task_dicts(graph: Graph, run: RunSpec) -> dict[str, list[dict]]:
-    """`replay` and `validate` task dicts of every run target of `graph`, by basename."""
+def task_dicts(graph: Graph, run: RunSpec, cache_dir: str | None = None) -> dict[str, list[dict]]:
+    """`replay` and `validate` task dicts of every run target of `graph`, by basename (`cache_dir`: the artefact
+    cache's, beside which the variants a verdict records keep their binaries: `variants.store`)."""
     groups: dict[str, list[dict]] = {stages.REPLAY: [], stages.VALIDATE: []}
     for target in run_targets(graph):
-        _target_tasks(groups, run, target, program(graph, target.rel))
+        keep = recorder(graph.plans, target.rel, cache_dir)
+        _target_tasks(groups, run, target, program(graph, target.rel), keep)
     return groups
 
 
-def _target_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, what: Program) -> None:
+def _target_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, what: Program, keep: Recorder) -> None:
     """`replay:<name>` (always runs when selected) and `validate:<name>` (verdict cached), each running `what`
-    (the plan's program: its directory, kind and platform; a verdict is kept per platform)."""
+    (the plan's program: its directory, kind and platform; a verdict is kept per platform and its variant
+    recorded by `keep`)."""
     groups[stages.REPLAY].append({
         "name": t.name,
         "doc": f"run {t.rel} on golden.py's inputs ({what.platform})",
@@ -39,7 +43,7 @@ def _target_tasks(groups: dict[str, list[dict]], run: RunSpec, t: RunTarget, wha
     groups[stages.VALIDATE].append({
         "name": t.name,
         "doc": f"validate {t.rel} against golden.py (verdict kept while inputs are unchanged)",
-        "actions": [(run_validate, [what, run.config, run.timeout, run.quiet, run.in_process])],
+        "actions": [(run_validate, [what, run.config, run.timeout, run.quiet, run.in_process, keep])],
         "task_dep": list(t.stamps),
         "file_dep": list(t.inputs),
         "uptodate": [VerdictCheck(what.config(run.config).key(), str(what.path))],
@@ -71,8 +75,8 @@ def explained(name: str, status: str, reason: str, values: dict | None) -> str |
     return f"{reason}: the last verdict ({verdict}) no longer holds"
 
 
-def _tasks(graph: Graph, _caches, run: RunSpec | None) -> dict[str, list[dict]]:
-    return task_dicts(graph, run or RunSpec())
+def _tasks(graph: Graph, caches, run: RunSpec | None) -> dict[str, list[dict]]:
+    return task_dicts(graph, run or RunSpec(), caches.directory if caches is not None else None)
 
 
 # A verdict is on the binaries: a replay or validation runs after any stamp it depends on that runs.

@@ -33,7 +33,8 @@ from ..errors import ProgramFailed, PyptoBuildError, exit_status, one_line
 from ..builddir.runconfig import InProcess
 from ..builddir.state_dir import STATE_DB, current_state_folder
 from ..options import Request
-from .history import History, percent, variant_digest
+from ..variants.history import Damaged, History, percent
+from ..variants.units import program_units, unit_states, variant_id
 from .inputs import PLANNING, Inputs, Snapshot, collect
 
 TAIL_LINES = 30           # of a compiler's or a program's output, shown when a round fails
@@ -62,7 +63,8 @@ class Round:
     detail: str = ""
     seconds: list[float] = field(default_factory=list)
     split: dict[str, float] = field(default_factory=dict)
-    variant: str | None = None   # the digest of the binaries that ran (history.variant_digest)
+    variant: str | None = None   # the digest of the binaries that ran (variants.units.variant_id)
+    units: list | None = None    # their units (variants.units.UnitState)
     seen: bool = False           # that variant was tried before (a revert)
     said: bool = False           # the verdict line is printed
 
@@ -134,7 +136,8 @@ class Session:
             self.say(f"   rebuilt  {_few(report.rebuilt) if report.rebuilt else 'nothing'}")
             self._unmoved(read)
             if result is not None and result.ok:
-                report.variant = variant_digest(self.root, [o for p in self.graph.plans for o in p.outputs])
+                report.units = unit_states(self.root, program_units(self.graph.plans, "."))
+                report.variant = variant_id(report.units) if report.units is not None else None
                 self._run(report, read)
             if not report.said:
                 self._unmoved(read)
@@ -330,8 +333,16 @@ class Session:
         self.say(f"   time     {split}")
 
     def _record(self, r: Round) -> None:
-        """Keep the variant's verdict and times in the history (a failure to write is said, not fatal)."""
-        _, r.seen = self.history.record(r.variant, r.verdict, r.seconds, r.changed)
+        """Add the round's times and changes to its variant in the history, which its `validate:` task recorded
+        with the verdict (a run without validation: recorded here); a failure to write is said, not fatal."""
+        r.seen = r.variant in self.history.variants           # tried before this round
+        try:
+            self.history = History(self.root)                  # with what the round's validate: task recorded
+        except Damaged:
+            self.history, _ = History.set_aside(self.root)
+        by_task = self.settings.validate and r.verdict in ("PASSED", "FAILED", "CRASHED")
+        self.history.record(r.variant, r.verdict, r.seconds, r.changed, units=[u.as_dict() for u in r.units or ()],
+                            platform=self.graph.platform.name, again=not (by_task and r.variant in self.history.variants))
         try:
             self.history.save()
         except OSError as exc:

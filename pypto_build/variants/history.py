@@ -1,10 +1,13 @@
-"""The variants of a program tried in a build directory: verdict and run time per content of its binaries.
+"""The variants of a program tried in a build directory: verdict, error figures, run time and units per content
+of its binaries.
 
 A *variant* is the digest of every binary the program runs (kernels, orchestrations,
-in plan order): an edit that changes no binary is the same variant, a revert is an
-earlier one again. `watch` records each round's variant in `.pypto_build/history.json`
-(atomically, the newest `KEEP` variants), so a tuning loop sees at once whether an edit
-helped, and `pypto-build history DIR` lists what was tried.
+in plan order: `units.variant_id`): an edit that changes no binary is the same variant, a revert is an
+earlier one again. Every run that reaches a verdict records its variant in the program's
+`.pypto_build/history.json` (atomically, the newest `KEEP` variants; `record.record_verdict`, from the
+`validate:` task): per unit the digests of its binary and its source, the verdict and its figures. `watch`
+adds each round's run times and what it changed, so a tuning loop sees at once whether an edit
+helped; `pypto-build history DIR` lists what was tried and `pypto-build bisect` compares two of them.
 
 The file is data like any other in the directory: it is read capped (`limits`), and
 every field is checked for its type and range before use (`Damaged`: one line naming
@@ -23,7 +26,6 @@ from pathlib import Path
 
 from ..core import atomic
 from ..errors import UserError, one_line
-from ..core.hashing import file_digest, text_digest
 from ..core.limits import TooLarge, read_capped
 from ..builddir.state_dir import HISTORY, STATE_DIR
 
@@ -36,8 +38,8 @@ class Damaged(UserError):
     """The history file cannot be used (unreadable, not JSON, a field of the wrong type or out of range)."""
 
     def __init__(self, path: Path, what: str) -> None:
-        super().__init__(f"{path}: {what}; remove it, or run `pypto-build watch`, which sets a damaged history "
-                         f"aside as {RECORD}{ASIDE} and starts a new one")
+        super().__init__(f"{path}: {what}; remove it, or run `pypto-build watch` or `validate`, which set a damaged "
+                         f"history aside as {RECORD}{ASIDE} and start a new one")
         self.path, self.what = path, what
 
 
@@ -52,6 +54,14 @@ class Variant:
     seconds: list[float] = field(default_factory=list)    # the last round's timed runs
     changed: list[str] = field(default_factory=list)      # what the round that first made it changed
     rounds: int = 1
+    figures: str = ""                                     # the last verdict's detail: how far off, what crashed
+    units: list[dict] = field(default_factory=list)       # per unit: units.UnitState as a dict (`unit_states`)
+    platform: str = ""                                    # where it ran
+
+    def unit_states(self) -> list:
+        """The units recorded (`units.UnitState`), in plan order; [] for a variant recorded before units were."""
+        from .units import UnitState
+        return [UnitState(**u) for u in self.units]
 
     @property
     def median(self) -> float | None:
@@ -60,17 +70,6 @@ class Variant:
     @property
     def short(self) -> str:
         return self.digest[:10]
-
-
-def variant_digest(root: Path, outputs: list[str]) -> str | None:
-    """The digest of the binaries `outputs` (relative to `root`); None when one is missing."""
-    parts = []
-    for rel in outputs:
-        try:
-            parts += [rel, file_digest(os.path.join(root, rel))]
-        except OSError:
-            return None
-    return text_digest(*parts)
 
 
 class History:
@@ -91,7 +90,7 @@ class History:
         try:
             variants = _checked(json.loads(data))
         except (ValueError, RecursionError) as exc:     # a JSONDecodeError or UnicodeDecodeError is a ValueError
-            raise Damaged(self.path, f"not a history `pypto-build watch` wrote ({one_line(exc, 200)})") from None
+            raise Damaged(self.path, f"not a history pypto-build wrote ({one_line(exc, 200)})") from None
         self.variants = {v.digest: v for v in variants}
 
     @classmethod
@@ -107,17 +106,35 @@ class History:
             fresh.save()
             return fresh, f"{exc.path}: {exc.what}; set aside as {aside.name}, a new history starts"
 
-    def record(self, digest: str, verdict: str, seconds: list[float], changed: list[str]) -> tuple[Variant, bool]:
-        """Note one round of `digest`; (the variant, whether it was seen before)."""
+    def record(self, digest: str, verdict: str, seconds: list[float], changed: list[str], *,
+               figures: str | None = None, units: list[dict] | None = None, platform: str | None = None,
+               again: bool = True) -> tuple[Variant, bool]:
+        """Note one run of `digest`; (the variant, whether it was seen before). What is not given is kept from
+        the variant's earlier record; `again=False` adds to the run just recorded (a watch round's times, after
+        its `validate:` task recorded the verdict) instead of counting another."""
         now = time.time()
         seen = self.variants.pop(digest, None)
         if seen is None:
-            variant = Variant(digest, now, now, verdict, list(seconds), list(changed))
+            variant = Variant(digest, now, now, verdict, list(seconds), list(changed), 1, figures or "",
+                              list(units or []), platform or "")
         else:
-            variant = Variant(digest, seen.first_seen, now, verdict, list(seconds) or seen.seconds, seen.changed,
-                              seen.rounds + 1)
+            variant = Variant(digest, seen.first_seen, now, verdict, list(seconds) or seen.seconds,
+                              seen.changed or list(changed), seen.rounds + (1 if again else 0),
+                              seen.figures if figures is None else figures,
+                              seen.units if units is None else list(units),
+                              seen.platform if platform is None else platform)
         self.variants[digest] = variant
-        return variant, seen is not None
+        return variant, seen is not None and again
+
+    def find(self, prefix: str) -> Variant | None:
+        """The variant whose id starts with `prefix` (what `listing` prints); None when none or several do."""
+        found = [v for d, v in self.variants.items() if d.startswith(prefix.lower())] if prefix else []
+        return found[0] if len(found) == 1 else None
+
+    def newest(self, verdict: str) -> Variant | None:
+        """The variant last run with `verdict` (e.g. the newest PASSED), or None."""
+        found = [v for v in self.variants.values() if v.verdict == verdict]
+        return max(found, key=lambda v: v.last_seen) if found else None
 
     def save(self) -> None:
         kept = sorted(self.variants.values(), key=lambda v: v.last_seen)[-KEEP:]
@@ -128,7 +145,8 @@ class History:
         """`pypto-build history`: one line per variant, oldest first, with its change against the first."""
         variants = sorted(self.variants.values(), key=lambda v: v.first_seen)
         if not variants:
-            return [f"no variants recorded in {self.path} yet; `pypto-build watch DIR` records one per round"]
+            return [f"no variants recorded in {self.path} yet; every verdict records one (`pypto-build validate DIR`, "
+                    "`replay --validate`, each `watch` round)"]
         base = next((v for v in variants if v.median), None)      # what the others are against: "-" itself
         first = base.median if base else None
         lines = [f"{'variant':<10}  {'first seen':<19}  {'rounds':>6}  {'verdict':<12}  {'median':>10}  "
@@ -148,7 +166,8 @@ def percent(value: float, base: float) -> str:
 
 
 _EXPECTED = {"digest": "a digest", "first_seen": "a time", "last_seen": "a time", "verdict": "a verdict",
-             "seconds": "a list of run times", "changed": "a list of file names", "rounds": "a count of rounds"}
+             "seconds": "a list of run times", "changed": "a list of file names", "rounds": "a count of rounds",
+             "figures": "a line of text", "units": "a list of unit records", "platform": "a platform name"}
 _REQUIRED = {"digest", "first_seen", "last_seen", "verdict"}
 
 
@@ -175,9 +194,18 @@ def _fits(name: str, value: object) -> bool:
         return isinstance(value, list) and all(_number(t) and t >= 0 for t in value)
     if name == "changed":
         return isinstance(value, list) and all(isinstance(c, str) for c in value)
+    if name == "units":
+        return isinstance(value, list) and all(_unit(u) for u in value)
     if name == "rounds":
         return isinstance(value, int) and not isinstance(value, bool) and value >= 1
     return isinstance(value, str) and (name != "digest" or bool(value))
+
+
+def _unit(value: object) -> bool:
+    """A unit record as `units.UnitState` writes it: its fields, each a string (a missing source's digest: null)."""
+    from .units import UNIT_FIELDS
+    return (isinstance(value, dict) and set(value) == set(UNIT_FIELDS)
+            and all(isinstance(v, str) or (v is None and k == "source_digest") for k, v in value.items()))
 
 
 def _number(value: object) -> bool:

@@ -1,0 +1,316 @@
+"""`pypto-build bisect`: real builds, real runs, real processes (issue: which kernel broke it)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pypto_build.testing import synth
+from pypto_build.variants.history import History
+from pypto_build.variants.store import store_dir
+
+pytestmark = pytest.mark.slow
+
+KERNELS = 6
+
+
+def cli(*args: str, check: int | None = None, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "pypto_build", *args], capture_output=True, text=True,
+                          timeout=600, **kwargs)
+    if check is not None:
+        assert done.returncode == check, done.stdout + done.stderr
+    return done
+
+
+def kernel(root: Path, func_id: int) -> Path:
+    return synth.kernel_path(root, func_id)
+
+
+def breaks(root: Path, func_id: int) -> None:
+    """Change the numbers kernel `func_id` computes (its coefficient)."""
+    path = kernel(root, func_id)
+    text = path.read_text()
+    assert text.count(f"{func_id + 1}.0f") == 1
+    path.write_text(text.replace(f"{func_id + 1}.0f", f"{func_id + 1}.5f"))
+
+
+def harmless(root: Path, func_id: int) -> None:
+    """Change kernel `func_id`'s binary but not its numbers."""
+    path = kernel(root, func_id)
+    path.write_text(path.read_text().replace("using namespace pto;",
+                                             f'using namespace pto;\nextern "C" volatile int harmless_{func_id} = 7;'))
+
+
+def nudges(root: Path, func_id: int, by: str) -> None:
+    """Add `by` to what kernel `func_id` writes (within the tolerance alone, or not)."""
+    path = kernel(root, func_id)
+    text = path.read_text()
+    assert text.count("out[i] = ") == 1
+    path.write_text(text.replace("out[i] = ", f"out[i] = {by} + "))
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (state included) with its bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def user_cache(tmp_path_factory) -> Path:
+    """The user's cache folder of this module's tests: the kept variants of `passed` live there."""
+    return tmp_path_factory.mktemp("bisect-user-cache")
+
+
+@pytest.fixture(scope="module")
+def passed(tmp_path_factory, user_cache) -> Path:
+    """A built directory of KERNELS kernels whose PASSED verdict is recorded."""
+    root = synth.write_l2(tmp_path_factory.mktemp("bisect") / "d", kernels=KERNELS, golden=True)
+    cli("validate", str(root), check=0, env={**os.environ, "XDG_CACHE_HOME": str(user_cache)})
+    return root
+
+
+@pytest.fixture
+def d(passed, user_cache, tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(user_cache))
+    copy = tmp_path / "d"
+    subprocess.run(["cp", "-a", str(passed), str(copy)], check=True)
+    return copy
+
+
+def failing(root: Path) -> None:
+    """Validate after the edits: FAILED, recorded."""
+    cli("validate", str(root), check=1)
+
+
+def test_one_culprit_among_several_changed_kernels_is_named_and_the_directory_is_untouched(d, tmp_path):
+    harmless(d, 1)
+    breaks(d, 3)
+    harmless(d, 4)
+    failing(d)
+    before = tree(d)
+    out = tmp_path / "report.json"
+    done = cli("bisect", str(d), "--method", "mix", "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert [c["unit"] for c in report["culprits"]] == ["compile:aiv/main_incore_3_aiv"]
+    assert report["culprits"][0]["source"] == "kernels/aiv/main_incore_3_aiv.cpp"
+    assert any("4.5f" in line and line.startswith("+") for line in report["culprits"][0]["diff"])
+    assert report["method"] == "mix" and report["first_divergence"] is None
+    assert len(report["suspects"]) == 3
+    assert len(report["runs"]) <= 2 + 2 + 1          # the endpoints, then at most ceil(log2 3) + 1
+    assert all(set(r) >= {"units", "verdict", "seconds"} for r in report["runs"])
+    assert "culprit  compile:aiv/main_incore_3_aiv" in done.stdout
+    assert re.search(r"\[bisect\] run 1: (PASSED|FAILED) in", done.stdout)        # each run shown as it goes
+    assert tree(d) == before                          # sources, binaries, stamp, state, history: byte for byte
+
+
+def test_a_harmless_binary_change_alone_is_not_blamed(d):
+    harmless(d, 2)
+    cli("validate", str(d), check=0)
+    done = cli("bisect", str(d), "--method", "mix", "--good", History(d).newest("PASSED").short, check=1)
+    assert "the two variants agree: nothing to blame" in done.stdout
+
+
+def test_two_culprits_that_only_fail_together_are_found_together(d, tmp_path):
+    golden = d / "golden.py"
+    golden.write_text(golden.read_text().replace("RTOL = 1e-05", "RTOL = 0.0").replace("ATOL = 1e-05", "ATOL = 0.01"))
+    cli("validate", str(d), check=0)                  # the good variant under this oracle
+    nudges(d, KERNELS - 2, "0.012f")                  # halved by the last kernel: 0.006 alone
+    nudges(d, KERNELS - 1, "0.006f")                  # 0.006 alone; together 0.012 > ATOL
+    harmless(d, 0)
+    failing(d)
+    out = tmp_path / "r.json"
+    cli("bisect", str(d), "--method", "mix", "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert sorted(c["unit"] for c in report["culprits"]) == ["compile:aic/main_incore_4_aic",
+                                                             "compile:aiv/main_incore_5_aiv"]
+
+
+def test_against_the_good_variants_outputs_and_with_given_tolerances(d, tmp_path):
+    breaks(d, 5)
+    harmless(d, 2)
+    failing(d)
+    out = tmp_path / "r.json"
+    cli("bisect", str(d), "--method", "mix", "--against-good", "--json", str(out), check=0)
+    assert [c["unit"] for c in json.loads(out.read_text())["culprits"]] == ["compile:aiv/main_incore_5_aiv"]
+    lax = cli("bisect", str(d), "--method", "mix", "--against-good", "--atol", "100", check=1)
+    assert "the two variants agree" in lax.stdout   # within a tolerance that wide, nothing differs
+
+
+def test_good_as_another_directory_of_the_same_program(d, passed, tmp_path):
+    breaks(d, 2)
+    out = tmp_path / "r.json"
+    cli("bisect", str(d), "--method", "mix", "--good", str(passed), "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert [c["unit"] for c in report["culprits"]] == ["compile:aic/main_incore_2_aic"]
+    assert report["good"] == f"directory {passed}"
+
+
+def test_an_evicted_good_binary_is_rebuilt_from_its_kept_source(d, tmp_path):
+    breaks(d, 3)
+    failing(d)
+    good = History(d).newest("PASSED")
+    unit = next(u for u in good.unit_states() if u.task == "compile:aiv/main_incore_3_aiv")
+    entry = Path(store_dir(None)) / unit.binary_digest[:2] / unit.binary_digest
+    entry.unlink()                                    # as the store's size limit would
+    out = tmp_path / "r.json"
+    done = cli("bisect", str(d), "--method", "mix", "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert [c["unit"] for c in report["culprits"]] == ["compile:aiv/main_incore_3_aiv"]
+    assert any("rebuilt from its kept source with its recorded command: the same bytes as recorded" in n
+               for n in report["notes"]), report["notes"]
+    assert "evicted" in done.stdout
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--good", "0123456789"], "no single variant '0123456789' recorded"),
+    (["--good", "./no-such-dir"], "no such directory"),
+    (["--method", "guess"], "invalid choice"),
+    (["--rtol", "-1", "--against-good"], "not a tolerance"),
+])
+def test_bad_input_is_one_line_and_exit_2(d, args, says):
+    before = tree(d)
+    done = cli("bisect", str(d), *args, check=2)
+    assert says in done.stderr and "Traceback" not in done.stderr
+    assert tree(d) == before
+
+
+def test_a_good_directory_of_another_program_is_refused_naming_the_first_difference(d, tmp_path):
+    other = synth.write_l2(tmp_path / "other", kernels=KERNELS - 1, golden=True)
+    cli("build", str(other), check=0)
+    done = cli("bisect", str(d), "--good", str(other), check=2)
+    assert "not the same program" in done.stderr and "main_incore_5_aiv" in done.stderr
+    unbuilt = synth.write_l2(tmp_path / "unbuilt", kernels=KERNELS, golden=True)
+    done = cli("bisect", str(d), "--good", str(unbuilt), check=2)
+    assert "not built" in done.stderr
+
+
+def test_no_passed_variant_is_one_line(tmp_path):
+    root = synth.write_l2(tmp_path / "fresh", kernels=2, golden=True)
+    breaks(root, 1)
+    cli("validate", str(root), check=1)
+    done = cli("bisect", str(root), check=2)
+    assert "no PASSED variant recorded" in done.stderr
+
+
+def test_every_verdict_records_its_variant_and_history_lists_them(d):
+    before = History(d).variants
+    breaks(d, 1)
+    failing(d)
+    after = History(d)
+    new = [v for k, v in after.variants.items() if k not in before]
+    assert len(new) == 1 and new[0].verdict == "FAILED" and "does not match golden" in new[0].figures
+    units = {u.task: u for u in new[0].unit_states()}
+    assert len(units) == KERNELS + 1 and all(u.binary_digest and u.source_digest for u in units.values())
+    assert all((Path(store_dir(None)) / u.binary_digest[:2] / u.binary_digest).is_file() for u in units.values())
+    listing = cli("history", str(d), check=0).stdout
+    assert new[0].short in listing and "FAILED" in listing
+
+
+def test_a_killed_bisect_leaves_only_its_scratch_which_the_next_removes(d):
+    breaks(d, 3)
+    failing(d)
+    before = tree(d)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        proc = subprocess.Popen([sys.executable, "-m", "pypto_build", "bisect", str(d), "--method", "mix"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        for line in proc.stdout:
+            if "[bisect] run 1:" in line:
+                break
+        proc.send_signal(sig)
+        proc.wait(60)
+        assert proc.returncode == (130 if sig != signal.SIGKILL else -signal.SIGKILL)
+        assert tree(d) == before
+    work = Path(store_dir(None)).parent / "bisect"
+    assert any((w / "scratch").exists() for w in work.iterdir())       # what kill -9 left
+    cli("bisect", str(d), "--method", "mix", check=0)
+    assert not any((w / "scratch").exists() for w in work.iterdir())
+
+
+def test_two_bisects_of_one_directory_are_serialised(d):
+    breaks(d, 3)
+    failing(d)
+    procs = [subprocess.Popen([sys.executable, "-m", "pypto_build", "bisect", str(d), "--method", "mix"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert any("waiting for another run" in err for _out, err in outs)
+
+
+def test_trace_names_the_first_divergent_task_and_its_kernel(d, tmp_path):
+    harmless(d, 1)
+    breaks(d, 3)
+    failing(d)
+    out = tmp_path / "r.json"
+    done = cli("bisect", str(d), "--json", str(out), check=0)      # host: the dump carries payloads
+    report = json.loads(out.read_text())
+    assert report["method"] == "trace" and len(report["runs"]) == 2
+    assert [c["unit"] for c in report["culprits"]] == ["compile:aiv/main_incore_3_aiv"]
+    first = report["first_divergence"]
+    assert (first["index"], first["func_id"], first["kernel"]) == (3, [3], "main_incore_3_aiv")
+    assert first["source"] == "kernels/aiv/main_incore_3_aiv.cpp"
+    assert first["later"] == KERNELS - 4 and first["differing"] > 0 and first["max_abs"] > 0
+    assert "first divergent task  #3: main_incore_3_aiv" in done.stdout
+
+
+def test_a_task_sequence_that_differs_is_said_and_the_mix_names_the_orchestration(d, tmp_path):
+    orch = d / "orchestration" / "main.cpp"
+    text = orch.read_text()
+    call = f"rt_submit_aiv_task({KERNELS - 1}, "
+    assert text.count(call) == 1
+    orch.write_text(text.replace(call, f"if (0) rt_submit_aiv_task({KERNELS - 1}, "))
+    harmless(d, 2)
+    failing(d)
+    out = tmp_path / "r.json"
+    cli("bisect", str(d), "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert report["method"] == "trace+mix"
+    assert report["parting"]["index"] == KERNELS - 1 and report["parting"]["current_func_id"] is None
+    assert [c["unit"] for c in report["culprits"]] == ["orch:main"]
+
+
+def _chip_kernel(root: Path, chip: str, func_id: int) -> Path:
+    return synth.kernel_path(root / "next_levels" / chip, func_id)
+
+
+def test_l3_the_first_rank_and_task_that_part_and_the_chip_unit_by_mix(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = synth.write_l3(tmp_path / "l3", golden=True)
+    cli("validate", str(root), check=0)
+    target = _chip_kernel(root, "chip_b", 1)
+    target.write_text(target.read_text().replace("2.0f", "2.5f"))
+    harmless(root / "next_levels" / "chip_a", 0)
+    cli("validate", str(root), check=1)
+    before = tree(root)
+    out = tmp_path / "r.json"
+    cli("bisect", str(root), "--json", str(out), check=0)
+    report = json.loads(out.read_text())
+    assert [c["unit"] for c in report["culprits"]] == ["compile:chip_b/aiv/chip_b_incore_1_aiv"]
+    assert report["method"] == "trace+mix"                      # the dispatch's chip is not in its dump
+    first = report["first_divergence"]
+    assert first is not None and re.search(r"in rank\d+/d\d+$", first["kernel"])
+    assert tree(root) == before
+
+
+def test_multi_orchestration_each_sub_build_against_its_own_history(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = synth.write_multi_orch(tmp_path / "multi", golden=True)
+    for sub in ("orch_a", "orch_b"):                  # each validated on its own: its history is its own
+        cli("validate", str(root / "next_levels" / sub), check=0)
+    target = synth.kernel_path(root / "next_levels" / "orch_b", 1)
+    target.write_text(target.read_text().replace("2.0f", "2.5f"))
+    cli("validate", str(root / "next_levels" / "orch_b"), check=1)
+    listing = cli("history", str(root), check=0).stdout
+    assert "next_levels/orch_a:" in listing and "next_levels/orch_b:" in listing
+    out = tmp_path / "r.json"
+    done = cli("bisect", str(root), "--method", "mix", "--json", str(out), check=0)
+    programs = json.loads(out.read_text())["programs"]
+    by_dir = {Path(p["directory"]).name: p for p in programs}
+    assert by_dir["orch_a"]["outcome"] == "agree" and by_dir["orch_a"]["culprits"] == []
+    assert [c["unit"] for c in by_dir["orch_b"]["culprits"]] == ["compile:orch_b/aiv/orch_b_incore_1_aiv"]
+    assert "culprit  compile:orch_b/aiv/orch_b_incore_1_aiv" in done.stdout
