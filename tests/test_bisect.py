@@ -256,6 +256,14 @@ def test_trace_names_the_first_divergent_task_and_its_kernel(d, tmp_path):
     assert first["source"] == "kernels/aiv/main_incore_3_aiv.cpp"
     assert first["later"] == KERNELS - 4 and first["differing"] > 0 and first["max_abs"] > 0
     assert "first divergent task  #3: main_incore_3_aiv" in done.stdout
+    again = cli("bisect", str(d), "--json", str(out), check=0)      # the good variant's dump was kept
+    report = json.loads(out.read_text())
+    assert len(report["runs"]) == 1 and report["first_divergence"]["index"] == 3
+    assert "the good variant's dump on these inputs is kept" in again.stdout
+    golden = d / "golden.py"                                          # other inputs: the kept dump is not used
+    golden.write_text(golden.read_text().replace("manual_seed(1234)", "manual_seed(99)"))
+    report = json.loads((cli("bisect", str(d), "--json", str(out), check=0), out.read_text())[1])
+    assert len(report["runs"]) == 2 and report["culprits"][0]["unit"] == "compile:aiv/main_incore_3_aiv"
 
 
 def test_a_task_sequence_that_differs_is_said_and_the_mix_names_the_orchestration(d, tmp_path):

@@ -66,12 +66,16 @@ def test_watch_session_rebuilds_reruns_and_keeps_going(built_golden, tmp_path):
         assert any(line.startswith("   verdict  FAILED: Output 'out' does not match golden") and "max abs error" in line
                    for line in second), second
         assert ratio(root) == pytest.approx(4.125)                       # ((a*0.25 + 2a) * 0.5 + 3a) / a
+        diverges = [line for line in second if line.startswith("   diverges ")]   # a FAIL right after a PASS
+        assert len(diverges) == 1 and diverges[0].startswith(f"   diverges task #1 {k1.stem} (func_id 1): output "), second
+        assert any(line.startswith("   bisect   against ") and "pypto-build bisect" in line for line in second)
         with open(k1, "w") as handle:                                    # a burst of writes: one round
             handle.write(original.replace("out[i] * 0.5f", "out[i] * 0.75f")[:100])
             handle.flush()
             handle.write(original.replace("out[i] * 0.5f", "out[i] * 0.75f")[100:])
         third = w.block(3)
         assert any("FAILED" in line for line in third)
+        assert not any(line.startswith("   diverges ") for line in third)       # a FAIL after a FAIL: not traced
         assert ratio(root) == pytest.approx(4.375)                       # the kernel rebuilt again ran, not round 2's
         inject(k1, "not C++ at all;")                                    # a compile error
         fourth = w.block(4)

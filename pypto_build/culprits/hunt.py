@@ -35,10 +35,11 @@ DIFF_LINES = 60                 # of a culprit's source diff on the screen (the 
 def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, method: str | None = None,
            against_good: bool = False, rtol: float | None = None, atol: float | None = None,
            platform: str | None = None, cache_dir: str | os.PathLike | None = None,
-           say: Callable[[str], None] = lambda _line: None) -> list[Report]:
+           say: Callable[[str], None] = lambda _line: None, start: Callable | None = None) -> list[Report]:
     """Compare `directory`'s current variant with `good` (None: the newest PASSED in its history; a variant id;
     a build directory of the same program) and name the culprit units; one `Report` per program (a multi-orch
-    parent has one per sub-build with a golden.py). `say` hears each step and run as it goes."""
+    parent has one per sub-build with a golden.py). `say` hears each step and run as it goes; `start` starts each
+    run's process (a caller's `run.WarmStarter.start`; None: a warm starter of the bisect's own)."""
     from ..options import Request
     from .. import pipeline
 
@@ -63,7 +64,7 @@ def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, meth
         for program in programs(graph):
             rel = Path(program.path).relative_to(work.path).as_posix()
             reports.append(_one(root, rel, program, graph, work, request.cache_dir, other, good, good_plans,
-                                method, against_good, rtol, atol, say))
+                                method, against_good, rtol, atol, say, start))
     return reports
 
 
@@ -82,7 +83,7 @@ def _other_directory(good: str | os.PathLike | None) -> Path | None:
 
 def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir: str | None, other: Path | None,
          good: str | os.PathLike | None, good_plans, method: str | None, against_good: bool, rtol: float | None,
-         atol: float | None, say: Callable[[str], None]) -> Report:
+         atol: float | None, say: Callable[[str], None], start: Callable | None) -> Report:
     """The bisect of one program of the scratch copy."""
     current = sides.current(Path(program.path), graph.plans, rel)
     if other is not None:
@@ -102,15 +103,17 @@ def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir
     notes = _fetch(work, current, good_side, suspects, store, cache_dir, say)
     from ..run import WarmStarter
 
-    starter = WarmStarter(program.platform)         # each run forked from a server with torch imported once
-    starter.start_server()
+    starter = WarmStarter(program.platform) if start is None else None   # runs forked with torch imported once
+    if starter is not None:
+        starter.start_server()
     try:
         mixer = Mixer(work, program, program.config(None), good_side, current, suspects, against=against,
-                      on_run=lambda r: say(_run_line(len(mixer.runs), r)), start=starter.start)
+                      on_run=lambda r: say(_run_line(len(mixer.runs), r)), start=start or starter.start)
         return _search(where, good_side, current, suspects, mixer, work, graph, rel, method, program, notes, store,
                        say)
     finally:
-        starter.close()
+        if starter is not None:
+            starter.close()
 
 
 def _search(where: Path, good_side: sides.Side, current: sides.Side, suspects: list[str], mixer: Mixer,

@@ -33,6 +33,7 @@ class Run:
     detail: str
     seconds: float
     why: str
+    golden: str | None = None       # the seal of the golden result it was compared against (None: not compared)
 
     @property
     def fails(self) -> bool:
@@ -67,34 +68,34 @@ class Mixer:
             self.scratch.install(Path(self.program.path) / unit.binary, unit.binary_digest)
         config = replace(self.config, enable_dump_args=2) if dump is not None else self.config
         began = time.perf_counter()
-        verdict, detail = self._judged(config, reference=not current and self.against is not None)
+        verdict, detail, golden = self._judged(config, reference=not current and self.against is not None)
         seconds = time.perf_counter() - began
         if dump is not None:
             _copy_dumps(Path(self.program.path), dump)
-        made = Run(tuple(t for t in self.suspects if t in current), verdict, detail, seconds, why)
+        made = Run(tuple(t for t in self.suspects if t in current), verdict, detail, seconds, why, golden)
         self.runs.append(made)
         self.on_run(made)
         return made
 
-    def _judged(self, config, *, reference: bool) -> tuple[str, str]:
+    def _judged(self, config, *, reference: bool) -> tuple[str, str, str | None]:
         from ..run import run_built
 
         try:
             outcome = run_built(self.program, validate=self.against is None, config=config, say=lambda _l: None,
                                 quiet=True, start=self.start)
         except ValidationFailed as exc:
-            return FAILED, str(exc).partition("\n")[0]
+            return FAILED, str(exc).partition("\n")[0], getattr(exc, "golden", None)
         except (ProgramFailed, ExecutorError) as exc:
-            return CRASHED, one_line(exc, 300)
+            return CRASHED, one_line(exc, 300), None
         if self.against is None:
-            return PASSED, f"compared {', '.join(outcome.checked)}"
+            return PASSED, f"compared {', '.join(outcome.checked)}", outcome.golden
         outputs = _outputs(Path(self.program.path))
         if reference:
             self.reference = outputs
-            return PASSED, f"the good variant's outputs: {', '.join(outputs)} (the reference)"
+            return PASSED, f"the good variant's outputs: {', '.join(outputs)} (the reference)", None
         if self.reference is None:
             raise AssertionError("a mix ran against the good variant's outputs before the good variant ran")
-        return _against(outputs, self.reference, self.against)
+        return (*_against(outputs, self.reference, self.against), None)
 
 
 def _outputs(program_dir: Path) -> dict[str, object]:

@@ -5,7 +5,8 @@ The work folder of a directory is `<bisect>/<digest of its path>/` beside the ke
 (`engine.dir_lock`, as builds: a second bisect of the same directory waits, and the kernel releases the lock of a
 killed one) whatever a killed bisect left is removed first; then `scratch/` is a copy of the directory with its
 build state, and `binaries/` holds the binaries of both variants by digest, which `install` puts in place for
-each run. Nothing is ever written into the user's directory; the work folder goes when the bisect ends.
+each run. Nothing is ever written into the user's directory; the work folder goes when the bisect ends, but for
+the good variants' dumps kept for the next trace (`kept-dumps/`, a few, `traced`).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from ..builddir.state_dir import REPLAY, STATE_DIR
 from ..core.hashing import text_digest
 from ..variants.store import store_dir
 
+KEPT_DUMPS = "kept-dumps"
+_OURS = ("lock", KEPT_DUMPS)            # what a bisect's end (or the next one) leaves in the work folder
 _LEFT_OUT = {(STATE_DIR, REPLAY)}       # the user's last outputs: a run in the copy makes its own
 
 
@@ -36,6 +39,7 @@ class Scratch:
         self.work = work
         self.path = work / "scratch"
         self.binaries = work / "binaries"
+        self.kept_dumps = work / KEPT_DUMPS          # outlives the bisect (`traced`)
 
     def keep(self, digest: str, source: Path) -> Path:
         """Copy the binary `source` (of content `digest`) aside, once; its kept path."""
@@ -66,7 +70,7 @@ def scratch(root: Path, cache_dir: str | None) -> Iterator[Scratch]:
     work.mkdir(parents=True, exist_ok=True)
     with dir_lock(work):
         for entry in os.scandir(work):                  # what a killed bisect left
-            if entry.name != "lock":
+            if entry.name not in _OURS:
                 _remove(Path(entry.path))
         made = Scratch(work)
         try:
@@ -74,7 +78,7 @@ def scratch(root: Path, cache_dir: str | None) -> Iterator[Scratch]:
             yield made
         finally:
             for entry in os.scandir(work):
-                if entry.name != "lock":
+                if entry.name not in _OURS:
                     _remove(Path(entry.path))
 
 

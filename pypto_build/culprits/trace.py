@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from .dump import Arg, Dump, Task
 from .kernels import KernelInfo
 
-__all__ = ["Divergence", "Parting", "Uncompared", "TraceResult", "compare"]
+__all__ = ["Divergence", "Parting", "Uncompared", "TraceResult", "compare", "inputs_differ"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,24 @@ def compare(good: Dump, current: Dump, rtol: float, atol: float,
                                        inputs_agree=_inputs_agree(g, c, rtol, atol))
     return TraceResult(first, tuple(divergent), parting, aligned, tuple(uncompared), rtol, atol,
                        good.lossy or current.lossy)
+
+
+def inputs_differ(good: Task, current: Task, rtol: float, atol: float) -> str | None:
+    """What differs in what two aligned tasks were given (their scalars, exactly; their tensor inputs before
+    dispatch, within the tolerance), or None: a task whose inputs differ is not to blame for its outputs."""
+    given = {a.arg_index: a for a in good.args if a.stage == "before_dispatch"}
+    for arg in current.args:
+        if arg.stage != "before_dispatch":
+            continue
+        want = given.get(arg.arg_index)
+        if want is None or want.kind != arg.kind:
+            return f"argument {arg.arg_index} is not given alike"
+        if arg.kind == "scalar":
+            if arg.value != want.value:
+                return f"scalar argument {arg.arg_index} is {arg.value!r}, was {want.value!r}"
+        elif arg.trusted and want.trusted and _differs(arg.tensor(), want.tensor(), rtol, atol) is not None:
+            return f"input {arg.name} (argument {arg.arg_index}) differs"
+    return None
 
 
 def _kernel(func_id: tuple[int, ...] | None, kernels: Mapping[int, KernelInfo]) -> str | None:

@@ -1,8 +1,10 @@
 """The trace step of a bisect: one run of each variant with the arguments dump, compared task by task.
 
-The good variant runs first (with `--against-good` that run is also the reference), then the current one, each
+The current variant runs first, then the good one (with `--against-good` first: that run is the reference), each
 with `enable_dump_args` 2, in the scratch copy; their dumps are copied aside and compared (`trace.compare`,
-within golden.py's RTOL/ATOL or the tolerance given). The first task whose outputs differ names its kernel; when
+within golden.py's RTOL/ATOL or the tolerance given). A good variant's dump is kept (`KEPT` newest, beside the
+scratch) under its variant and the content of the golden result its run was compared against (which is keyed on
+golden.py's inputs): the next trace against it on the same inputs runs the current variant only. The first task whose outputs differ names its kernel; when
 that kernel's unit is one of the suspects and nothing before it went uncompared, it is the culprit. Otherwise
 (the sequences part, the first divergent kernel is not a suspect, a record could not be compared, an L3 dispatch
 whose chip the dump does not say) the trace says what it saw and the mix goes on, knowing both endpoints.
@@ -11,6 +13,8 @@ the first that differs is reported with its place.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -27,14 +31,27 @@ def traced(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str],
     """(what the trace found: `first`, `parting`, `culprits`, `outcome` when it ends the bisect, `notes`; the
     endpoints' answers for the mix: `good`, `current`)."""
     dumps = work.work / "dumps"
-    good = mixer.run(frozenset(), "all good, with the arguments dump", dump=dumps / "good")
-    known = {"good": good.fails}
-    if good.fails:
-        return {"outcome": GOOD_FAILS}, known
+    known: dict = {}
+    if mixer.against is not None:                     # the good run makes the reference outputs: first
+        known["good"] = mixer.run(frozenset(), "all good, with the arguments dump", dump=dumps / "good").fails
+        if known["good"]:
+            return {"outcome": GOOD_FAILS}, known
     current = mixer.run(frozenset(suspects), "all current, with the arguments dump", dump=dumps / "current")
     known["current"] = current.fails
     if not current.fails:
         return {"outcome": AGREE}, known
+    if "good" not in known:
+        kept = _kept(work, mixer)
+        if kept is not None and kept.is_dir():
+            shutil.copytree(kept, dumps / "good")
+            known["good"] = False
+            say(f"[bisect] the good variant's dump on these inputs is kept: not run again")
+        else:
+            known["good"] = mixer.run(frozenset(), "all good, with the arguments dump", dump=dumps / "good").fails
+            if known["good"]:
+                return {"outcome": GOOD_FAILS}, known
+            if kept is not None:
+                _keep(dumps / "good", kept)
     tolerance = mixer.against or _golden_tolerance(Path(mixer.program.path))
     try:
         result, place = _compare(dumps / "good", dumps / "current", tolerance, _kernels(graph, rel))
@@ -58,6 +75,9 @@ def traced(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str],
     elif not result.certain:
         found["notes"] = ("an output before the first divergent task could not be compared (truncated, "
                           "overwritten or dropped): the mix confirms",)
+    elif (given := _given(dumps, place, first.index, tolerance)) is not None:
+        found["notes"] = (f"the first divergent task was given other inputs ({given}): the mix finds the units "
+                          "that make them",)
     elif unit is None or unit not in suspects:
         found["notes"] = (f"the first divergent task's kernel ({first.kernel or first.func_id}) did not change: "
                           "the mix finds the units that make it differ",)
@@ -66,6 +86,45 @@ def traced(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str],
     say(f"[bisect] trace: " + (f"first divergent task {first.index} ({first.kernel})" if first else
                                "no task's outputs differ") + (f"; {result.parting.describe()}" if result.parting else ""))
     return found, known
+
+
+KEPT = 4                # good variants' dumps kept per directory
+
+
+def _kept(work: Scratch, mixer: Mixer) -> Path | None:
+    """Where the good variant's dump on this run's inputs is kept: by the good variant and the content of the
+    golden result the program's runs were compared against (None: no golden result, nothing kept)."""
+    from ..builddir.state_dir import GOLDEN, STATE_DIR
+    from ..core.hashing import file_digest, text_digest
+
+    golden = Path(mixer.program.path) / STATE_DIR / GOLDEN
+    files = sorted(p for p in golden.rglob("*") if p.is_file()) if golden.is_dir() else []
+    if not files:
+        return None
+    seal = text_digest(*(f"{p.relative_to(golden).as_posix()}={file_digest(str(p))}" for p in files))
+    return work.kept_dumps / f"{mixer.good.variant[:16]}-{seal[:16]}"
+
+
+def _keep(dump: Path, kept: Path) -> None:
+    """Keep `dump` as `kept` (whole or not at all), and only the `KEPT` newest."""
+    tmp = kept.with_name(kept.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(dump, tmp)
+    shutil.rmtree(kept, ignore_errors=True)
+    os.replace(tmp, kept)
+    old = sorted((p for p in kept.parent.iterdir() if not p.name.endswith(".tmp")), key=lambda p: p.stat().st_mtime)
+    for stale in old[:-KEPT]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _given(dumps: Path, place: str, index: int, tolerance: Tolerance) -> str | None:
+    """Whether task `index` of the two dumps at `place` was given other inputs (`trace.inputs_differ`)."""
+    from .dump import read_dump
+    from .trace import inputs_differ
+
+    folder = Path(place or ".") / ARGS_DUMP_DIR
+    good, current = read_dump(dumps / "good" / folder), read_dump(dumps / "current" / folder)
+    return inputs_differ(good.tasks[index], current.tasks[index], tolerance.rtol, tolerance.atol)
 
 
 def _golden_tolerance(program_dir: Path) -> Tolerance:

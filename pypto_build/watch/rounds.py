@@ -65,6 +65,7 @@ class Round:
     split: dict[str, float] = field(default_factory=dict)
     variant: str | None = None   # the digest of the binaries that ran (variants.units.variant_id)
     units: list | None = None    # their units (variants.units.UnitState)
+    diverges: list[str] = field(default_factory=list)    # a FAIL right after a PASS: where the runs part
     seen: bool = False           # that variant was tried before (a revert)
     said: bool = False           # the verdict line is printed
 
@@ -149,6 +150,7 @@ class Session:
             return report
         if report.variant:
             self._record(report)
+            report.diverges = self._diverges(report)
         self._refresh()
         report.split["round"] = time.perf_counter() - began
         self.rounds.append(report)
@@ -329,8 +331,22 @@ class Session:
                               if r.variant else ""))
             self.first = self.first or median
             self.previous = median
+        for line in r.diverges:
+            self.say(line)
         split = " · ".join(f"{k} {v:.2f} s" for k, v in r.split.items())
         self.say(f"   time     {split}")
+
+    def _diverges(self, r: Round) -> list[str]:
+        """A round that FAILED right after a PASSED one, on a platform whose dump carries payloads: the first
+        divergent task against the PASSED variant (`diverges`)."""
+        from ..platforms import RECORDS
+        from .diverges import divergence_lines
+
+        last = self.rounds[-1] if self.rounds else None
+        if (r.verdict != "FAILED" or last is None or last.verdict != "PASSED" or not last.variant
+                or last.variant == r.variant or not RECORDS[self.graph.platform.name].dump_payloads):
+            return []
+        return divergence_lines(self.root, last.variant, self.starter.start)
 
     def _record(self, r: Round) -> None:
         """Add the round's times and changes to its variant in the history, which its `validate:` task recorded
