@@ -14,6 +14,7 @@ import pytest
 from conftest import copy_dir
 from pypto_build.api import build
 from pypto_build.culprits import compare, kernel_map, read_dump
+from pypto_build.culprits.trace import inputs_differ
 from pypto_build.errors import UserError
 from pypto_build.run.golden import load_golden
 from pypto_build.testing import synth
@@ -102,7 +103,10 @@ def test_compare_names_the_first_task_of_the_edited_kernel(d, good_dump, tmp_pat
         (2, (2,), synth.kernel_name("main", 2), 1, "out")
     assert first.source == synth.kernel_path(d, 2).resolve()
     assert first.later == 1 and [x.index for x in result.divergent] == [2, 3]
-    assert first.param == "out" and first.inputs_agree is True     # the kernel's own name; the difference starts here
+    assert first.param == "out"                                     # the kernel's own name for it
+    good_tasks, current_tasks = read_dump(good_dump).tasks, read_dump(current).tasks
+    assert inputs_differ(good_tasks[2], current_tasks[2], RTOL, ATOL) is None      # the difference starts here
+    assert inputs_differ(good_tasks[3], current_tasks[3], RTOL, ATOL) == "input out (argument 1) differs"
     good_out = read_dump(good_dump).tasks[2].outputs[0].tensor().to(torch.float64)
     cur_out = read_dump(current).tasks[2].outputs[0].tensor().to(torch.float64)
     diff = (cur_out - good_out).abs()
@@ -155,7 +159,7 @@ def test_a_truncated_output_is_neither_blamed_nor_cleared(d, good_dump, tmp_path
     assert [(u.index, u.arg_index, u.output, u.why) for u in result.uncompared] == \
         [(2, 1, "out", "truncated in the current dump")]
     assert result.first.index == 3 and not result.certain
-    assert result.first.inputs_agree is False        # what task 3 read already differed: it is not the origin
+    assert inputs_differ(read_dump(good_dump).tasks[3], read_dump(current).tasks[3], RTOL, ATOL) is not None
 
 
 def damage(doc: dict, what: str) -> None:

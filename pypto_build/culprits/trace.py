@@ -29,9 +29,7 @@ class Divergence:
     (`max_abs`, `max_rel`; inf for a shape or dtype change, which `reason` then says), the first differing
     element (`first_index` in the output's shape, `good_value`, `current_value`; None for a shape or dtype
     change), how many elements differ of how many, how many of the task's outputs differ (`outputs`), and
-    `later`: how many later aligned tasks differ too and `inputs_agree`: whether its inputs (tensors before
-    dispatch, scalars) agree, so that the difference starts in this task (None: not compared or not known;
-    both set on `TraceResult.first` only)."""
+    `later`: how many later aligned tasks differ too (set on `TraceResult.first`)."""
 
     index: int
     func_id: tuple[int, ...]
@@ -50,7 +48,6 @@ class Divergence:
     reason: str | None = None
     param: str | None = None
     later: int = 0
-    inputs_agree: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -129,9 +126,7 @@ def compare(good: Dump, current: Dump, rtol: float, atol: float,
             divergent.append(found)
     first = None
     if divergent:
-        g, c = good.tasks[divergent[0].index], current.tasks[divergent[0].index]
-        first = divergent[0] = replace(divergent[0], later=len(divergent) - 1,
-                                       inputs_agree=_inputs_agree(g, c, rtol, atol))
+        first = divergent[0] = replace(divergent[0], later=len(divergent) - 1)
     return TraceResult(first, tuple(divergent), parting, aligned, tuple(uncompared), rtol, atol,
                        good.lossy or current.lossy)
 
@@ -193,26 +188,6 @@ def _compare_task(g: Task, c: Task, rtol: float, atol: float, kernels: Mapping[i
 def _param(func_id: tuple[int, ...], arg_index: int, kernels: Mapping[int, KernelInfo]) -> str | None:
     info = kernels.get(func_id[0]) if len(func_id) == 1 else None
     return info.params[arg_index] if info is not None and arg_index < len(info.params) else None
-
-
-def _inputs_agree(g: Task, c: Task, rtol: float, atol: float) -> bool | None:
-    """Whether the task's inputs (every record before dispatch) agree in the two dumps; None when one cannot
-    be compared (truncated, overwritten, without payload, missing)."""
-    ours = {a.arg_index: a for a in g.args if a.stage == "before_dispatch"}
-    theirs = {a.arg_index: a for a in c.args if a.stage == "before_dispatch"}
-    if set(ours) != set(theirs):
-        return None
-    for arg_index, want in ours.items():
-        got = theirs[arg_index]
-        if want.kind == "scalar" or got.kind == "scalar":
-            if (want.kind, want.value) != (got.kind, got.value):
-                return False
-            continue
-        if _why_not(want, got) is not None:
-            return None
-        if _differs(got.tensor(), want.tensor(), rtol, atol) is not None:
-            return False
-    return True
 
 
 def _why_not(want: Arg | None, got: Arg | None) -> str | None:
