@@ -81,4 +81,5 @@ def test_compare_names_the_mutated_kernel_on_a2a3sim(good, tmp_path):
     assert result.parting is None and result.aligned == 2 and result.certain
     assert (first.index, first.func_id, first.kernel, first.arg_index) == (1, (1,), "matmul_relu_incore_1_aiv", 2)
     assert first.source == kernel.resolve() and first.later == 0 and first.differing > 0
+    assert (first.output, first.param) == ("arg2", "out")
     assert first.max_abs > golden.atol and first.first_index is not None

@@ -3,6 +3,7 @@ two dumps that finds the first task whose outputs differ: real builds, real `pyp
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from conftest import copy_dir
 from pypto_build.api import build
 from pypto_build.culprits import compare, kernel_map, read_dump
+from pypto_build.culprits.trace import inputs_differ
 from pypto_build.errors import UserError
 from pypto_build.run.golden import load_golden
 from pypto_build.testing import synth
@@ -101,6 +103,10 @@ def test_compare_names_the_first_task_of_the_edited_kernel(d, good_dump, tmp_pat
         (2, (2,), synth.kernel_name("main", 2), 1, "out")
     assert first.source == synth.kernel_path(d, 2).resolve()
     assert first.later == 1 and [x.index for x in result.divergent] == [2, 3]
+    assert first.param == "out"                                     # the kernel's own name for it
+    good_tasks, current_tasks = read_dump(good_dump).tasks, read_dump(current).tasks
+    assert inputs_differ(good_tasks[2], current_tasks[2], RTOL, ATOL) is None      # the difference starts here
+    assert inputs_differ(good_tasks[3], current_tasks[3], RTOL, ATOL) == "input out (argument 1) differs"
     good_out = read_dump(good_dump).tasks[2].outputs[0].tensor().to(torch.float64)
     cur_out = read_dump(current).tasks[2].outputs[0].tensor().to(torch.float64)
     diff = (cur_out - good_out).abs()
@@ -153,6 +159,7 @@ def test_a_truncated_output_is_neither_blamed_nor_cleared(d, good_dump, tmp_path
     assert [(u.index, u.arg_index, u.output, u.why) for u in result.uncompared] == \
         [(2, 1, "out", "truncated in the current dump")]
     assert result.first.index == 3 and not result.certain
+    assert inputs_differ(read_dump(good_dump).tasks[3], read_dump(current).tasks[3], RTOL, ATOL) is not None
 
 
 def damage(doc: dict, what: str) -> None:
@@ -203,3 +210,46 @@ def test_the_reader_takes_the_folder_its_manifest_or_dfx_outputs(good_dump, tmp_
     shutil.copytree(good_dump, dfx / "args_dump")
     found = [read_dump(p).tasks for p in (good_dump, good_dump / "args_dump.json", dfx)]
     assert found[0] == found[1] == found[2] and len(found[0]) == KERNELS
+
+
+def written(tmp_path: Path, tag: str, outputs: list) -> Path:
+    """A dump written by the host runtime's writer (level 2) of one task per output tensor (func_id k), read
+    back from disk by the reader: the comparison rule on exact numbers."""
+    from pypto_build.platforms.host.runtime import dfx
+    from pypto_build.platforms.host.runtime.trace import ArgRecord, RunTrace, TaskRecord
+
+    dtypes = {torch.float32: "FLOAT32", torch.float16: "FLOAT16", torch.int32: "INT32", torch.bool: "BOOL"}
+    tasks = []
+    for k, t in enumerate(outputs):
+        strides = tuple(t.stride())
+        out = ArgRecord("tensor", "out", "output", dtypes[t.dtype], tuple(t.shape), strides, 0, True,
+                        after=t.contiguous().numpy().tobytes())
+        tasks.append(TaskRecord(k, k, f"k{k}", "aiv", [out], 0, 0))
+    dfx.write_args_dump(RunTrace(tasks, (0, 0)), tmp_path / tag, 2)
+    return tmp_path / tag
+
+
+def test_the_comparison_rule(tmp_path):
+    """|current - good| <= atol + rtol * |good| (good is the reference), NaN equal only to NaN, a shape or dtype
+    change is a difference; the figures are those of the differing elements."""
+    nan = float("nan")
+    good = [torch.tensor([1.0, nan, 100.0]), torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]),
+            torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1.0, 2.0]), torch.tensor([True, False]),
+            torch.tensor([0.0, 4.0])]
+    current = [torch.tensor([1.0 + 0.5e-5, nan, 100.0009]),      # within 1e-5 + 1e-5 * |good|
+               torch.tensor([0.0, nan]),                          # NaN against a number: differs
+               torch.tensor([1.0, 2.0, 3.0]),                     # a shape change
+               torch.tensor([1.0, 2.0]),                          # a dtype change (int32 -> float32)
+               torch.tensor([1.0, 2.0], dtype=torch.float16),
+               torch.tensor([True, True]),
+               torch.tensor([0.5, 4.0])]
+    result = compare(read_dump(written(tmp_path, "good", good)), read_dump(written(tmp_path, "cur", current)),
+                     1e-5, 1e-5)
+    found = {d.index: d for d in result.divergent}
+    assert sorted(found) == [1, 2, 3, 4, 5, 6] and result.first is found[1] and result.first.later == 5
+    assert (found[1].max_abs, found[1].first_index, found[1].differing, found[1].kernel) == (math.inf, (1,), 1, None)
+    assert found[1].good_value == 1.0 and math.isnan(found[1].current_value)
+    assert found[2].reason == "shape [2] -> [3]" and found[2].max_abs == math.inf and found[2].first_index is None
+    assert found[3].reason == "dtype int32 -> float32" and found[4].reason == "dtype float32 -> float16"
+    assert (found[5].first_index, found[5].good_value, found[5].current_value) == ((1,), False, True)
+    assert (found[6].max_abs, found[6].max_rel, found[6].differing, found[6].numel) == (0.5, math.inf, 1, 2)

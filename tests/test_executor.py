@@ -15,7 +15,7 @@ from conftest import copy_dir  # noqa: E402
 from pypto_build.testing import synth  # noqa: E402
 from pypto_build.api import build  # noqa: E402
 from pypto_build.platforms.host.places import host_binary, host_external_binary  # noqa: E402
-from pypto_build.platforms.host.runtime import abi, dfx  # noqa: E402
+from pypto_build.platforms.host.runtime import abi, capture, dfx  # noqa: E402
 from pypto_build.platforms.host.runtime.executor import ExecutorError, HostExecutor, RunTrace  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++: nothing can be built")
@@ -408,13 +408,13 @@ def test_view_bytes_are_the_logical_view_gathered_row_major():
     recs, _raw = abi.aligned_tensors(1)
     abi.fill_from_torch(recs[0], base)
     rec = recs[0]
-    assert abi.view_bytes(rec) == base.numpy().tobytes()
+    assert capture.view_bytes(rec) == base.numpy().tobytes()
     rec.start_offset, rec.ndims, rec.shapes[0], rec.strides[0] = 14, 1, 5, 1      # base[1, 2:7]
-    assert abi.view_bytes(rec) == base[1, 2:7].numpy().tobytes()
+    assert capture.view_bytes(rec) == base[1, 2:7].numpy().tobytes()
     rec.ndims, rec.start_offset = 2, 2
     rec.shapes[0], rec.shapes[1], rec.strides[0], rec.strides[1] = 3, 2, 1, 12    # base[:2, 2:5].T
-    assert not abi.row_major((3, 2), (1, 12))
-    assert abi.view_bytes(rec) == base[:2, 2:5].T.contiguous().numpy().tobytes()
+    assert not capture.row_major((3, 2), (1, 12))
+    assert capture.view_bytes(rec) == base[:2, 2:5].T.contiguous().numpy().tobytes()
     assert (abi.dump_dtype(rec.dtype), abi.element_size(rec.dtype), abi.dump_dtype(99)) == ("INT16", 2, "UNKNOWN")
 
 

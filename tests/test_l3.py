@@ -15,6 +15,7 @@ from pypto_build.api import build
 from pypto_build.run.golden import load_golden
 from pypto_build.errors import PyptoBuildError
 from pypto_build.builddir.runconfig import RunConfig
+from pypto_build.culprits import read_dump
 from pypto_build.platforms.host.runtime import HostL3
 from pypto_build.platforms.l3_driver import run_l3
 from pypto_build.platforms.host.runtime.executor import ExecutorError
@@ -174,6 +175,9 @@ def test_diagnostics_per_rank_and_dispatch_replace_stale_dirs(l3g):
             assert [r["func_id"] for r in dump["args"] if r["arg_index"] == 0] == [[0], [1]]
             assert dump["args"][0]["shape"] == [16] and dump["bin_file"] == "args.bin"
             assert (leaf / "args_dump" / "args.bin").stat().st_size == sum(r["bin_size"] for r in dump["args"]) > 0
+            tasks = read_dump(leaf / "args_dump").tasks                             # the one reader reads it
+            assert [(t.func_id, len(t.outputs)) for t in tasks] == [((0,), 1), ((1,), 1)]
+            assert all(t.outputs[0].name.startswith("t__") for t in tasks)     # host_orch's names for them
     assert len(files) == 16
     torch.testing.assert_close(named["out"], expected_out(named))
 

@@ -8,10 +8,11 @@ and the fix. Payloads are read lazily (`Arg.tensor()`), so reading the manifest 
 
 Submission order: simpler's `task_id` is `(ring << 32) | local id`, the ring being the scope depth
 (tensormap_and_ringbuffer; host_build_graph has one ring). Local ids count up in submission order within a ring;
-the dump does not record how tasks of different rings interleave. `Dump.tasks` follows the task_id order (simpler
-writes its manifest in it): the submission order for a one-ring program and for every host dump (the host's
-task_id is its submission index), ring by ring otherwise: the same order for two runs of one program, which is
-what aligning them needs.
+the dump does not record how tasks of different rings interleave (simpler's dep-gen output, `deps.json`, lists the
+tasks in the submit stream's order). `Dump.tasks` follows the task_id order (simpler writes its manifest in it):
+the submission order for a one-ring program (PyPTO's orchestrations submit inside one `PTO2_SCOPE`: ring 1) and
+for every host dump (the host's task_id is its submission index), ring by ring otherwise: the same order for two
+runs of one program, which is what aligning them needs.
 """
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ __all__ = ["Divergence", "Parting", "Uncompared", "TraceResult", "compare", "inp
 @dataclass(frozen=True)
 class Divergence:
     """A task whose output differs: the task (`index` in submission order, `func_id`, its kernel's `kernel`
-    name and `source` when the kernel map knows it), the output (`arg_index`, `output`: its name), the figures
+    name and `source` when the kernel map knows it), the output (`arg_index`; `output`: the buffer's name in the
+    dump, else `arg<i>`; `param`: the kernel's name for that parameter, when its source says), the figures
     (`max_abs`, `max_rel`; inf for a shape or dtype change, which `reason` then says), the first differing
     element (`first_index` in the output's shape, `good_value`, `current_value`; None for a shape or dtype
     change), how many elements differ of how many, how many of the task's outputs differ (`outputs`), and
@@ -45,6 +46,7 @@ class Divergence:
     numel: int
     outputs: int = 1
     reason: str | None = None
+    param: str | None = None
     later: int = 0
 
 
@@ -178,8 +180,14 @@ def _compare_task(g: Task, c: Task, rtol: float, atol: float, kernels: Mapping[i
             continue
         differs = _differs(got.tensor(), want.tensor(), rtol, atol)
         if differs is not None:
-            found.append(Divergence(g.index, g.func_id, kernel, source, arg_index, want.name, **differs))
+            found.append(Divergence(g.index, g.func_id, kernel, source, arg_index, want.name,
+                                    param=_param(g.func_id, arg_index, kernels), **differs))
     return replace(found[0], outputs=len(found)) if found else None
+
+
+def _param(func_id: tuple[int, ...], arg_index: int, kernels: Mapping[int, KernelInfo]) -> str | None:
+    info = kernels.get(func_id[0]) if len(func_id) == 1 else None
+    return info.params[arg_index] if info is not None and arg_index < len(info.params) else None
 
 
 def _why_not(want: Arg | None, got: Arg | None) -> str | None:
@@ -213,8 +221,8 @@ def _differs(current: Any, good: Any, rtol: float, atol: float) -> dict | None:
     count = int(bad.sum())
     if count == 0:
         return None
-    diff = (a - b).abs().nan_to_num(nan=math.inf).masked_fill(close, 0)
-    rel = (diff / b.abs()).nan_to_num(nan=math.inf).masked_fill(close, 0)
+    diff = (a - b).abs().nan_to_num(nan=math.inf, posinf=math.inf).masked_fill(close, 0)
+    rel = (diff / b.abs()).nan_to_num(nan=math.inf, posinf=math.inf).masked_fill(close, 0)
     flat = int(bad.reshape(-1).nonzero()[0])
     index = tuple(int(i) for i in _unravel(flat, tuple(good.shape)))
     return {"max_abs": float(diff.max()), "max_rel": float(rel.max()), "first_index": index,

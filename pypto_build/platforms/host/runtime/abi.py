@@ -21,7 +21,7 @@ __all__ = [
     "ChipTaskArgs", "PTO2OrchestrationConfig", "SUBMIT_FN", "SCOPE_FN", "ALLOC_FN", "IS_FATAL_FN",
     "REPORT_FATAL_FN", "LOG_FN", "ARG_ROLES", "LOG_LEVEL_NAMES", "CORE_TYPES", "UnsupportedDType",
     "aligned_tensors", "fill_from_torch", "dtype_label", "torch_dtype", "dtype_of_torch", "shape_of", "describe",
-    "scalar_bits", "dump_dtype", "element_size", "strides_of", "row_major", "view_bytes",
+    "scalar_bits", "dump_dtype", "element_size", "strides_of",
 ]
 
 ABI_VERSION = 1            # PTO_HOST_RUNTIME_ABI_VERSION
@@ -283,32 +283,3 @@ def strides_of(rec: ChipTensor) -> tuple[int, ...]:
     """The view strides of a record, in elements (its first `ndims`)."""
     return tuple(int(rec.strides[d]) for d in range(min(int(rec.ndims), MAX_TENSOR_DIMS)))
 
-
-def row_major(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """simpler's `dump_arg_is_contiguous`: strides[d] == prod(shape[d+1:]) for every d."""
-    expected = 1
-    for extent, stride in zip(reversed(shape), reversed(strides)):
-        if stride != expected:
-            return False
-        expected *= extent
-    return True
-
-
-def view_bytes(rec: ChipTensor) -> bytes:
-    """The bytes of the record's logical view, gathered row-major when it is strided (what simpler puts in
-    args.bin): valid only while the buffer is alive, i.e. inside the run."""
-    shape, strides = shape_of(rec), strides_of(rec)
-    size = element_size(rec.dtype)
-    numel = math.prod(shape)
-    if numel == 0 or rec.addr == 0:
-        return b""
-    start = int(rec.addr) + int(rec.start_offset) * size
-    if row_major(shape, strides):
-        return ctypes.string_at(start, numel * size)
-    import torch
-
-    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-    raw = (ctypes.c_uint8 * (extent * size)).from_address(start)
-    flat = torch.frombuffer(raw, dtype=torch.uint8)
-    gathered = flat.as_strided((*shape, size), (*(s * size for s in strides), 1))
-    return gathered.contiguous().numpy().tobytes()

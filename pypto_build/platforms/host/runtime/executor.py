@@ -29,7 +29,7 @@ from ....errors import ExecutorError, ManifestError
 from ....builddir.manifest import KernelSpec, read_kernel_config
 from ....builddir.markers import KERNEL_CONFIG
 from ..places import host_binary, host_external_binary
-from . import abi
+from . import abi, capture
 from .trace import ArgRecord, RunTrace, TaskRecord
 
 __all__ = ["HostExecutor", "ExecutorError"]
@@ -37,10 +37,6 @@ __all__ = ["HostExecutor", "ExecutorError"]
 _LOGGER = logging.getLogger("pypto_build.platforms.host.runtime")
 _PY_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.INFO}
 _MAX_TENSORS, _MAX_SCALARS = 32, 16  # CORE_MAX_TENSOR_ARGS, CORE_MAX_SCALAR_ARGS
-# A tensor's role in the dump: its kernel's signature direction (as simpler's dump takes it), else how it was
-# submitted (submit_task arg_types; an add_no_dep tensor is read).
-_SIGNATURE_ROLES = {"IN": "input", "OUT": "output", "INOUT": "inout"}
-_SUBMIT_ROLES = {0: "input", 1: "output", 2: "inout", 3: "output", 4: "input"}
 _BUILD_HINT = "build the directory first (pypto_build.build(DIR) or `pypto-build build DIR`)"
 
 
@@ -313,7 +309,8 @@ class HostExecutor:
                 raise ExecutorError(f"{label}: tensor argument {i} ({abi.describe(rec)}) has no buffer (addr 0)")
             kargs[i] = ctypes.addressof(rec)
             if state.trace:
-                described.append(self._describe(state, kernel, i, rec, types[i]))
+                name = state.names.get(int(rec.addr), f"tensor@{int(rec.addr):#x}")
+                described.append(capture.describe_tensor(rec, i, name, kernel.signature, types[i], state.payloads))
         for j in range(m):
             raw = int(scalars[j])
             kargs[n + j] = raw - 2**64 if raw >= 2**63 else raw
@@ -328,25 +325,9 @@ class HostExecutor:
         if state.payloads:
             for i, arg in enumerate(described[:n]):
                 if arg.role != "input":
-                    arg.after = abi.view_bytes(self._task_recs[i])
+                    arg.after = capture.view_bytes(self._task_recs[i])
         state.tasks.append(TaskRecord(index, func_id, kernel.name, kernel.core_type, described, start, end))
         return index
-
-    @staticmethod
-    def _describe(state: _RunState, kernel: _Kernel, i: int, rec: abi.ChipTensor, arg_type: int) -> ArgRecord:
-        """Tensor argument `i` of a task as the dump records it; with payloads, an input's bytes now (before the
-        kernel runs)."""
-        name = state.names.get(int(rec.addr), f"tensor@{int(rec.addr):#x}")
-        if i < len(kernel.signature):
-            role = _SIGNATURE_ROLES[kernel.signature[i]]
-        else:
-            role = _SUBMIT_ROLES.get(arg_type, "input")
-        shape, strides = abi.shape_of(rec), abi.strides_of(rec)
-        arg = ArgRecord("tensor", name, role, abi.dump_dtype(rec.dtype), shape, strides, int(rec.start_offset),
-                        abi.row_major(shape, strides))
-        if state.payloads and role != "output":
-            arg.before = abi.view_bytes(rec)
-        return arg
 
     def _on_alloc(self, _ctx, recs, count) -> int:
         return self._guard("alloc_tensors", lambda s: self._alloc(s, recs, count), 1)
