@@ -63,9 +63,10 @@ def three(tmp_path, env) -> list[Path]:
 
 @pytest.mark.slow
 def test_a_failing_directory_names_its_culprit_and_the_others_are_not_bisected(three, env, tmp_path):
+    """Each directory in its own process (-j 2): the bisect runs there and comes back in its result."""
     broken, fine, cannot = map(str, three)
     plain = pb("ci", "-q", broken, fine, cannot, env=env)
-    out = pb("ci", "-q", broken, fine, cannot, "--bisect", "--bisect-method", "mix", "--json", "r.json",
+    out = pb("ci", "-q", "-j", "2", broken, fine, cannot, "--bisect", "--bisect-method", "mix", "--json", "r.json",
              "--junit-xml", "j.xml", cwd=tmp_path, env=env)
     assert out.returncode == plain.returncode == 1, out.stdout + out.stderr      # bisect changes no exit status
     assert out.stdout.splitlines()[-1] == plain.stdout.splitlines()[-1] == "pypto-build ci: 1 ok, 2 failed"
