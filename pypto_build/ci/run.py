@@ -15,6 +15,8 @@ directory whose validation was skipped (`doit ignore`) is "not validated": never
 in the line, the exit status and both reports. A shard's run (`--shard K/N`,
 shards.py) records its shard in both; `ci-report` (report.py) merges the
 shards' JSON, and writes its JUnit through `junit_suite` from the same JSON.
+With `--bisect` (bisects.py) a directory whose validation FAILED is bisected
+against a good variant, and both reports name its culprits.
 """
 from __future__ import annotations
 
@@ -96,8 +98,8 @@ def run_ci(dirs: list[Path], request: Request, *, progress: TextIO | None = None
     one ping, one warning at most, and a failure in any directory (any process) disables it for all the
     others. With a launcher (its `launcher`, else $PYPTO_BUILD_LAUNCHER or $CXX's) and `request.jobs`
     above this machine's CPUs, the directories' local work (links, program runs) shares the CPUs' local
-    slots. With `bisect` (--bisect), each directory whose validation FAILED is then bisected in its own process
-    (`bisects`): its result carries the report.
+    slots. With `bisect` (--bisect), each directory whose validation FAILED is then bisected in the directory's
+    process (`bisects`): its result carries the report.
     """
     from ..cache import open_remote
     from ..toolchain.launcher import local_jobs
@@ -209,11 +211,11 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
         verdict = stages.prefix(stages.VALIDATE)
         cached = validating and bool(result.names("up-to-date", verdict)) and not result.names("ran", verdict)
         unapplied = unapplied_sources(graph, result)
-        found = None
+        seconds, found = time.monotonic() - start, None         # the directory's own time, without its bisect
         if good is not None and bisects.wanted(result.status, "validate" if validating else "build",
                                                bool(unvalidated), result):
             found = bisects.run(root, good, request.platform, request.cache_dir, say=_sayer(progress))
-        return DirResult(root, result.status, time.monotonic() - start, "validate" if validating else "build",
+        return DirResult(root, result.status, seconds, "validate" if validating else "build",
                          error, result, cached, unapplied, bool(unvalidated), bisect=found)
     except (PyptoBuildError, OSError) as exc:   # kept out of the result sent back: not every error pickles
         return DirResult(root, pipeline.BuildResult.stopped_by(root, exc).status, time.monotonic() - start,
