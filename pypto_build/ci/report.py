@@ -6,9 +6,10 @@ directory set) and N, shards 1..N each present exactly once, each report as
 long as its shard's share, no directory twice, and the directories together
 exactly the plan's (count and digest). Anything else is one line naming the
 file (or the missing shard) and nothing is written. The merged JSON is ci's
-form (`ok`, `directories`, each directory with its `shard`) plus `plan` and
-`shards` (per shard: file, directories, passed, failed, cache hits, seconds);
-the JUnit XML holds one test suite per shard (`run.junit_suite`).
+form (`ok`, `directories`, each directory with its `shard` and, after `ci
+--bisect`, its `bisect`) plus `plan` and `shards` (per shard: file,
+directories, passed, failed, cache hits, seconds); the JUnit XML holds one test
+suite per shard (`run.junit_suite`, which names a bisect's culprits too).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from ..core import atomic, safeio
+from .bisects import summary
 from .run import junit_suite, write_xml
 from ..errors import FAILED, OK, UserError
 from .shards import MAX_SHARDS, plan_digest
@@ -124,6 +126,8 @@ def _shape_error(data: object) -> str:
         wrong = [k for k, t in _DIRECTORY_FIELDS.items() if not isinstance(d, dict) or not _is(d.get(k), t)]
         if wrong:
             return f"directory #{i + 1} lacks or mistypes {', '.join(wrong)}"
+        if not isinstance(d.get("bisect"), (dict, type(None))):     # --bisect's: absent, null or an object
+            return f"directory #{i + 1} mistypes bisect (an object or null)"
     return ""
 
 
@@ -199,6 +203,8 @@ def ci_report_verb(args) -> int:
         if not d["ok"]:
             print(f"pypto-build ci-report: FAILED {d['kind']} {d['path']} (shard {d['shard']}/{len(merged.shards)}): "
                   f"{d['error'].partition(chr(10))[0] or 'failed'}", file=sys.stderr)
+            for said in summary(d.get("bisect")):
+                print(f"pypto-build ci-report: {d['path']}: {said}", file=sys.stderr)
     for line in merged.summary_lines():
         print(f"pypto-build ci-report: {line}")
     return OK if merged.ok else FAILED      # as ci: 1 if any directory is not 0

@@ -15,6 +15,8 @@ directory whose validation was skipped (`doit ignore`) is "not validated": never
 in the line, the exit status and both reports. A shard's run (`--shard K/N`,
 shards.py) records its shard in both; `ci-report` (report.py) merges the
 shards' JSON, and writes its JUnit through `junit_suite` from the same JSON.
+With `--bisect` (bisects.py) a directory whose validation FAILED is bisected
+against a good variant, and both reports name its culprits.
 """
 from __future__ import annotations
 
@@ -29,10 +31,12 @@ from xml.etree import ElementTree as ET
 from ..core import atomic
 from ..core import stages
 from ..builddir.markers import GOLDEN_PY
+from . import bisects
 from ..errors import FAILED, OK, USER, BuildError, PyptoBuildError, UserError, one_line
 
 if TYPE_CHECKING:
     from ..options import Request
+    from .bisects import BisectPlan, Good
 
 
 @dataclass
@@ -51,6 +55,7 @@ class DirResult:
     unapplied_pto: list[str] = field(default_factory=list)     # .pto edits that did not reach the kernels
     not_validated: bool = False         # its validation was skipped (`doit ignore`): no verdict, never ok
     key: str = ""                       # the directory as planned (shards.directory_key)
+    bisect: dict | None = None          # with --bisect, a FAILED verdict's bisect (bisects.run)
 
     @property
     def ok(self) -> bool:
@@ -77,13 +82,15 @@ class CiResult:
     dirs: list[DirResult] = field(default_factory=list)
     seconds: float = 0.0
     shard: dict | None = None
+    bisected: bool = False              # --bisect was given: every entry carries `bisect` (null when not run)
 
     @property
     def ok(self) -> bool:
         return all(d.ok for d in self.dirs)
 
 
-def run_ci(dirs: list[Path], request: Request, *, progress: TextIO | None = None) -> CiResult:
+def run_ci(dirs: list[Path], request: Request, *, progress: TextIO | None = None,
+           bisect: BisectPlan | None = None) -> CiResult:
     """Build (and validate where there is a golden) every directory; never stops at a failure.
 
     `request`: what the user asked, for every directory (`request.jobs`: directories at once, each building
@@ -91,7 +98,8 @@ def run_ci(dirs: list[Path], request: Request, *, progress: TextIO | None = None
     one ping, one warning at most, and a failure in any directory (any process) disables it for all the
     others. With a launcher (its `launcher`, else $PYPTO_BUILD_LAUNCHER or $CXX's) and `request.jobs`
     above this machine's CPUs, the directories' local work (links, program runs) shares the CPUs' local
-    slots.
+    slots. With `bisect` (--bisect), each directory whose validation FAILED is then bisected in the directory's
+    process (`bisects`): its result carries the report.
     """
     from ..cache import open_remote
     from ..toolchain.launcher import local_jobs
@@ -99,26 +107,27 @@ def run_ci(dirs: list[Path], request: Request, *, progress: TextIO | None = None
 
     start = time.monotonic()
     if not dirs:                # an empty shard: nothing to ask the remote (the request judged its URL)
-        return CiResult()
+        return CiResult(bisected=bisect is not None)
     roots = [Path(d).resolve() for d in dirs]
     jobs = request.jobs
     parallel = jobs > 1 and len(roots) > 1
     each = replace(request, jobs=1, keep_going=True, remote=open_remote(request.remote, for_spawn=parallel),
                    run=replace(request.run, quiet=progress is None))       # -q reaches the program
     args = (each, local_jobs() if jobs > local_jobs() else 0)
+    goods = [bisect.good_for(d) if bisect is not None else None for d in dirs]
     if not parallel:
-        results = [_one(r, *args, progress) for r in roots]
+        results = [_one(r, *args, progress, good) for r, good in zip(roots, goods)]
     else:
-        results = _in_processes(roots, jobs, args)
+        results = _in_processes(roots, jobs, args, goods)
         if progress is not None:
             for r in results:
                 print(f"== {r.path}: {r.verdict}", file=progress)
     for given, r in zip(dirs, results):
         r.key = directory_key(given)
-    return CiResult(results, time.monotonic() - start)
+    return CiResult(results, time.monotonic() - start, bisected=bisect is not None)
 
 
-def _in_processes(roots: list[Path], jobs: int, args: tuple) -> list[DirResult]:
+def _in_processes(roots: list[Path], jobs: int, args: tuple, goods: list) -> list[DirResult]:
     """One spawned process per directory, `jobs` at a time; a process that dies fails only its directory."""
     import multiprocessing
 
@@ -131,7 +140,8 @@ def _in_processes(roots: list[Path], jobs: int, args: tuple) -> list[DirResult]:
             while todo and len(running) < jobs:
                 i, root = todo.pop(0)
                 receive, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(send, root, *args), daemon=True)
+                proc = ctx.Process(target=_child, args=(send, root, *args, None, goods[i]),
+                                   daemon=True)
                 proc.start()
                 send.close()
                 running[i] = (proc, receive, root, time.monotonic())
@@ -173,9 +183,11 @@ def _died(root: Path, proc, start: float) -> DirResult:
                      error=said)
 
 
-def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | None = None) -> DirResult:
+def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | None = None,
+         good: Good | None = None) -> DirResult:
     """One directory through the pipeline: validate if it has a golden, else build; bad input (or an OSError
-    the run met) becomes a failed result with the status a one-directory command exits with (2)."""
+    the run met) becomes a failed result with the status a one-directory command exits with (2). With `good`
+    (--bisect), a FAILED verdict is then bisected against it."""
     from ..toolchain import local_slots
     from .. import pipeline
     from ..plan.graph import run_targets
@@ -199,11 +211,23 @@ def _one(root: Path, request: Request, local_limit: int = 0, progress: TextIO | 
         verdict = stages.prefix(stages.VALIDATE)
         cached = validating and bool(result.names("up-to-date", verdict)) and not result.names("ran", verdict)
         unapplied = unapplied_sources(graph, result)
-        return DirResult(root, result.status, time.monotonic() - start, "validate" if validating else "build",
-                         error, result, cached, unapplied, bool(unvalidated))
+        seconds, found = time.monotonic() - start, None         # the directory's own time, without its bisect
+        if good is not None and bisects.wanted(result.status, "validate" if validating else "build",
+                                               bool(unvalidated), result):
+            found = bisects.run(root, good, request.platform, request.cache_dir, say=_sayer(progress))
+        return DirResult(root, result.status, seconds, "validate" if validating else "build",
+                         error, result, cached, unapplied, bool(unvalidated), bisect=found)
     except (PyptoBuildError, OSError) as exc:   # kept out of the result sent back: not every error pickles
         return DirResult(root, pipeline.BuildResult.stopped_by(root, exc).status, time.monotonic() - start,
                          "validate" if validating else "build", _said(exc))
+
+
+def _sayer(progress: TextIO | None):
+    """Where a bisect's steps and runs go: ci's progress (nothing with -q or -j)."""
+    def say(line: str) -> None:
+        if progress is not None:
+            print(line, file=progress, flush=True)
+    return say
 
 
 def _said(exc: BaseException) -> str:
@@ -221,6 +245,7 @@ def ci_verb(args) -> int:
     from .shards import parse_shard, shard_plan
 
     request = options.request(args)         # judged once: options, launcher, the remote cache's URL
+    bisecting = bisects.plan(args.dirs, args.bisect, args.good_dir, args.bisect_method)   # every DIR: shards agree
     shard = parse_shard(args.shard) if args.shard is not None else None
     if args.list:
         for line in shard_plan(args.dirs, shard.count if shard else 1).lines(shard.index if shard else None):
@@ -235,7 +260,7 @@ def ci_verb(args) -> int:
         dirs, record = plan.paths(shard.index), plan.record(shard.index)
         print(f"pypto-build ci: shard {shard}: {len(dirs)} of {plan.total} directories (plan {plan.digest[:16]})"
               + ("; nothing to build here, reports say so" if not dirs else ""))
-    result = run_ci(dirs, request, progress=None if request.quiet else sys.stdout)
+    result = run_ci(dirs, request, progress=None if request.quiet else sys.stdout, bisect=bisecting)
     result.shard = record
     if args.junit_xml:
         write_junit(result, args.junit_xml)
@@ -248,6 +273,8 @@ def ci_verb(args) -> int:
         headline = d.headline.removeprefix("not validated: ") if d.not_validated else d.headline
         line = f"pypto-build ci: {d.verdict} {d.kind} {d.path}{extra}" + ("" if d.ok else f": {headline}")
         print(line, file=sys.stdout if d.ok else sys.stderr)
+        for said in bisects.summary(d.bisect):
+            print(f"pypto-build ci: {d.path}: {said}", file=sys.stderr)
     unvalidated = sum(1 for d in result.dirs if d.not_validated)
     failed = sum(1 for d in result.dirs if not d.ok) - unvalidated
     print(f"pypto-build ci: {len(result.dirs) - failed - unvalidated} ok, {failed} failed"
@@ -261,7 +288,7 @@ def report(ci: CiResult) -> dict:
         "path": str(d.path), "key": d.key, "ok": d.ok, "exit_status": d.exit_status, "kind": d.kind,
         "seconds": round(d.seconds, 3),
         "error": d.error, "cached_verdict": d.cached_verdict, "unapplied_pto": d.unapplied_pto,
-        "not_validated": d.not_validated,
+        "not_validated": d.not_validated, **({"bisect": d.bisect} if ci.bisected else {}),
         "cache_hits": sum(1 for u in d.units if u.status == "from-cache"),
         "units": [{"task": u.task, "status": u.status, "reason": u.reason, "seconds": round(u.seconds, 3)}
                   for u in d.units],
@@ -288,9 +315,9 @@ def junit_suite(data: dict) -> ET.Element:
         if not d["ok"]:
             kind = ("not validated" if d.get("not_validated") else "bad input" if d.get("exit_status") == USER
                     else "failed")
-            fail = ET.SubElement(case, "failure", message=(d["error"].partition("\n")[0] or "failed")[:500],
-                                 type=kind)
-            fail.text = d["error"] + (f"\n.pto edits NOT applied: {unapplied}" if unapplied else "")
+            message, text = bisects.junit_failure(d["error"], d.get("bisect"))
+            fail = ET.SubElement(case, "failure", message=message, type=kind)
+            fail.text = text + (f"\n.pto edits NOT applied: {unapplied}" if unapplied else "")
         notes = ["validation verdict reused (nothing changed)"] if d["ok"] and d["cached_verdict"] else []
         if unapplied and d["ok"]:
             notes.append(f".pto edits NOT applied (--allow-unapplied-pto): {unapplied}")

@@ -112,6 +112,16 @@ def _ci_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true",
                    help="print the plan, one `K/N<TAB>DIR` line per directory, and build nothing: shard K's "
                         "(--shard K/N), every shard's (--shard N), or all as 1/1")
+    p.add_argument("--bisect", action="store_true",
+                   help="bisect each directory whose validation FAILED against a good variant; its JSON entry "
+                        "(`bisect`) and JUnit failure name the culprits (exit status unchanged; see docs/ci.md)")
+    p.add_argument("--good-dir", type=Path, default=None, metavar="BASE",
+                   help="with --bisect: the good copy of each DIR is at the same relative path under BASE as DIR "
+                        "under the DIRs' common parent (one DIR: BASE/<its name>); a missing copy falls back to "
+                        "DIR's history (default: the newest PASSED variant in DIR's history)")
+    p.add_argument("--bisect-method", choices=("trace", "mix"), default=None,
+                   help="with --bisect: as bisect's --method (default: trace where the platform's dump carries "
+                        "payloads, then mix)")
 
 
 def _ci_report_arguments(p: argparse.ArgumentParser) -> None:
