@@ -66,15 +66,16 @@ def test_a_failing_directory_names_its_culprit_and_the_others_are_not_bisected(t
     """Each directory in its own process (-j 2): the bisect runs there and comes back in its result."""
     broken, fine, cannot = map(str, three)
     plain = pb("ci", "-q", broken, fine, cannot, env=env)
-    out = pb("ci", "-q", "-j", "2", broken, fine, cannot, "--bisect", "--bisect-method", "mix", "--json", "r.json",
-             "--junit-xml", "j.xml", cwd=tmp_path, env=env)
+    out = pb("ci", "-q", "-j", "2", broken, fine, cannot, "--bisect", "--json", "r.json",
+             "--junit-xml", "j.xml", cwd=tmp_path, env=env)          # the host's dump has payloads: the trace
     assert out.returncode == plain.returncode == 1, out.stdout + out.stderr      # bisect changes no exit status
     assert out.stdout.splitlines()[-1] == plain.stdout.splitlines()[-1] == "pypto-build ci: 1 ok, 2 failed"
     assert f"pypto-build ci: {broken}: bisect: culprit {CULPRIT} ({SOURCE})" in out.stderr
     entries = {d["path"]: d for d in json.loads((tmp_path / "r.json").read_text())["directories"]}
     found = entries[broken]["bisect"]
     assert [(c["unit"], c["source"]) for c in found["culprits"]] == [(CULPRIT, SOURCE)]
-    assert found["outcome"] == "culprits" and found["method"] == "mix" and found["good_dir"] is None
+    assert found["outcome"] == "culprits" and found["method"] == "trace" and found["good_dir"] is None
+    assert found["first_divergence"]["kernel"] == CULPRIT.rpartition("/")[2]
     assert found["good"].startswith("variant ") and "(PASSED)" in found["good"]
     assert any("2.5f" in line and line.startswith("+") for line in found["culprits"][0]["diff"])
     assert entries[fine]["bisect"] is None and entries[fine]["ok"]
@@ -84,6 +85,7 @@ def test_a_failing_directory_names_its_culprit_and_the_others_are_not_bisected(t
     assert f"bisect: culprit {CULPRIT} ({SOURCE})" in failures[broken].get("message")
     assert "does not match golden" in failures[broken].get("message")
     assert f"bisect: culprit {CULPRIT} ({SOURCE})" in failures[broken].text
+    assert "first divergent task" in failures[broken].text
     assert "bisect" not in failures[cannot].get("message") and "bisect" not in failures[cannot].text
 
 
