@@ -322,3 +322,30 @@ def test_multi_orchestration_each_sub_build_against_its_own_history(tmp_path, mo
     assert by_dir["orch_a"]["outcome"] == "agree" and by_dir["orch_a"]["culprits"] == []
     assert [c["unit"] for c in by_dir["orch_b"]["culprits"]] == ["compile:orch_b/aiv/orch_b_incore_1_aiv"]
     assert "culprit  compile:orch_b/aiv/orch_b_incore_1_aiv" in done.stdout
+
+
+def test_the_guides_worked_example_through_the_api(tmp_path, monkeypatch):
+    """The guide's example: the shipped example, both kernels edited, one harmlessly; `pypto_build.bisect` returns
+    the report as data classes and names the other."""
+    import pypto_build
+    from pypto_build.culprits import Culprit, Divergence, Report
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "my_example"
+    cli("example", str(root), check=0)
+    aiv = root / "kernels" / "aiv" / "matmul_relu_incore_1_aiv.cpp"
+    aiv.write_text(aiv.read_text().replace("? v : 0.0f", "? v * 1.5f : 0.0f"))
+    aic = root / "kernels" / "aic" / "matmul_relu_incore_0_aic.cpp"
+    aic.write_text(aic.read_text().replace("using namespace pto;",
+                                           'using namespace pto;\nextern "C" volatile int tuning_marker = 1;', 1))
+    cli("validate", str(root), check=1)
+    heard: list[str] = []
+    [report] = pypto_build.bisect(root, say=heard.append)
+    assert isinstance(report, Report) and report.status == 0 and report.method == "trace"
+    assert report.culprits == (Culprit("compile:aiv/matmul_relu_incore_1_aiv",
+                                       "kernels/aiv/matmul_relu_incore_1_aiv.cpp", report.culprits[0].diff),)
+    assert isinstance(report.first_divergence, Divergence) and report.first_divergence.max_abs > 0
+    assert len(report.suspects) == 2 and any(line.startswith("[bisect] run 1:") for line in heard)
+    [mixed] = pypto_build.bisect(root, method="mix")
+    assert [c.unit for c in mixed.culprits] == ["compile:aiv/matmul_relu_incore_1_aiv"]
+    assert all(isinstance(r.seconds, float) and r.verdict in ("PASSED", "FAILED") for r in mixed.runs)

@@ -58,14 +58,32 @@ def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, meth
     with scratch(root, request.cache_dir) as work:
         say(f"[bisect] building the current sources in a copy of {root}")
         graph = request.plan(work.path)
-        pipeline.run(work.path, request, graph=graph, progress=None, check=True)
         if good_plans is not None:
             sides.same_program(graph.plans, good_plans, other)
-        for program in programs(graph):
-            rel = Path(program.path).relative_to(work.path).as_posix()
-            reports.append(_one(root, rel, program, graph, work, request.cache_dir, other, good, good_plans,
-                                method, against_good, rtol, atol, say, start))
+        starter = _warm(graph.platform.name) if start is None else None     # torch imported while it builds
+        try:
+            pipeline.run(work.path, request, graph=graph, progress=None, check=True)
+            for program in programs(graph):
+                rel = Path(program.path).relative_to(work.path).as_posix()
+                reports.append(_one(root, rel, program, graph, work, request.cache_dir, other, good, good_plans,
+                                    method, against_good, rtol, atol, say, start or starter.start))
+        finally:
+            if starter is not None:
+                starter.close()
     return reports
+
+
+def _warm(platform: str):
+    """A warm starter whose server imports torch and the runtime now, in the background: every run is forked
+    from it (`run.WarmStarter`)."""
+    import threading
+
+    from ..run import WarmStarter
+
+    starter = WarmStarter(platform)
+    starter.start_server()                          # from this thread: the server lives as long as it does
+    threading.Thread(target=starter.warm_up, daemon=True, name="pypto-build-bisect-warm-up").start()
+    return starter
 
 
 def _other_directory(good: str | os.PathLike | None) -> Path | None:
@@ -83,7 +101,7 @@ def _other_directory(good: str | os.PathLike | None) -> Path | None:
 
 def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir: str | None, other: Path | None,
          good: str | os.PathLike | None, good_plans, method: str | None, against_good: bool, rtol: float | None,
-         atol: float | None, say: Callable[[str], None], start: Callable | None) -> Report:
+         atol: float | None, say: Callable[[str], None], start: Callable) -> Report:
     """The bisect of one program of the scratch copy."""
     current = sides.current(Path(program.path), graph.plans, rel)
     if other is not None:
@@ -101,19 +119,9 @@ def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir
     against = _tolerance(Path(program.path), against_good, rtol, atol)
     store = VariantStore(store_dir(cache_dir))
     notes = _fetch(work, current, good_side, suspects, store, cache_dir, say)
-    from ..run import WarmStarter
-
-    starter = WarmStarter(program.platform) if start is None else None   # runs forked with torch imported once
-    if starter is not None:
-        starter.start_server()
-    try:
-        mixer = Mixer(work, program, program.config(None), good_side, current, suspects, against=against,
-                      on_run=lambda r: say(_run_line(len(mixer.runs), r)), start=start or starter.start)
-        return _search(where, good_side, current, suspects, mixer, work, graph, rel, method, program, notes, store,
-                       say)
-    finally:
-        if starter is not None:
-            starter.close()
+    mixer = Mixer(work, program, program.config(None), good_side, current, suspects, against=against,
+                  on_run=lambda r: say(_run_line(len(mixer.runs), r)), start=start)
+    return _search(where, good_side, current, suspects, mixer, work, graph, rel, method, program, notes, store, say)
 
 
 def _search(where: Path, good_side: sides.Side, current: sides.Side, suspects: list[str], mixer: Mixer,
