@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -23,13 +23,25 @@ from ..errors import ArgumentError, UserError
 from ..plan.program import Program, programs
 from ..variants.store import VariantStore, store_dir
 from . import sides
-from .report import AGREE, CULPRITS, GOOD_FAILS, UNNAMED, Culprit, Report
+from .report import AGREE, CULPRITS, GOOD_FAILS, UNNAMED, Culprit, Report, run_line
 from .rebuild import rebuild_unit
-from .runs import Mixer, Run, Tolerance
+from .runs import Mixer, Tolerance
 from .scratch import Scratch, scratch
 
 METHODS = ("trace", "mix")
-DIFF_LINES = 60                 # of a culprit's source diff on the screen (the JSON has it whole)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the user asked of a bisect, besides the directory."""
+
+    good: str | None                  # a variant id (None: the newest PASSED); a good directory is `other`
+    other: Path | None                # --good DIR2
+    method: str | None
+    against_good: bool
+    rtol: float | None
+    atol: float | None
+    cache_dir: str | None
 
 
 def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, method: str | None = None,
@@ -53,6 +65,8 @@ def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, meth
     classify(root)
     other = _other_directory(good)
     request = Request.given(platform=platform, cache_dir=cache_dir, quiet=True)
+    asked = Asked(None if good is None or other is not None else str(good), other, method, against_good, rtol, atol,
+                  request.cache_dir)
     good_plans = request.plan(other).plans if other is not None else None
     reports = []
     with scratch(root, request.cache_dir) as work:
@@ -65,8 +79,7 @@ def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, meth
             pipeline.run(work.path, request, graph=graph, progress=None, check=True)
             for program in programs(graph):
                 rel = Path(program.path).relative_to(work.path).as_posix()
-                reports.append(_one(root, rel, program, graph, work, request.cache_dir, other, good, good_plans,
-                                    method, against_good, rtol, atol, say, start or starter.start))
+                reports.append(_one(root, rel, program, graph, work, good_plans, asked, say, start or starter.start))
         finally:
             if starter is not None:
                 starter.close()
@@ -99,42 +112,42 @@ def _other_directory(good: str | os.PathLike | None) -> Path | None:
     return None
 
 
-def _one(root: Path, rel: str, program: Program, graph, work: Scratch, cache_dir: str | None, other: Path | None,
-         good: str | os.PathLike | None, good_plans, method: str | None, against_good: bool, rtol: float | None,
-         atol: float | None, say: Callable[[str], None], start: Callable) -> Report:
+def _one(root: Path, rel: str, program: Program, graph, work: Scratch, good_plans, asked: Asked,
+         say: Callable[[str], None], start: Callable) -> Report:
     """The bisect of one program of the scratch copy."""
+    from ..platforms import RECORDS
+
+    where = root if rel == "." else root / rel
+    payloads = RECORDS[program.platform].dump_payloads
+    if asked.method == "trace" and not payloads:
+        raise UserError(f"{where}: --method trace needs an arguments dump with payloads, which {program.platform} "
+                        "does not write; use --method mix")
     current = sides.current(Path(program.path), graph.plans, rel)
-    if other is not None:
-        good_side = sides.from_directory(other, good_plans, rel)
+    if asked.other is not None:
+        good_side = sides.from_directory(asked.other, good_plans, rel)
     else:
-        good_side = sides.from_history(root if rel == "." else root / rel, None if good is None else str(good))
+        good_side = sides.from_history(where, asked.good)
     sides.same_units(current, good_side)
     suspects = [u.task for u in current.units if u.binary_digest != good_side.unit(u.binary).binary_digest]
-    where = root if rel == "." else root / rel
     say(f"[bisect] {where}: current {current.variant[:10]} against {good_side.label}: "
         f"{len(suspects)} of {len(current.units)} unit(s) differ")
     if not suspects:
-        return Report(where, good_side.label, current.variant, method or "mix", AGREE,
+        return Report(where, good_side.label, current.variant, asked.method or "mix", AGREE,
                       notes=("the two variants run the same binaries",))
-    against = _tolerance(Path(program.path), against_good, rtol, atol)
-    store = VariantStore(store_dir(cache_dir))
-    notes = _fetch(work, current, good_side, suspects, store, cache_dir, say)
+    against = _tolerance(Path(program.path), asked.against_good, asked.rtol, asked.atol)
+    store = VariantStore(store_dir(asked.cache_dir))
+    notes = _fetch(work, current, good_side, suspects, store, asked.cache_dir, say)
     mixer = Mixer(work, program, program.config(None), good_side, current, suspects, against=against,
-                  on_run=lambda r: say(_run_line(len(mixer.runs), r)), start=start)
-    return _search(where, good_side, current, suspects, mixer, work, graph, rel, method, program, notes, store, say)
+                  on_run=lambda r: say(f"[bisect] {run_line(len(mixer.runs), r)}"), start=start)
+    chosen = asked.method or ("trace" if payloads else "mix")
+    return _search(where, good_side, current, suspects, mixer, work, graph, rel, chosen, asked.method == "trace",
+                   notes, store, say)
 
 
 def _search(where: Path, good_side: sides.Side, current: sides.Side, suspects: list[str], mixer: Mixer,
-            work: Scratch, graph, rel: str, method: str | None, program: Program, notes: tuple[str, ...],
+            work: Scratch, graph, rel: str, chosen: str, forced: bool, notes: tuple[str, ...],
             store: VariantStore, say: Callable[[str], None]) -> Report:
-    """Trace, then mix where the trace names no unit (or mix alone): the report."""
-    from ..platforms import RECORDS
-
-    payloads = RECORDS[program.platform].dump_payloads
-    if method == "trace" and not payloads:
-        raise UserError(f"{where}: --method trace needs an arguments dump with payloads, which {program.platform} "
-                        "does not write; use --method mix")
-    chosen = method or ("trace" if payloads else "mix")
+    """Trace (`chosen`), then mix where the trace names no unit unless the trace was `forced`; or mix alone."""
     found: dict = {"first": None, "parting": None, "culprits": (), "notes": ()}
     known: dict = {}
     if chosen == "trace":
@@ -145,7 +158,7 @@ def _search(where: Path, good_side: sides.Side, current: sides.Side, suspects: l
         if found.get("outcome"):
             return _report(where, good_side, current, "trace", found["outcome"], (), suspects, found, mixer, notes,
                            store)
-        if found["culprits"] or method == "trace":
+        if found["culprits"] or forced:
             return _report(where, good_side, current, "trace", CULPRITS if found["culprits"] else UNNAMED,
                            found["culprits"], suspects, found, mixer, notes, store)
         chosen = "trace+mix"
@@ -222,8 +235,3 @@ def _source_text(side: sides.Side, unit, store: VariantStore) -> str | None:
     data = store.read(unit.source_digest) if unit.source_digest else None
     return data.decode(errors="replace") if data is not None else None
 
-
-def _run_line(number: int, r: Run) -> str:
-    mixed = ", ".join(r.current) if r.current else "none (all good)"
-    return (f"[bisect] run {number}: {r.verdict} in {r.seconds:.2f} s · current: {mixed}"
-            + (f" — {r.detail}" if r.verdict != "PASSED" and r.detail else ""))

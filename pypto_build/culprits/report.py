@@ -15,6 +15,7 @@ from pathlib import Path
 from .runs import Run
 
 CULPRITS, AGREE, GOOD_FAILS, UNNAMED = "culprits", "agree", "good fails", "unnamed"
+DIFF_LINES = 60                 # of a culprit's source diff on the screen (the JSON has it whole)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ class Report:
             out.append("the trace saw the difference below but cannot pin it on a unit; `--method mix` finds them")
         for c in self.culprits:
             out.append(f"culprit  {c.unit}  ({c.source})" + (f" — {c.note}" if c.note else ""))
-            out += [f"    {line}" for line in c.diff]
+            out += [f"    {line}" for line in c.diff[:DIFF_LINES]]
+            if len(c.diff) > DIFF_LINES:
+                out.append(f"    ... {len(c.diff) - DIFF_LINES} more line(s) of the diff (--json has them all)")
         if self.first_divergence is not None:
             out += divergence_lines(self.first_divergence)
         if self.parting is not None:
@@ -68,10 +71,7 @@ class Report:
         out += [f"note     {n}" for n in self.notes]
         if self.runs:
             out.append("runs")
-            for i, r in enumerate(self.runs, 1):
-                mixed = ", ".join(r.current) if r.current else "none (all good)"
-                out.append(f"  {i:>2}. {r.verdict:<7} {r.seconds:7.2f} s  current: {mixed}  [{r.why}]"
-                           + (f" — {r.detail}" if r.verdict != "PASSED" and r.detail else ""))
+            out += [f"  {run_line(i, r)}  [{r.why}]" for i, r in enumerate(self.runs, 1)]
         return out
 
     def as_json(self) -> dict:
@@ -84,6 +84,13 @@ class Report:
                 "runs": [{"units": list(r.current), "verdict": r.verdict, "seconds": round(r.seconds, 3),
                           "why": r.why, "detail": r.detail} for r in self.runs],
                 "notes": list(self.notes)}
+
+
+def run_line(number: int, r: Run) -> str:
+    """One run in words: its number, verdict and time, the suspects it ran current, what was off."""
+    mixed = ", ".join(r.current) if r.current else "none (all good)"
+    return (f"run {number}: {r.verdict} in {r.seconds:.2f} s · current: {mixed}"
+            + (f" — {r.detail}" if r.verdict != "PASSED" and r.detail else ""))
 
 
 def _plain(found: object | None) -> dict | None:
