@@ -168,4 +168,7 @@ class ExecutorError(Failure, RuntimeError):
 
 
 class ValidationFailed(Failure, AssertionError):
-    """An output does not match golden.py's (an AssertionError too, as PyPTO's replay raises)."""
+    """An output does not match golden.py's (an AssertionError too, as PyPTO's replay raises). `golden`: the seal of
+    the kept golden result it was compared against, when one was kept (the variant's record keeps it)."""
+
+    golden: str | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -21,6 +22,7 @@ from ..builddir.layout import classify, find_root
 from ..builddir.markers import GOLDEN_PY
 from ..errors import ArgumentError, UserError
 from ..plan.program import Program, programs
+from ..variants.history import Variant
 from ..variants.store import VariantStore, store_dir
 from . import sides
 from .report import AGREE, CULPRITS, GOOD_FAILS, UNNAMED, Culprit, Report, run_line
@@ -166,12 +168,29 @@ def _search(where: Path, good_side: sides.Side, current: sides.Side, suspects: l
 
     if mixer.against is not None and "good" not in known:
         known["good"] = mixer.run(frozenset(), "all good (the reference outputs)").fails
+    elif "good" not in known and good_side.recorded is not None:
+        notes = (*notes, *_reuse_good(mixer, good_side.recorded, known))
     before = len(mixer.runs)
     search = find_culprits(suspects, lambda mixed: mixer.run(mixed, "mix").fails,
                            current_fails=known.get("current"), good_fails=known.get("good"))
     mixer.runs[before:] = [replace(r, why=p.why) for r, p in zip(mixer.runs[before:], search.probes)]
     outcome = {"culprits": CULPRITS, "agree": AGREE}.get(search.verdict, GOOD_FAILS)
     return _report(where, good_side, current, chosen, outcome, search.culprits, suspects, found, mixer, notes, store)
+
+
+def _reuse_good(mixer: Mixer, good: Variant, known: dict) -> tuple[str, ...]:
+    """The current variant runs first; when the good one's PASSED verdict was made on the very golden result that
+    run was compared against, with the same run configuration, it holds for the same binaries now (as `validate`
+    reuses a verdict): the good variant is not run again. The note that says so."""
+    if "current" not in known:
+        known["current"] = mixer.run(frozenset(mixer.suspects), "all current").fails
+    ran = next((r for r in reversed(mixer.runs) if set(r.current) == set(mixer.suspects)), None)
+    seal = ran.golden if ran is not None else None
+    if good.verdict == "PASSED" and seal and good.golden == seal and good.config == mixer.config.key():
+        known["good"] = False
+        return (f"the good variant's PASSED verdict on this golden result holds (recorded "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(good.last_seen))}): not run again",)
+    return ()
 
 
 def _tolerance(program_dir: Path, against_good: bool, rtol: float | None, atol: float | None) -> Tolerance | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..builddir.state_dir import HISTORY, STATE_DIR
 from ..errors import UserError
-from ..variants.history import History
+from ..variants.history import History, Variant
 from ..variants.units import UnitState, program_units, unit_states, variant_id
 
 
@@ -24,6 +24,7 @@ class Side:
     units: tuple[UnitState, ...]
     variant: str
     where: Path | None = None           # the program's folder there
+    recorded: Variant | None = None     # its record in the history (the verdict, on which golden result, config)
 
     def unit(self, binary: str) -> UnitState:
         """Its unit that builds `binary` (relative to the program's folder: the same in both variants)."""
@@ -65,7 +66,8 @@ def from_history(program_dir: Path, want: str | None) -> Side:
     if not found.units:
         raise UserError(f"{path}: variant {found.short} was recorded before variants kept their units; validate "
                         "it again (check out its sources, `pypto-build validate`) or use --good DIR2")
-    return Side(f"variant {found.short} ({found.verdict})", tuple(found.unit_states()), found.digest)
+    return Side(f"variant {found.short} ({found.verdict})", tuple(found.unit_states()), found.digest,
+                recorded=found)
 
 
 def from_directory(other: Path, plans, rel: str) -> Side:

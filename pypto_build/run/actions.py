@@ -80,9 +80,9 @@ def run_validate(program: Program, config: RunConfig, timeout: float, quiet: boo
     try:
         outcome = _entry(program, config, timeout, quiet, here, validate=True)
     except failures as exc:
-        _record(keep, program, exc)
+        _record(keep, program, config, exc)
         return _failed(program, "validation", exc)
-    _record(keep, program, None, f"compared {', '.join(outcome.checked)}")
+    _record(keep, program, config, None, f"compared {', '.join(outcome.checked)}", outcome.golden)
     return {"verdict": "PASSED", "outputs": outcome.checked, "config": program.config(config).key(),
             "golden": {"seal": outcome.golden, "states": {}}, "run": _kept(outcome)}
 
@@ -114,9 +114,11 @@ def _entry(program: Program, config: RunConfig, timeout: float, quiet: bool, her
     return here.ran
 
 
-def _record(keep: Recorder | None, program: Program, exc: BaseException | None, figures: str = "") -> None:
+def _record(keep: Recorder | None, program: Program, config: RunConfig, exc: BaseException | None,
+            figures: str = "", golden: str | None = None) -> None:
     """Record the variant that ran with its verdict: PASSED, FAILED (an output off: how far), CRASHED (the program
-    failed); nothing for a refusal or a golden.py that failed (no verdict on the binaries)."""
+    failed); nothing for a refusal or a golden.py that failed (no verdict on the binaries). With the seal of the
+    golden result it was compared against and the run configuration's key: what the verdict holds for."""
     from ..errors import ExecutorError, ProgramFailed, ValidationFailed
     from .golden import GoldenError
 
@@ -125,12 +127,12 @@ def _record(keep: Recorder | None, program: Program, exc: BaseException | None, 
     if exc is None:
         verdict = "PASSED"
     elif isinstance(exc, ValidationFailed):
-        verdict, figures = "FAILED", str(exc).partition("\n")[0]
+        verdict, figures, golden = "FAILED", str(exc).partition("\n")[0], exc.golden
     elif isinstance(exc, (ProgramFailed, ExecutorError)) and not isinstance(exc, GoldenError):
         verdict, figures = "CRASHED", str(exc).partition("\n")[0]
     else:
         return
-    keep.verdict(Path(program.path), verdict, figures, program.platform)
+    keep.verdict(Path(program.path), verdict, figures, program.platform, golden, program.config(config).key())
 
 
 def _kept(outcome: RunOutcome) -> dict:

@@ -57,6 +57,8 @@ class Variant:
     figures: str = ""                                     # the last verdict's detail: how far off, what crashed
     units: list[dict] = field(default_factory=list)       # per unit: units.UnitState as a dict (`unit_states`)
     platform: str = ""                                    # where it ran
+    golden: str = ""                                      # the seal of the golden result the verdict was made on
+    config: str = ""                                      # the run configuration's key it was made with
 
     def unit_states(self) -> list:
         """The units recorded (`units.UnitState`), in plan order; [] for a variant recorded before units were."""
@@ -108,7 +110,7 @@ class History:
 
     def record(self, digest: str, verdict: str, seconds: list[float], changed: list[str], *,
                figures: str | None = None, units: list[dict] | None = None, platform: str | None = None,
-               again: bool = True) -> tuple[Variant, bool]:
+               golden: str | None = None, config: str | None = None, again: bool = True) -> tuple[Variant, bool]:
         """Note one run of `digest`; (the variant, whether it was seen before). What is not given is kept from
         the variant's earlier record; `again=False` adds to the run just recorded (a watch round's times, after
         its `validate:` task recorded the verdict) instead of counting another."""
@@ -116,13 +118,14 @@ class History:
         seen = self.variants.pop(digest, None)
         if seen is None:
             variant = Variant(digest, now, now, verdict, list(seconds), list(changed), 1, figures or "",
-                              list(units or []), platform or "")
+                              list(units or []), platform or "", golden or "", config or "")
         else:
             variant = Variant(digest, seen.first_seen, now, verdict, list(seconds) or seen.seconds,
                               seen.changed or list(changed), seen.rounds + (1 if again else 0),
                               seen.figures if figures is None else figures,
                               seen.units if units is None else list(units),
-                              seen.platform if platform is None else platform)
+                              seen.platform if platform is None else platform,
+                              seen.golden if golden is None else golden, seen.config if config is None else config)
         self.variants[digest] = variant
         return variant, seen is not None and again
 
@@ -167,7 +170,8 @@ def percent(value: float, base: float) -> str:
 
 _EXPECTED = {"digest": "a digest", "first_seen": "a time", "last_seen": "a time", "verdict": "a verdict",
              "seconds": "a list of run times", "changed": "a list of file names", "rounds": "a count of rounds",
-             "figures": "a line of text", "units": "a list of unit records", "platform": "a platform name"}
+             "figures": "a line of text", "units": "a list of unit records", "platform": "a platform name",
+             "golden": "a golden result's seal", "config": "a run configuration's key"}
 _REQUIRED = {"digest", "first_seen", "last_seen", "verdict"}
 
 

@@ -25,8 +25,9 @@ class Recorder:
     units: tuple[UnitRef, ...]
     store: str | None
 
-    def verdict(self, program_dir: Path, verdict: str, figures: str, platform: str) -> str | None:
-        return record_verdict(program_dir, self.units, self.store, verdict, figures, platform)
+    def verdict(self, program_dir: Path, verdict: str, figures: str, platform: str, golden: str | None = None,
+                config: str = "") -> str | None:
+        return record_verdict(program_dir, self.units, self.store, verdict, figures, platform, golden, config)
 
 
 def recorder(plans, rel: str, cache_dir: str | None) -> Recorder:
@@ -40,7 +41,7 @@ def recorder(plans, rel: str, cache_dir: str | None) -> Recorder:
 
 
 def record_verdict(program_dir: Path, refs: Sequence[UnitRef], store_dir: str | None, verdict: str,
-                   figures: str, platform: str) -> str | None:
+                   figures: str, platform: str, golden: str | None = None, config: str = "") -> str | None:
     """Record the variant of the program at `program_dir` (its units `refs`, relative to it) with
     `verdict` and `figures`; keep its binaries and sources in the store at `store_dir` (None: keep none).
     Returns the variant's id, or None when nothing was recorded (a binary missing, the history unwritable)."""
@@ -57,7 +58,7 @@ def record_verdict(program_dir: Path, refs: Sequence[UnitRef], store_dir: str | 
         if aside:
             warn(aside)
         history.record(digest, verdict, [], [], figures=figures, units=[s.as_dict() for s in states],
-                       platform=platform)
+                       platform=platform, golden=golden or "", config=config)
         history.save()
     except (OSError, Damaged) as exc:
         warn(f"the variant {digest[:10]} was not recorded ({one_line(exc)}); the verdict stands")
