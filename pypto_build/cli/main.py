@@ -268,8 +268,9 @@ VERBS = (
     Verb("cache", "show or empty the artefact cache, the precompiled preludes and the kept variants (stats [DIR] | "
          "clean)",
          "stats: entries, size, hits, misses, stores, corrupt entries dropped, evictions; the precompiled "
-         "preludes' count and size; the kept variants' binaries and sources (what `bisect` runs); then, for DIR (or the build directory the working directory is in), what "
-         "its .pypto_build/ holds, as `history` shows it. clean: remove every entry of the three (the preludes' "
+         "preludes' count and size; the kept variants' binaries and sources (what `bisect` runs); then, for "
+         "DIR (or the build directory the working directory is in), what its .pypto_build/ holds, as `history` "
+         "shows it. clean: remove every entry of the three (the preludes' "
          "and the variants' stores are beside the cache, else under $XDG_CACHE_HOME, even when no cache is "
          "configured).",
          _cache_arguments, _cache),
@@ -296,7 +297,8 @@ VERBS = (
     Verb("history", "list the program variants DIR ran: verdict and run time per content of the binaries",
          "One line per variant (a digest of every binary the program runs) that a verdict recorded in DIR "
          "(validate, replay --validate, ci, the API, each watch round), oldest first: when, how many runs, the "
-         "last verdict, the median run time of watch's timed runs and its change against the first; then what DIR's .pypto_build/ holds: the kept golden result, the last run's output tensors, "
+         "last verdict, the median run time of watch's timed runs and its change against the first; then "
+         "what DIR's .pypto_build/ holds: the kept golden result, the last run's output tensors, "
          "the build state, the history (one line per .pypto_build/, sub-builds' too).", _dir, _history),
     Verb("bisect", "name the kernels that make DIR's current variant fail where a good one passed",
          "Compare DIR's current variant with a good one (the newest PASSED in its history, --good VARIANT, or "

@@ -99,8 +99,9 @@ def same_program(current_plans, good_plans, good_root: Path) -> None:
                             "give a build directory of the same program (same kernels and signatures) to --good")
     if len(mine) != len(theirs):
         more, which = (mine, "this directory") if len(mine) > len(theirs) else (theirs, str(good_root))
-        raise UserError(f"{good_root}: not the same program: only {which} has {_said(more[min(len(mine), len(theirs))])}; "
-                        "give a build directory of the same program to --good")
+        first = more[min(len(mine), len(theirs))]
+        raise UserError(f"{good_root}: not the same program: only {which} has {_said(first)}; give a build "
+                        "directory of the same program to --good")
 
 
 def same_units(current_side: Side, good: Side) -> None:

@@ -4,12 +4,14 @@ The current variant runs first, then the good one (with `--against-good` first: 
 with `enable_dump_args` 2, in the scratch copy; their dumps are copied aside and compared (`trace.compare`,
 within golden.py's RTOL/ATOL or the tolerance given). A good variant's dump is kept (`KEPT` newest, beside the
 scratch) under its variant and the content of the golden result its run was compared against (which is keyed on
-golden.py's inputs): the next trace against it on the same inputs runs the current variant only. The first task whose outputs differ names its kernel; when
-that kernel's unit is one of the suspects and nothing before it went uncompared, it is the culprit. Otherwise
-(the sequences part, the first divergent kernel is not a suspect, a record could not be compared, an L3 dispatch
-whose chip the dump does not say) the trace says what it saw and the mix goes on, knowing both endpoints.
-An L3 run writes one dump per rank and dispatch (`rank<r>/d<k>/args_dump`): they are compared in that order and
-the first that differs is reported with its place.
+golden.py's inputs): the next trace against it on the same inputs runs the current variant only.
+
+The first task whose outputs differ names its kernel; when that kernel's unit is one of the suspects, the task
+was given the same inputs and nothing before it went uncompared, it is the culprit. Otherwise (the sequences
+part, the task was given other inputs, its kernel is not a suspect, a record could not be compared, an L3
+dispatch whose chip the dump does not say) the trace says what it saw and the mix goes on, knowing both
+endpoints. An L3 run writes one dump per rank and dispatch (`rank<r>/d<k>/args_dump`): they are compared in that
+order and the first that differs is reported with its place.
 """
 from __future__ import annotations
 
@@ -83,8 +85,8 @@ def traced(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str],
                           "the mix finds the units that make it differ",)
     else:
         found["culprits"] = (unit,)
-    say(f"[bisect] trace: " + (f"first divergent task {first.index} ({first.kernel})" if first else
-                               "no task's outputs differ") + (f"; {result.parting.describe()}" if result.parting else ""))
+    seen = f"first divergent task {first.index} ({first.kernel})" if first else "no task's outputs differ"
+    say(f"[bisect] trace: {seen}" + (f"; {result.parting.describe()}" if result.parting else ""))
     return found, known
 
 
