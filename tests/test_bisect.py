@@ -364,3 +364,19 @@ def test_the_guides_worked_example_through_the_api(tmp_path, monkeypatch):
     [mixed] = pypto_build.bisect(root, method="mix")
     assert [c.unit for c in mixed.culprits] == ["compile:aiv/matmul_relu_incore_1_aiv"]
     assert all(isinstance(r.seconds, float) and r.verdict in ("PASSED", "FAILED") for r in mixed.runs)
+
+
+def test_the_api_and_ci_record_variants_too(tmp_path, monkeypatch):
+    import pypto_build
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = synth.write_l2(tmp_path / "api", kernels=2, golden=True)
+    pypto_build.validate(root)
+    assert [v.verdict for v in History(root).variants.values()] == ["PASSED"]
+    breaks(root, 1)
+    with pytest.raises(AssertionError):
+        pypto_build.replay(root, validate=True)
+    assert [v.verdict for v in History(root).variants.values()] == ["PASSED", "FAILED"]
+    harmless(root, 0)
+    cli("ci", str(root), check=1)
+    assert [v.verdict for v in History(root).variants.values()] == ["PASSED", "FAILED", "FAILED"]
