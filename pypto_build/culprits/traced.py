@@ -90,7 +90,7 @@ def traced(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str],
     return found, known
 
 
-KEPT = 4                # good variants' dumps kept per directory
+KEPT = 2                # good variants' dumps kept per directory (a dump holds every task's tensors: large)
 
 
 def _kept(work: Scratch, mixer: Mixer) -> Path | None:
