@@ -818,9 +818,9 @@ SEE_ALSO = ("Other figures, each from its own `bench/` script: [the edit loop](b
             "(benchmarks-cache.md), [two revisions, interleaved](benchmarks-ab.md), [the platforms]"
             "(benchmarks-platforms.md), [past one machine](benchmarks-scale.md) (distcc, sharded CI with a shared "
             "cache; summary at the end of this file), [the no-op side by side with ninja, interleaved](#the-no-op-side-by-"
-            "side-with-ninja-2048-kernels) (`bench/bench_noop.py`, at the end of this file), [which kernel broke it]"
-            "(#which-kernel-broke-it-pypto-build-bisect-benchbench_bisectpy) (`pypto-build bisect`: runs and time of "
-            "trace and mix beside one run; `bench/bench_bisect.py`, at the end of this file).")
+            "side-with-ninja-2048-kernels) (`bench/bench_noop.py`, at the end of this file), [which kernel broke "
+            "it](#bisect) (`pypto-build bisect`: runs and time of trace and mix beside one run; "
+            "`bench/bench_bisect.py`, at the end of this file).")
 
 
 def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: dict | None,
