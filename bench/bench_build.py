@@ -803,10 +803,10 @@ def put_block(path: Path, tag: str, block: str) -> None:
 
 def kept_blocks(out: Path) -> str:
     """The blocks other scripts keep in this report (bench_scale.py's summary, bench_noop.py's no-op side by
-    side), to write back after it."""
+    side, bench_bisect.py's bisect figures), to write back after it."""
     text = out.read_text(encoding="utf-8") if out.exists() else ""
     kept = ""
-    for tag in ("bench_scale", "bench_noop"):
+    for tag in ("bench_scale", "bench_noop", "bench_bisect"):
         begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
         if begin in text and end in text:
             kept += "\n" + begin + text.partition(begin)[2].partition(end)[0] + end + "\n"
@@ -818,7 +818,9 @@ SEE_ALSO = ("Other figures, each from its own `bench/` script: [the edit loop](b
             "(benchmarks-cache.md), [two revisions, interleaved](benchmarks-ab.md), [the platforms]"
             "(benchmarks-platforms.md), [past one machine](benchmarks-scale.md) (distcc, sharded CI with a shared "
             "cache; summary at the end of this file), [the no-op side by side with ninja, interleaved](#the-no-op-side-by-"
-            "side-with-ninja-2048-kernels) (`bench/bench_noop.py`, at the end of this file).")
+            "side-with-ninja-2048-kernels) (`bench/bench_noop.py`, at the end of this file), [which kernel broke "
+            "it](#bisect) (`pypto-build bisect`: runs and time of trace and mix beside one run; "
+            "`bench/bench_bisect.py`, at the end of this file).")
 
 
 def render(info: dict, command: str, sizes: list[dict], goal: dict | None, bd: dict | None,

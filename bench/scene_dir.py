@@ -48,6 +48,14 @@ EXAMPLES = {
     "vector_example": SceneExample("vector_example", "test_vector_example.py", "TestVectorExample", "default"),
 }
 
+# vector_example's kernels edited as a user might: `kernel_add_scalar` adds one more (its numbers break), `kernel_add`
+# gets a new exported variable (its binary changes, its numbers do not). File, text, replacement; bench_bisect.py
+# and tests/test_bisect_simpler.py make the failing directory with them.
+VECTOR_EDITS = (("kernels/aiv/kernel_add_scalar.cpp", "TADDS(dstTile, srcTile, scalar);",
+                 "TADDS(dstTile, srcTile, scalar + 1.0f);"),
+                ("kernels/aiv/kernel_add.cpp", "using namespace pto;",
+                 'using namespace pto;\nextern "C" volatile int bisect_harmless = 7;'))
+
 _GOLDEN = '''"""golden.py for simpler's {name} example, case {case}: the example's own generate_args and compute_golden.
 
 Written by pypto_build's bench/scene_dir.py. generate_inputs seeds torch, so it makes the same inputs each time.
@@ -148,6 +156,16 @@ def write_scene_dir(dest: Path, project_root: Path, example: SceneExample, seed:
         rtol=float(getattr(scene, "RTOL", 1e-5)), atol=float(getattr(scene, "ATOL", 1e-5)), cls=example.cls),
         encoding="utf-8")
     return program
+
+
+def edit_kernels(root: Path, edits: tuple[tuple[str, str, str], ...]) -> None:
+    """Apply `edits` (file, text, replacement; each text found once) to the directory at `root`."""
+    for rel, old, new in edits:
+        path = root / rel
+        text = path.read_text(encoding="utf-8")
+        if text.count(old) != 1:
+            raise ValueError(f"{path}: {old!r} found {text.count(old)} times, not once")
+        path.write_text(text.replace(old, new), encoding="utf-8")
 
 
 def main() -> int:
