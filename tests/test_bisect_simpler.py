@@ -80,5 +80,6 @@ def test_bisect_names_the_broken_kernel_of_a_real_program_on_a2a3sim(failing, tm
         assert len(report["runs"]) == 2             # each variant once, with the arguments dump
     else:
         assert report["first_divergence"] is None
-        assert len(report["runs"]) <= 2 + 1 + 1     # the endpoints, then ceil(log2 2) + 1
+        assert len(report["runs"]) <= 1 + 1 + 1     # ceil(log2 2) + 2: the good variant's recorded verdict holds
+        assert any("PASSED verdict on this golden result holds" in n for n in report["notes"]), report["notes"]
     assert tree(failing) == before                  # sources, binaries, stamp, state, history: byte for byte

@@ -22,6 +22,7 @@ from ..builddir.layout import classify, find_root
 from ..builddir.markers import GOLDEN_PY
 from ..errors import ArgumentError, UserError
 from ..plan.program import Program, programs
+from ..platforms import RECORDS
 from ..variants.history import Variant
 from ..variants.store import VariantStore, store_dir
 from . import sides
@@ -77,6 +78,8 @@ def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, meth
         if good_plans is not None:
             sides.same_program(graph.plans, good_plans, other)
         starter = _warm(graph.platform.name) if start is None else None     # torch imported while it builds
+        if method != "mix" and RECORDS[graph.platform.name].dump_payloads:
+            _import_torch_meanwhile()           # the trace compares tensors here, after the runs
         try:
             pipeline.run(work.path, request, graph=graph, progress=None, check=True)
             for program in programs(graph):
@@ -86,6 +89,16 @@ def bisect(directory: Path | str, *, good: str | os.PathLike | None = None, meth
             if starter is not None:
                 starter.close()
     return reports
+
+
+def _import_torch_meanwhile() -> None:
+    """Import torch in this process in the background (about a second), while the copy builds and the program
+    runs in other processes: the trace's comparison, which needs it, then does not wait for it."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=("torch",), daemon=True,
+                     name="pypto-build-bisect-import").start()
 
 
 def _warm(platform: str):
@@ -117,8 +130,6 @@ def _other_directory(good: str | os.PathLike | None) -> Path | None:
 def _one(root: Path, rel: str, program: Program, graph, work: Scratch, good_plans, asked: Asked,
          say: Callable[[str], None], start: Callable) -> Report:
     """The bisect of one program of the scratch copy."""
-    from ..platforms import RECORDS
-
     where = root if rel == "." else root / rel
     payloads = RECORDS[program.platform].dump_payloads
     if asked.method == "trace" and not payloads:
