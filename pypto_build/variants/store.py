@@ -48,9 +48,6 @@ class VariantStore:
             except OSError:
                 self.cache.put(digest, path)
 
-    def has(self, digest: str) -> bool:
-        return self.cache.entry_path(digest).is_file()
-
     def restore(self, digest: str, dest: Path) -> bool:
         """Write the file kept as `digest` onto `dest` (atomically, checked against `digest` itself); False when it
         is not kept (evicted) or what is kept is not that content (a file changed while it was stored)."""
