@@ -4,6 +4,7 @@
     python bench/bench_ab.py --base 4080fd9 [--head HEAD] [--sizes 16,256] [--noops 16] [--edits 14]
     python bench/bench_ab.py --base main --head . --sizes 64 --jobs 1 --kernel -1 --edits 15 --hand  # issue 14
     python bench/bench_ab.py --base main --head 7838353,043c3f5,HEAD --sizes 64 --jobs 1   # steps, all interleaved
+    python bench/bench_ab.py --base 3418a20 --sizes 64 --jobs 1 --kernel -1 --verb validate --noops 0  # issue 36
 
 `bench_build.py` measures one revision per run; on a shared machine its load
 drifts between two such runs by more than a refactoring changes. Here both
@@ -13,7 +14,9 @@ build their own copy of the same synthetic directory
 (`testing.synth.write_l2`, from the head's snapshot), then run alternately — ABBA
 order — `python -m pypto_build build -q [-j N] DIR`: steady no-ops (after one
 untimed first no-op), then one-edit rebuilds (a comment appended to kernel
-`--kernel` of each copy). Prints median / min / max wall time per revision and
+`--kernel` of each copy). `--verb validate` times `validate -q` instead, on copies with a golden.py, each edit a new
+definition (a new binary: the program runs and validates, and its variant is recorded). Prints median / min / max
+wall time per revision and
 the median CPU time (user + sys of the process and its children, from
 `getrusage(RUSAGE_CHILDREN)`: less noisy than wall on a shared machine). `--hand`
 also times that kernel's compile by hand: the unit's exact argv, run with
@@ -57,15 +60,16 @@ def timed(cmd: list[str], **kwargs) -> tuple[float, float, subprocess.CompletedP
     return time.perf_counter() - start, children_cpu() - cpu, proc
 
 
-def build(root: Path, directory: Path, work: Path, jobs: int = 2) -> tuple[float, float]:
-    env = dict(os.environ, PYTHONPATH=str(root), PYTHONPYCACHEPREFIX=str(work / f"pyc-{root.name}"))
+def build(root: Path, directory: Path, work: Path, jobs: int = 2, verb: str = "build") -> tuple[float, float]:
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONPYCACHEPREFIX=str(work / f"pyc-{root.name}"),
+               XDG_CACHE_HOME=str(work / f"cache-{root.name}"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # cwd: `python -m` puts the working directory first on sys.path, so run from a checkout both sides
     # would import that checkout's pypto_build instead of their own (PYTHONPATH)
-    wall, cpu, proc = timed([sys.executable, "-m", "pypto_build", "build", "-q",
+    wall, cpu, proc = timed([sys.executable, "-m", "pypto_build", verb, "-q",
                              *(["-j", str(jobs)] if jobs > 1 else []), str(directory)], env=env, cwd=work)
     if proc.returncode:
-        raise SystemExit(f"bench_ab: build of {directory} with {root.name} failed:\n{proc.stderr}")
+        raise SystemExit(f"bench_ab: {verb} of {directory} with {root.name} failed:\n{proc.stderr}")
     return wall, cpu
 
 
@@ -77,12 +81,13 @@ def edit_unit(directory: Path, func_id: int):
 
 
 def measure(revs: dict[str, Path], kernels: int, noops: int, edits: int, work: Path, jobs: int, kernel: int,
-            hand: bool) -> dict[str, dict]:
+            hand: bool, verb: str = "build") -> dict[str, dict]:
     sys.path.insert(0, str(list(revs.values())[-1]))
     from pypto_build.testing.synth import kernel_path, write_l2
 
     kernel = min(kernel, kernels - 1) if kernel >= 0 else kernels // 2
-    dirs = {name: write_l2(work / f"{name}-{kernels}", kernels=kernels) for name in revs}
+    golden = verb == "validate"
+    dirs = {name: write_l2(work / f"{name}-{kernels}", kernels=kernels, golden=golden) for name in revs}
     times: dict[str, dict] = {name: {"no-op": [], "one-edit": []} for name in revs}
     if hand:
         copy = write_l2(work / f"hand-{kernels}", kernels=kernels)
@@ -92,18 +97,18 @@ def measure(revs: dict[str, Path], kernels: int, noops: int, edits: int, work: P
         subprocess.run(unit.argv, cwd=cwd, capture_output=True, check=True)        # warm-up, untimed
         times["by hand"] = {"compile": [timed(list(unit.argv), cwd=cwd)[:2] for _ in range(max(edits, 5))]}
     for name, root in revs.items():
-        build(root, dirs[name], work)
+        build(root, dirs[name], work, verb=verb)
     time.sleep(2.5)                                  # past the racy window: the first no-op refreshes states
     for name, root in revs.items():
-        build(root, dirs[name], work, jobs)          # first no-op (untimed)
+        build(root, dirs[name], work, jobs, verb)    # first no-op (untimed)
     order = list(revs)
     for kind, count in (("no-op", noops), ("one-edit", edits)):
         for i in range(count):
             for name in (order if i % 2 == 0 else order[::-1]):
                 if kind == "one-edit":
                     with open(kernel_path(dirs[name], kernel), "a", encoding="utf-8") as handle:
-                        handle.write(f"// edit {i}\n")
-                times[name][kind].append(build(revs[name], dirs[name], work, jobs))
+                        handle.write(f'extern "C" int bench_edit_{i} = {i};\n' if golden else f"// edit {i}\n")
+                times[name][kind].append(build(revs[name], dirs[name], work, jobs, verb))
     return times
 
 
@@ -125,6 +130,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="-j of the timed runs (default 2; 1: no -j)")
     ap.add_argument("--kernel", type=int, default=0, help="func_id of the edited kernel (-1: the middle one)")
     ap.add_argument("--hand", action="store_true", help="also time compiling the edited kernel by hand")
+    ap.add_argument("--verb", choices=("build", "validate"), default="build",
+                    help="what is timed: build -q (default), or validate -q on copies with a golden.py")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     try:
@@ -135,7 +142,7 @@ def main() -> int:
         print(f"base {args.base}, head {args.head}; {os.cpu_count()} cores; -j {args.jobs}; "
               "wall medians (min-max) of whole processes, CPU = user+sys medians")
         for size in (int(s) for s in args.sizes.split(",")):
-            times = measure(revs, size, args.noops, args.edits, work, args.jobs, args.kernel, args.hand)
+            times = measure(revs, size, args.noops, args.edits, work, args.jobs, args.kernel, args.hand, args.verb)
             for name, kinds in times.items():
                 for kind, runs in kinds.items():
                     print(f"{size} kernels, {kind}, {name}: {row(runs)}")

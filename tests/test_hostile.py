@@ -410,7 +410,9 @@ def test_nothing_is_written_outside_the_directory_state_and_cache(tmp_path, kind
         out = run("pypto-build", *argv, cwd=parent, env=env)
         assert out.returncode == 0, (argv, out.stdout, out.stderr)
     assert sorted(p.name for p in parent.iterdir()) == ["c", "d"]
-    assert list(home.iterdir()) == [] and list(xdg.iterdir()) == []
+    assert list(home.iterdir()) == []
+    # the user's cache folder holds only the kept variants' store (every verdict keeps its binaries there)
+    assert [p.relative_to(xdg).as_posix() for p in xdg.glob("*/*")] == ["pypto_build/variants"]
     assert list(tmp.iterdir()) == [], "temporary files left behind"
     created = sorted(set(snapshot(root)) - set(before))
     files = [rel for rel in created if (root / rel).is_file()]

@@ -47,7 +47,7 @@ def traced(mixer: Mixer, work: Scratch, graph, rel: str, suspects: list[str],
         if kept is not None and kept.is_dir():
             shutil.copytree(kept, dumps / "good")
             known["good"] = False
-            say(f"[bisect] the good variant's dump on these inputs is kept: not run again")
+            say("[bisect] the good variant's dump on these inputs is kept: not run again")
         else:
             known["good"] = mixer.run(frozenset(), "all good, with the arguments dump", dump=dumps / "good").fails
             if known["good"]:
