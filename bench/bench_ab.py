@@ -145,6 +145,8 @@ def main() -> int:
             times = measure(revs, size, args.noops, args.edits, work, args.jobs, args.kernel, args.hand, args.verb)
             for name, kinds in times.items():
                 for kind, runs in kinds.items():
+                    if not runs:
+                        continue
                     print(f"{size} kernels, {kind}, {name}: {row(runs)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
