@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -168,8 +169,8 @@ def test_good_as_another_directory_of_the_same_program(d, passed, tmp_path):
 def test_an_evicted_good_binary_is_rebuilt_from_its_kept_source(d, tmp_path):
     breaks(d, 3)
     failing(d)
-    good = History(d).newest("PASSED")
-    unit = next(u for u in good.unit_states() if u.task == "compile:aiv/main_incore_3_aiv")
+    history = History(d)
+    unit = next(u for u in history.units(history.newest("PASSED")) if u.task == "compile:aiv/main_incore_3_aiv")
     entry = Path(store_dir(None)) / unit.binary_digest[:2] / unit.binary_digest
     entry.unlink()                                    # as the store's size limit would
     out = tmp_path / "r.json"
@@ -219,8 +220,10 @@ def test_every_verdict_records_its_variant_and_history_lists_them(d):
     after = History(d)
     new = [v for k, v in after.variants.items() if k not in before]
     assert len(new) == 1 and new[0].verdict == "FAILED" and "does not match golden" in new[0].figures
-    units = {u.task: u for u in new[0].unit_states()}
+    units = {u.task: u for u in after.units(new[0])}
     assert len(units) == KERNELS + 1 and all(u.binary_digest and u.source_digest for u in units.values())
+    assert (d / ".pypto_build" / "variants" / f"{new[0].digest}.json").is_file()     # its own file: history stays small
+    assert len((d / ".pypto_build" / "history.json").read_text()) < 2000 * len(after.variants)
     assert all((Path(store_dir(None)) / u.binary_digest[:2] / u.binary_digest).is_file() for u in units.values())
     listing = cli("history", str(d), check=0).stdout
     assert new[0].short in listing and "FAILED" in listing
@@ -228,17 +231,25 @@ def test_every_verdict_records_its_variant_and_history_lists_them(d):
 
 def test_a_killed_bisect_leaves_only_its_scratch_which_the_next_removes(d):
     breaks(d, 3)
+    slow = kernel(d, 1)                               # a run of the current variant takes a second: killed mid-run
+    slow.write_text(slow.read_text().replace("#include <cstdint>", "#include <cstdint>\n#include <unistd.h>")
+                    .replace("    for (int64_t i = 0; i < n; ++i) {", "    usleep(1000000);\n    for (int64_t i = 0; "
+                             "i < n; ++i) {"))
     failing(d)
     before = tree(d)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         proc = subprocess.Popen([sys.executable, "-m", "pypto_build", "bisect", str(d), "--method", "mix"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        seen = []
         for line in proc.stdout:
-            if "[bisect] run 1:" in line:
+            seen.append(line)
+            if "unit(s) differ" in line:              # the runs begin: the first takes a second at least
                 break
+        time.sleep(0.3)
         proc.send_signal(sig)
+        seen.append(proc.stdout.read())
         proc.wait(60)
-        assert proc.returncode == (130 if sig != signal.SIGKILL else -signal.SIGKILL)
+        assert proc.returncode == (130 if sig != signal.SIGKILL else -signal.SIGKILL), "".join(seen)
         assert tree(d) == before
     work = Path(store_dir(None)).parent / "bisect"
     assert any((w / "scratch").exists() for w in work.iterdir())       # what kill -9 left

@@ -17,6 +17,7 @@ PLATFORM_STATES = f"{STATE_DIR}/state"
 GOLDEN = "golden"           # STATE_DIR/golden/: golden.py's kept result (run/golden_cache.py)
 REPLAY = "replay"           # STATE_DIR/replay/: the last run's output tensors (run/execution.py)
 HISTORY = "history.json"    # STATE_DIR/history.json: the variants its verdicts ran (variants/history.py)
+VARIANT_UNITS = "variants"  # STATE_DIR/variants/<id>.json: each kept variant's units (variants/history.py)
 BACKUP = "backup"           # STATE_DIR/backup/: hand-edited kernel bodies kept before a .pto splice
 
 

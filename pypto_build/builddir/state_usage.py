@@ -2,7 +2,7 @@
 
 The parts: golden.py's kept result (`golden/`), the last run's output tensors (`replay/`), the build
 state (each platform's doit database and header records, its binaries, the lock, the no-op record,
-digests.json, search_dirs.json, splice records, ...), watch's history (`history.json` and a damaged
+digests.json, search_dirs.json, splice records, ...), the history (`history.json`, `variants/` and a damaged
 one set aside), and anything else (backups of hand-edited kernel bodies, leftovers of an interrupted
 write). Sizes are the files' own (`lstat`): a symbolic link counts as one file of its own size and is
 never followed, nor is a `.pypto_build` that is itself a link. Reads names and sizes, plus
@@ -21,7 +21,7 @@ from typing import Iterator
 from ..core.limits import read_capped
 from ..errors import TooLarge
 from .markers import NEXT_LEVELS, next_level_names
-from .state_dir import BACKUP, GOLDEN, HISTORY, REPLAY, STATE_DIR
+from .state_dir import BACKUP, GOLDEN, HISTORY, REPLAY, STATE_DIR, VARIANT_UNITS
 
 GOLDEN_PART, REPLAY_PART, BUILD_PART, HISTORY_PART, OTHER_PART = "golden", "replay", "build state", "history", "other"
 PARTS = (GOLDEN_PART, REPLAY_PART, BUILD_PART, HISTORY_PART, OTHER_PART)
@@ -107,7 +107,7 @@ def part_of(name: str) -> str:
         return GOLDEN_PART
     if name == REPLAY:
         return REPLAY_PART
-    if name == HISTORY or name.startswith(f"{HISTORY}."):      # history.json.damaged[.N] set aside
+    if name in (HISTORY, VARIANT_UNITS) or name.startswith(f"{HISTORY}."):    # and .damaged[.N] set aside
         return HISTORY_PART
     if name == BACKUP or name.startswith("."):                  # backups; leftovers of interrupted writes
         return OTHER_PART

@@ -63,11 +63,11 @@ def from_history(program_dir: Path, want: str | None) -> Side:
         if found is None:
             raise UserError(f"{path}: no single variant {want!r} recorded; give an id `pypto-build history "
                             f"{program_dir}` prints (or enough of it to name one), or --good DIR2")
-    if not found.units:
-        raise UserError(f"{path}: variant {found.short} was recorded before variants kept their units; validate "
-                        "it again (check out its sources, `pypto-build validate`) or use --good DIR2")
-    return Side(f"variant {found.short} ({found.verdict})", tuple(found.unit_states()), found.digest,
-                recorded=found)
+    units = history.units(found)
+    if not units:
+        raise UserError(f"{path}: variant {found.short} has no units recorded; validate it again (check out its "
+                        "sources, `pypto-build validate`) or use --good DIR2")
+    return Side(f"variant {found.short} ({found.verdict})", tuple(units), found.digest, recorded=found)
 
 
 def from_directory(other: Path, plans, rel: str) -> Side:

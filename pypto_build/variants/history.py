@@ -5,7 +5,9 @@ A *variant* is the digest of every binary the program runs (kernels, orchestrati
 in plan order: `units.variant_id`): an edit that changes no binary is the same variant, a revert is an
 earlier one again. Every run that reaches a verdict records its variant in the program's
 `.pypto_build/history.json` (atomically, the newest `KEEP` variants; `record.record_verdict`, from the
-`validate:` task): per unit the digests of its binary and its source, the verdict and its figures. `watch`
+`validate:` task): the verdict and its figures, and, in its own file `.pypto_build/variants/<id>.json` (so that
+the history a verdict rewrites stays small on a program of hundreds of kernels), per unit the digests of its
+binary and its source. `watch`
 adds each round's run times and what it changed, so a tuning loop sees at once whether an edit
 helped; `pypto-build history DIR` lists what was tried and `pypto-build bisect` compares two of them.
 
@@ -27,7 +29,7 @@ from pathlib import Path
 from ..core import atomic
 from ..errors import UserError, one_line
 from ..core.limits import TooLarge, read_capped
-from ..builddir.state_dir import HISTORY, STATE_DIR
+from ..builddir.state_dir import HISTORY, STATE_DIR, VARIANT_UNITS
 
 RECORD = HISTORY
 ASIDE = ".damaged"      # a damaged history is kept as history.json.damaged (then .damaged.1, ...)
@@ -55,15 +57,10 @@ class Variant:
     changed: list[str] = field(default_factory=list)      # what the round that first made it changed
     rounds: int = 1
     figures: str = ""                                     # the last verdict's detail: how far off, what crashed
-    units: list[dict] = field(default_factory=list)       # per unit: units.UnitState as a dict (`unit_states`)
+    units: int = 0                                        # how many units its own file records (`History.units`)
     platform: str = ""                                    # where it ran
     golden: str = ""                                      # the seal of the golden result the verdict was made on
     config: str = ""                                      # the run configuration's key it was made with
-
-    def unit_states(self) -> list:
-        """The units recorded (`units.UnitState`), in plan order; [] for a variant recorded before units were."""
-        from .units import UnitState
-        return [UnitState(**u) for u in self.units]
 
     @property
     def median(self) -> float | None:
@@ -82,7 +79,9 @@ class History:
 
     def __init__(self, root: Path) -> None:
         self.path = Path(root) / STATE_DIR / RECORD
+        self.units_dir = Path(root) / STATE_DIR / VARIANT_UNITS
         self.variants: dict[str, Variant] = {}
+        self.pending: dict[str, list[dict]] = {}       # units to write with the next `save`, by variant
         try:
             data = read_capped(self.path)
         except FileNotFoundError:
@@ -118,15 +117,17 @@ class History:
         seen = self.variants.pop(digest, None)
         if seen is None:
             variant = Variant(digest, now, now, verdict, list(seconds), list(changed), 1, figures or "",
-                              list(units or []), platform or "", golden or "", config or "")
+                              len(units or ()), platform or "", golden or "", config or "")
         else:
             variant = Variant(digest, seen.first_seen, now, verdict, list(seconds) or seen.seconds,
                               seen.changed or list(changed), seen.rounds + (1 if again else 0),
                               seen.figures if figures is None else figures,
-                              seen.units if units is None else list(units),
+                              seen.units if units is None else len(units),
                               seen.platform if platform is None else platform,
                               seen.golden if golden is None else golden, seen.config if config is None else config)
         self.variants[digest] = variant
+        if units:
+            self.pending[digest] = list(units)
         return variant, seen is not None and again
 
     def find(self, prefix: str) -> Variant | None:
@@ -140,9 +141,38 @@ class History:
         return max(found, key=lambda v: v.last_seen) if found else None
 
     def save(self) -> None:
+        """Write the units recorded since, then the history (the newest `KEEP`), then drop the units files of the
+        variants it no longer keeps."""
         kept = sorted(self.variants.values(), key=lambda v: v.last_seen)[-KEEP:]
         kept.sort(key=lambda v: v.first_seen)
+        for digest, units in self.pending.items():
+            atomic.write_text(self.units_dir / f"{digest}.json", json.dumps({"units": units}))
+        self.pending = {}
         atomic.write_text(self.path, json.dumps({"variants": [asdict(v) for v in kept]}, indent=1))
+        names = {f"{v.digest}.json" for v in kept}
+        for stale in self.units_dir.glob("*.json") if self.units_dir.is_dir() else ():
+            if stale.name not in names:
+                stale.unlink(missing_ok=True)
+
+    def units(self, variant: Variant) -> list:
+        """The units `variant` recorded (`units.UnitState`), in plan order; [] when it recorded none. A units file
+        that cannot be used is `Damaged` (one line)."""
+        from .units import UnitState
+
+        if not variant.units:
+            return []
+        path = self.units_dir / f"{variant.digest}.json"
+        try:
+            data = json.loads(read_capped(path))
+        except FileNotFoundError:
+            return []
+        except (OSError, TooLarge, ValueError, RecursionError) as exc:
+            raise Damaged(path, f"cannot be read as the units of variant {variant.short} ({one_line(exc, 200)})") \
+                from None
+        if not isinstance(data, dict) or not isinstance(data.get("units"), list) or \
+                not all(_unit(u) for u in data["units"]):
+            raise Damaged(path, f"not the units of variant {variant.short}")
+        return [UnitState(**u) for u in data["units"]]
 
     def listing(self) -> list[str]:
         """`pypto-build history`: one line per variant, oldest first, with its change against the first."""
@@ -170,7 +200,7 @@ def percent(value: float, base: float) -> str:
 
 _EXPECTED = {"digest": "a digest", "first_seen": "a time", "last_seen": "a time", "verdict": "a verdict",
              "seconds": "a list of run times", "changed": "a list of file names", "rounds": "a count of rounds",
-             "figures": "a line of text", "units": "a list of unit records", "platform": "a platform name",
+             "figures": "a line of text", "units": "a count of units", "platform": "a platform name",
              "golden": "a golden result's seal", "config": "a run configuration's key"}
 _REQUIRED = {"digest", "first_seen", "last_seen", "verdict"}
 
@@ -199,7 +229,7 @@ def _fits(name: str, value: object) -> bool:
     if name == "changed":
         return isinstance(value, list) and all(isinstance(c, str) for c in value)
     if name == "units":
-        return isinstance(value, list) and all(_unit(u) for u in value)
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
     if name == "rounds":
         return isinstance(value, int) and not isinstance(value, bool) and value >= 1
     return isinstance(value, str) and (name != "digest" or bool(value))
