@@ -120,7 +120,6 @@ def _record(keep: Recorder | None, program: Program, config: RunConfig, exc: Bas
     failed); nothing for a refusal or a golden.py that failed (no verdict on the binaries). With the seal of the
     golden result it was compared against and the run configuration's key: what the verdict holds for."""
     from ..errors import ExecutorError, ProgramFailed, ValidationFailed
-    from .golden import GoldenError
 
     if keep is None:
         return
@@ -128,7 +127,7 @@ def _record(keep: Recorder | None, program: Program, config: RunConfig, exc: Bas
         verdict = "PASSED"
     elif isinstance(exc, ValidationFailed):
         verdict, figures, golden = "FAILED", str(exc).partition("\n")[0], exc.golden
-    elif isinstance(exc, (ProgramFailed, ExecutorError)) and not isinstance(exc, GoldenError):
+    elif isinstance(exc, (ProgramFailed, ExecutorError)):          # not golden.py's failure (a GoldenError)
         verdict, figures = "CRASHED", str(exc).partition("\n")[0]
     else:
         return

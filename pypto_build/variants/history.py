@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -64,6 +63,8 @@ class Variant:
 
     @property
     def median(self) -> float | None:
+        import statistics       # only `watch` and `history` ask: a verdict's record does not import it
+
         return statistics.median(self.seconds) if self.seconds else None
 
     @property
