@@ -201,10 +201,13 @@ def render(cases: dict, skipped: str | None, args, took: float, machine: list[st
            "comparing the dumps, the report). The run bound: the issue's ⌈log₂ n⌉ + 2 for one culprit among n "
            "suspects; the search's own (`culprits/search.py`) is the two endpoints + ⌈log₂ n⌉ + 1.", "",
            "Where the fixed costs go: a bisect's first run includes starting its warm run server (torch imported "
-           "once; the later runs fork from it), and a trace imports torch in the bisect's own process too, to read "
-           "golden.py's tolerance and compare the dumps (in a cProfile of one host trace, not part of this script, "
-           "that import was most of the trace's time beyond its runs); the mix's rest is the interpreter, the "
-           "scratch copy and its build.", ""]
+           "once; the later runs fork from it), and a trace needs torch in the bisect's own process too, to read "
+           "golden.py's tolerance and compare the dumps: it is imported in the background while the copy builds "
+           "and the program runs, so what is left beyond the runs is mostly reading and comparing the dumps; the "
+           "mix's rest is the interpreter, the scratch copy and its build. A mix runs the current variant first; "
+           "when the good variant's PASSED verdict was recorded on the very golden result that run was compared "
+           "against (the usual case: validate PASSED, edit, validate FAILED, bisect), the good variant is not run "
+           "again.", ""]
     labels = {"trace": "`--method trace` (first bisect of the copy)", "trace again":
               "`--method trace` again (good dump kept)", "mix": "`--method mix`"}
     for name, (title, edits, s) in cases.items():
