@@ -37,16 +37,17 @@ def watch_verb(values: Any, directory: Path | str) -> int:
 def history_verb(directory: Path | str) -> int:
     """`pypto-build history DIR`: the variants its verdicts recorded, oldest first (DIR must be a build directory;
     a multi-orchestration parent's sub-builds each have their own), then what its state holds (`state_report`)."""
+    from ..builddir.markers import NEXT_LEVELS, next_level_names
     from ..builddir.state_dir import HISTORY, STATE_DIR
     from ..variants.history import History
     from .state_report import build_root, state_lines
 
     root = build_root(directory)
-    subs = sorted(p.parent.parent for pattern in (f"*/{STATE_DIR}/{HISTORY}", f"*/*/{STATE_DIR}/{HISTORY}")
-                  for p in root.glob(pattern))
+    subs = [f"{NEXT_LEVELS}/{name}" for name in next_level_names(root)
+            if (root / NEXT_LEVELS / name / STATE_DIR / HISTORY).exists()]
     lines = History(root).listing() if not subs or (root / STATE_DIR / HISTORY).exists() else []
-    for sub in subs:
-        lines += [f"{sub.relative_to(root).as_posix()}:", *("  " + line for line in History(sub).listing())]
+    for rel in subs:
+        lines += [f"{rel}:", *("  " + line for line in History(root / rel).listing())]
     for line in [*lines, *state_lines(root)]:
         print(line)
     return 0

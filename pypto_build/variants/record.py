@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from ..errors import one_line, warn
-from .history import Damaged, History
-from .store import VariantStore
-from .units import UnitRef, unit_states, variant_id
+if TYPE_CHECKING:                   # every planned build makes a Recorder: what records is imported when one does
+    from .units import UnitRef
 
 
 @dataclass(frozen=True)
@@ -45,6 +43,11 @@ def record_verdict(program_dir: Path, refs: Sequence[UnitRef], store_dir: str | 
     """Record the variant of the program at `program_dir` (its units `refs`, relative to it) with
     `verdict` and `figures`; keep its binaries and sources in the store at `store_dir` (None: keep none).
     Returns the variant's id, or None when nothing was recorded (a binary missing, the history unwritable)."""
+    from ..errors import one_line, warn
+    from .history import Damaged, History
+    from .store import VariantStore
+    from .units import unit_states, variant_id
+
     states = unit_states(Path(program_dir), refs)
     if states is None:
         return None
