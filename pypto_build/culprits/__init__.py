@@ -1,7 +1,7 @@
 """`pypto-build bisect`: which units make two variants of a program differ, and the first task where they part.
 
 Door: `bisect` (the whole search, `hunt.bisect`: one `Report` per program), `Report` / `Culprit` (what it found),
-`METHODS`; `read_dump` / `Dump` / `Task` / `Arg` (an argument dump of either runtime, simpler's format: `dump`),
+`divergence_summary` (the first divergent task in one line), `METHODS`; `read_dump` / `Dump` / `Task` / `Arg` (an argument dump of either runtime, simpler's format: `dump`),
 `compare` / `TraceResult` / `Divergence` / `Parting` / `Uncompared` (the first task whose outputs differ between
 two dumps: `trace`), `kernel_map` / `KernelInfo` (func_id -> kernel name, source, signature: `kernels`).
 Modules: `hunt` (the driver), `sides` (the two variants compared), `scratch` (the copy it works in), `runs` (one
@@ -17,6 +17,7 @@ _EXPORTS = {
     "METHODS": "hunt",
     "Report": "report",
     "Culprit": "report",
+    "divergence_summary": "report",
     "read_dump": "dump",
     "Dump": "dump",
     "Task": "dump",

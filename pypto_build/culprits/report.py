@@ -99,6 +99,14 @@ def _plain(found: object | None) -> dict | None:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(found).items()}
 
 
+def divergence_summary(d) -> str:
+    """The first divergent task (`trace.Divergence`) in one line: the task, the output, how far off, what follows."""
+    what = (f"output {d.output}: {d.reason}" if d.reason else
+            f"output {d.output}: {d.differing} of {d.numel} differ, max abs {d.max_abs:.6g}, max rel {d.max_rel:.6g}; "
+            f"{d.later} later task(s) differ too")
+    return f"task #{d.index} {d.kernel or '?'} (func_id {','.join(map(str, d.func_id))}): {what}"
+
+
 def divergence_lines(d) -> list[str]:
     """The first divergent task (`trace.Divergence`) in words: where, which output, how far off, what follows."""
     ids = ",".join(str(f) for f in d.func_id)

@@ -16,7 +16,7 @@ from ..errors import PyptoBuildError, one_line
 
 def divergence_lines(root: Path, good: str, start: Callable | None) -> list[str]:
     """The lines the round's block adds: the first divergent task against the variant `good` (its id)."""
-    from ..culprits import bisect
+    from ..culprits import bisect, divergence_summary
 
     began = time.perf_counter()
     try:
@@ -24,13 +24,8 @@ def divergence_lines(root: Path, good: str, start: Callable | None) -> list[str]
     except (PyptoBuildError, OSError) as exc:
         return [f"   diverges not traced: {one_line(exc, 300)}"]
     took = f"{len(report.runs)} run(s), {time.perf_counter() - began:.2f} s"
-    d = report.first_divergence
-    if d is not None:
-        head = f"   diverges task #{d.index} {d.kernel or '?'} (func_id {','.join(map(str, d.func_id))})"
-        what = (f"output {d.output}: {d.reason}" if d.reason else
-                f"output {d.output}: {d.differing} of {d.numel} differ, max abs {d.max_abs:.6g}, max rel "
-                f"{d.max_rel:.6g}; {d.later} later task(s) differ too")
-        lines = [f"{head}: {what}"]
+    if report.first_divergence is not None:
+        lines = [f"   diverges {divergence_summary(report.first_divergence)}"]
     elif report.parting is not None:
         lines = [f"   diverges the task sequences part at {report.parting.describe()}"]
     else:
