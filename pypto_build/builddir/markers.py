@@ -30,6 +30,8 @@ DEBUG_DIR = "debug"
 DEBUG_RUNNER = f"{DEBUG_DIR}/run.py"        # PyPTO's debug runner (compat/runner.py writes ours)
 DFX_OUTPUTS = "dfx_outputs"                 # what a run writes: swimlanes, args_dump/, L3 dispatch folders
 ARGS_DUMP_DIR = "args_dump"                 # under dfx_outputs/
+ARGS_DUMP_MANIFEST = "args_dump.json"       # in args_dump/: simpler's manifest of the dumped arguments
+ARGS_DUMP_BIN = "args.bin"                  # in args_dump/: their payloads
 SWIMLANE_PREFIX = "merged_swimlane_"        # dfx_outputs/merged_swimlane_<time>.json: a run's task timeline
 DISPATCH_PROGRAM = "dispatch_program.json"  # which chip program an L3 dispatch folder belongs to
 # the compiler's other outputs, generated like the binaries (golden.py reads none of them)

@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..builddir.markers import ARGS_DUMP_BIN, ARGS_DUMP_DIR, ARGS_DUMP_MANIFEST
 from ..core.limits import read_capped
 from ..errors import TooLarge, UserError, one_line
 
 __all__ = ["Arg", "Task", "Dump", "read_dump", "MANIFEST", "BIN", "MAX_MANIFEST_BYTES"]
 
-MANIFEST = "args_dump.json"
-BIN = "args.bin"
-DUMP_DIR = "args_dump"
+MANIFEST, BIN, DUMP_DIR = ARGS_DUMP_MANIFEST, ARGS_DUMP_BIN, ARGS_DUMP_DIR
 MAX_MANIFEST_BYTES = 1 << 30      # a full dump of a large program: about 300 bytes per record
 ROLES = ("input", "output", "inout")
 STAGES = ("before_dispatch", "after_completion")

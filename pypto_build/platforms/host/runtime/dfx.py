@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ....builddir.markers import ARGS_DUMP_DIR
+from ....builddir.markers import ARGS_DUMP_BIN, ARGS_DUMP_DIR, ARGS_DUMP_MANIFEST
 from ....core import atomic
 
 if TYPE_CHECKING:
@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["write_swimlane", "write_args_dump", "swimlane_events", "args_dump", "ARGS_DUMP", "ARGS_BIN",
            "payloads_wanted"]
 
-ARGS_DUMP = "args_dump.json"
-ARGS_BIN = "args.bin"
+ARGS_DUMP, ARGS_BIN = ARGS_DUMP_MANIFEST, ARGS_DUMP_BIN
 _STAGES = ("before_dispatch", "after_completion")
 _TIDS = {"aic": 0, "aiv": 1}
 _ORCH_TID = 2
