@@ -12,7 +12,7 @@ from ..builddir.markers import KERNEL_CONFIG
 from ..core.limits import read_capped
 from ..errors import TooLarge
 
-__all__ = ["KernelInfo", "kernel_map", "tensor_params"]
+__all__ = ["KernelInfo", "kernel_map", "kernels_of", "tensor_params"]
 
 # PyPTO's kernel wrapper unpacks its tensors in signature order, each under `// Unpack tensor: <name>`.
 _UNPACK = re.compile(r"^\s*//\s*Unpack tensor:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
@@ -36,10 +36,13 @@ def kernel_map(sub_build: Path) -> dict[int, KernelInfo]:
     """func_id -> KernelInfo of the sub-build at `sub_build` (a folder with kernel_config.py: an L2 build's root
     or `next_levels/<name>/`); raises ManifestError (one line) for an unreadable kernel_config.py."""
     root = Path(sub_build).resolve()
-    config = read_kernel_config(root / KERNEL_CONFIG)
-    sub = SubBuild(".", ".", root, config)
+    return kernels_of(SubBuild(".", ".", root, read_kernel_config(root / KERNEL_CONFIG)))
+
+
+def kernels_of(sub: SubBuild) -> dict[int, KernelInfo]:
+    """func_id -> KernelInfo of a sub-build already read (a planned one: its kernel_config.py is not read again)."""
     found = {}
-    for spec in config.kernels:
+    for spec in sub.config.kernels:
         source = resolve_in(sub, spec.source, spec.rooted)
         found[spec.func_id] = KernelInfo(spec.func_id, spec.name or source.stem, source, spec.signature,
                                          spec.core_type, tensor_params(source))

@@ -155,10 +155,10 @@ def _compare(good: Path, current: Path, tolerance: Tolerance, kernels: dict):
 
 def _kernels(graph, rel: str) -> dict:
     """func_id -> KernelInfo of the program's own sub-build (an L2 program, or a multi-orch sub-build)."""
-    from .kernels import kernel_map
+    from .kernels import kernels_of
 
     plan = _plan(graph, rel)
-    return kernel_map(plan.sub.path) if plan is not None else {}
+    return kernels_of(plan.sub) if plan is not None else {}
 
 
 def _plan(graph, rel: str):
