@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pypto_build.errors import UserError
 from pypto_build.testing import synth
 from pypto_build.variants.history import History
 from pypto_build.variants.store import store_dir
@@ -390,3 +391,76 @@ def test_the_api_and_ci_record_variants_too(tmp_path, monkeypatch):
     harmless(root, 0)
     cli("ci", str(root), check=1)
     assert [v.verdict for v in History(root).variants.values()] == ["PASSED", "FAILED", "FAILED"]
+
+
+def _without_kept_verdict(root: Path) -> None:
+    """Blank the golden seal the PASSED variants were recorded with: a mix then runs the good variant itself."""
+    path = root / ".pypto_build" / "history.json"
+    data = json.loads(path.read_text())
+    for v in data["variants"]:
+        if v["verdict"] == "PASSED":
+            v["golden"] = ""
+    path.write_text(json.dumps(data))
+
+
+def _same_answer(report: dict) -> dict:
+    """What a bisect answers, without how it got there (its runs, their times, its notes)."""
+    return {k: v for k, v in report.items() if k not in ("runs", "notes")}
+
+
+@pytest.mark.parametrize("case", ["one culprit", "two only together", "nothing to blame"])
+def test_every_fast_path_of_a_bisect_gives_the_slow_paths_answer(d, tmp_path, case):
+    """The recorded good verdict reused, the good variant's kept dump, runs forked from the warm starter, the copy
+    built on the directory's own state: each gives the answer of its slow path (the good variant run again, its dump
+    made again, every run spawned afresh), the same culprits, the same divergence, the same refusal to blame."""
+    from pypto_build import bisect
+    from pypto_build.run.starter import spawn
+
+    good = History(d).newest("PASSED").short                          # the variant before the edits
+    if case == "one culprit":
+        harmless(d, 1), breaks(d, 3), harmless(d, 4)
+    elif case == "two only together":
+        golden = d / "golden.py"
+        golden.write_text(golden.read_text().replace("RTOL = 1e-05", "RTOL = 0.0").replace("ATOL = 1e-05",
+                                                                                          "ATOL = 0.01"))
+        cli("validate", str(d), check=0)
+        nudges(d, KERNELS - 2, "0.012f"), nudges(d, KERNELS - 1, "0.006f"), harmless(d, 0)
+    else:
+        harmless(d, 2), harmless(d, 5)
+    cli("validate", str(d), check=0 if case == "nothing to blame" else 1)
+    recorded = max(History(d).variants.values(), key=lambda v: v.last_seen)
+    copies = {name: tmp_path / name for name in ("slow", "spawned")}
+    for copy in copies.values():
+        subprocess.run(["cp", "-a", str(d), str(copy)], check=True)
+    _without_kept_verdict(copies["slow"])
+    for method in ("mix", "trace"):
+        fast = bisect(d, good=good, method=method)[0].as_json()
+        again = bisect(d, good=good, method=method)[0].as_json()      # a trace: the good dump kept
+        slow = bisect(copies["slow"], good=good, method=method)[0].as_json()
+        spawned = bisect(copies["spawned"], good=good, method=method, start=spawn)[0].as_json()
+        assert fast["outcome"] == ("agree" if case == "nothing to blame" else "culprits") and len(fast["suspects"]) >= 2
+        assert fast["current"] == recorded.digest                         # the copy built the directory's bytes
+        for other in (again, slow, spawned):
+            assert _same_answer(other) | {"directory": ""} == _same_answer(fast) | {"directory": ""}, (method, case)
+        if method == "mix" and case == "one culprit":
+            assert any("holds" in n for n in fast["notes"]) and not any("holds" in n for n in slow["notes"])
+            assert [] in [r["units"] for r in slow["runs"]] and [] not in [r["units"] for r in fast["runs"]]
+        if method == "trace" and case != "nothing to blame":
+            assert len(again["runs"]) == 1 and len(fast["runs"]) == 2
+
+
+def test_on_a_platform_whose_dump_has_no_payloads_the_trace_is_refused_and_the_mix_is_the_default(d, monkeypatch):
+    """a5/a5sim: simpler's payloads are not trustworthy there (the platform record says so): --method trace is one
+    line, exit 2, before any run; without --method the bisect mixes."""
+    from pypto_build import bisect
+    from pypto_build.platforms import RECORDS
+
+    breaks(d, 3)
+    failing(d)
+    monkeypatch.setattr(RECORDS["host"], "dump_payloads", False)
+    before = tree(d)
+    with pytest.raises(UserError, match="--method trace needs an arguments dump with payloads, which host does not"):
+        bisect(d, method="trace")
+    [report] = bisect(d)
+    assert report.method == "mix" and [c.unit for c in report.culprits] == ["compile:aiv/main_incore_3_aiv"]
+    assert tree(d) == before
